@@ -1,0 +1,1 @@
+"""The `statectl` command line: parse, call the library, render."""

@@ -1,0 +1,96 @@
+"""`statectl`: inspect, read, bootstrap, modify and rescale savepoints.
+
+Commands here only parse options, call the library and hand results to
+:mod:`cli.output`. Spark is imported only by the commands that need it.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+import typer
+
+from statefmt import __version__
+from statefmt.errors import StatectlError
+
+from .output import output_for, print_error
+
+app = typer.Typer(
+    name="statectl",
+    help="Read, bootstrap, modify and rescale savepoints of stateful stream-processing jobs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+_options = {"debug": False}
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"statectl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks on errors."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    _options["debug"] = debug
+
+
+@app.command()
+def info(
+    savepoint: str = typer.Argument(..., help="Savepoint directory (a path or URI)."),
+    json_: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
+) -> None:
+    """Show what a savepoint holds: operators, states, types, files and sizes."""
+    from statefmt.savepoint import load
+
+    from .summary import savepoint_summary
+
+    output_for(json_).savepoint_info(savepoint_summary(load(savepoint)))
+
+
+@app.command()
+def validate(
+    savepoint: str = typer.Argument(..., help="Savepoint directory (a path or URI)."),
+    json_: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
+) -> None:
+    """Check every file reference, size, checksum and schema. Exit 1 if anything is wrong."""
+    from statefmt.validate import validate as run_validation
+
+    report = run_validation(savepoint)
+    doc = {
+        "location": report.location,
+        "valid": report.valid,
+        "problems": report.problems,
+        "dependencies": [vars(d) for d in report.dependencies],
+        "files_checked": report.files_checked,
+        "bytes_checked": report.bytes_checked,
+    }
+    output_for(json_).validation(doc)
+    if not report.valid:
+        raise typer.Exit(1)
+
+
+def run() -> None:
+    """Console-script entry point: one clear message and exit 1 for bad input."""
+    try:
+        app()
+    except StatectlError as e:
+        if _options["debug"]:
+            traceback.print_exc()
+        print_error(str(e))
+        sys.exit(1)
+    except KeyboardInterrupt:
+        print_error("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,112 @@
+"""Every way statectl prints results. Commands build plain data and hand it here."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from statefmt.types import type_str
+
+
+def human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+def print_json(doc) -> None:
+    sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+class RichOutput:
+    """Tables and short lines on the terminal."""
+
+    def __init__(self) -> None:
+        self.console = Console(highlight=False)
+
+    def savepoint_info(self, info: dict) -> None:
+        c = self.console
+        c.print(f"[bold]Savepoint[/bold] {info['location']}")
+        c.print(f"  id {info['savepoint_id']}, created {info['created_at']}, "
+                f"format version {info['format_version']}")
+        c.print(f"  {len(info['operators'])} operator(s), {info['files']} file(s), "
+                f"{human_bytes(info['bytes'])}")
+        for entry in info["lineage"]:
+            c.print(f"  references savepoint {entry['savepoint_id']} at {entry['location']}")
+        ops = Table(title="Operators", title_justify="left")
+        ops.add_column("uid", overflow="fold")
+        ops.add_column("operator id", no_wrap=True)
+        for col in ("par.", "max par.", "states", "files", "size"):
+            ops.add_column(col, justify="right")
+        ops.add_column("shared")
+        for op in info["operators"]:
+            ops.add_row(op["uid"] if op["uid"] is not None else "[dim](unknown)[/dim]",
+                        op["operator_id"], str(op["parallelism"]), str(op["max_parallelism"]),
+                        str(len(op["states"])), str(op["files"]), human_bytes(op["bytes"]),
+                        f"{op['shared_files']} ({human_bytes(op['shared_bytes'])})"
+                        if op["shared_files"] else "-")
+        c.print(ops)
+        states = Table(title="States", title_justify="left")
+        for col in ("operator", "state", "kind", "type", "key"):
+            states.add_column(col)
+        for op in info["operators"]:
+            label = op["uid"] if op["uid"] is not None else op["operator_id"]
+            key = ""
+            if "keyed" in op:
+                key = ", ".join(f"{k['name']}: {type_str(k['type'])}" for k in op["keyed"]["key"])
+                if op["keyed"]["namespace_type"] is not None:
+                    key += f" / namespace: {type_str(op['keyed']['namespace_type'])}"
+            for s in op["states"]:
+                kind = s["kind"] if s["scope"] == "keyed" else f"operator {s['kind']}"
+                states.add_row(label, s["name"], kind, s["type"], key if s["scope"] == "keyed" else "")
+            if "keyed" in op and op["keyed"]["timers"]["files"]:
+                states.add_row(label, "(timers)", "timers",
+                               f"{op['keyed']['timers']['rows']} timer(s)", key)
+        if states.row_count:
+            c.print(states)
+        if info["shared_files"]:
+            shared = Table(title="Files shared from other savepoints", title_justify="left")
+            for col in ("operator", "file", "size"):
+                shared.add_column(col)
+            for f in info["shared_files"]:
+                shared.add_row(f["operator"], f["location"], human_bytes(f["bytes"]))
+            c.print(shared)
+
+    def validation(self, report: dict) -> None:
+        c = self.console
+        for dep in report["dependencies"]:
+            state = "present" if dep["present"] else "[red]GONE[/red]"
+            c.print(f"depends on savepoint {dep['savepoint_id']} at {dep['location']}: {state}, "
+                    f"{dep['files']} file(s) referenced")
+        for problem in report["problems"]:
+            c.print(f"[red]problem:[/red] {problem}", soft_wrap=True)
+        if report["valid"]:
+            c.print(f"[green]valid[/green]: {report['location']} "
+                    f"({report['files_checked']} file(s), {human_bytes(report['bytes_checked'])} checked)")
+        else:
+            c.print(f"[red]invalid[/red]: {report['location']} "
+                    f"({len(report['problems'])} problem(s))")
+
+
+class JsonOutput:
+    """One JSON document on standard output, for scripts."""
+
+    def savepoint_info(self, info: dict) -> None:
+        print_json(info)
+
+    def validation(self, report: dict) -> None:
+        print_json(report)
+
+
+def output_for(json_mode: bool):
+    return JsonOutput() if json_mode else RichOutput()
+
+
+def print_error(message: str) -> None:
+    Console(stderr=True, highlight=False).print(f"[red]error:[/red] {message}", soft_wrap=True)

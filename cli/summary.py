@@ -1,0 +1,83 @@
+"""Plain-data summaries of savepoints, shared by every output format."""
+
+from __future__ import annotations
+
+from statefmt.model import DataFile, Operator, Savepoint
+from statefmt.savepoint import file_location
+from statefmt.types import type_str
+
+
+def _files(files) -> dict:
+    files = list(files)
+    return {"files": len(files), "bytes": sum(f.size for f in files), "rows": sum(f.rows for f in files)}
+
+
+def _shared(files: list[DataFile]) -> list[DataFile]:
+    return [f for f in files if f.ref.is_shared]
+
+
+def state_rows(op: Operator) -> list[dict]:
+    out = []
+    if op.keyed is not None:
+        for s in op.keyed.states:
+            row = {"name": s.name, "kind": s.kind, "scope": "keyed", "type": type_str(s.column_type),
+                   "value_type": s.value_type}
+            if s.user_key_type is not None:
+                row["user_key_type"] = s.user_key_type
+            if s.function is not None:
+                row["function"] = s.function
+            out.append(row)
+    for s in op.operator_states:
+        row = {"name": s.name, "kind": s.kind, "scope": "operator", "value_type": s.value_type,
+               "type": type_str(s.value_type) if s.key_type is None
+               else f"{type_str(s.key_type)} -> {type_str(s.value_type)}"}
+        if s.key_type is not None:
+            row["key_type"] = s.key_type
+        row.update(_files(s.files))
+        out.append(row)
+    return out
+
+
+def operator_summary(op: Operator) -> dict:
+    files = list(op.data_files())
+    shared = _shared(files)
+    out = {
+        "uid": op.uid,
+        "operator_id": op.operator_id,
+        "parallelism": op.parallelism,
+        "max_parallelism": op.max_parallelism,
+        "format": op.format,
+        "states": state_rows(op),
+        "files": len(files),
+        "bytes": sum(f.size for f in files),
+        "shared_files": len(shared),
+        "shared_bytes": sum(f.size for f in shared),
+    }
+    if op.keyed is not None:
+        out["keyed"] = {
+            "key": [{"name": f.name, "type": f.type} for f in op.keyed.key],
+            "namespace_type": op.keyed.namespace_type,
+            "table": _files(op.keyed.files),
+            "timers": _files(op.keyed.timers),
+        }
+    return out
+
+
+def savepoint_summary(sp: Savepoint) -> dict:
+    shared = [
+        {"operator": op.label, "path": f.ref.path, "savepoint": f.ref.savepoint,
+         "location": str(file_location(sp, f.ref)), "bytes": f.size}
+        for op, f in sp.data_files() if f.ref.is_shared
+    ]
+    operators = [operator_summary(op) for op in sp.operators]
+    return {
+        "location": sp.location,
+        "savepoint_id": sp.savepoint_id,
+        "created_at": sp.created_at,
+        "format_version": sp.format_version,
+        "lineage": [{"savepoint_id": e.savepoint_id, "location": e.location} for e in sp.lineage],
+        "operators": operators,
+        "files": sum(o["files"] for o in operators),
+        "bytes": sum(o["bytes"] for o in operators),
+        "shared_files": shared,
+    }

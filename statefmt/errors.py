@@ -1,0 +1,64 @@
+"""The errors statectl raises on bad input.
+
+Every error carries a message a user can act on. The CLI catches
+:class:`StatectlError` in one place, prints the message and exits non-zero;
+anything else is a bug and shows a traceback.
+"""
+
+from __future__ import annotations
+
+
+class StatectlError(Exception):
+    """Base of every error caused by input rather than by a bug."""
+
+
+class UsageError(StatectlError):
+    """An argument or option value is not acceptable."""
+
+
+class NotASavepointError(StatectlError):
+    """The location holds no `_metadata` file."""
+
+
+class MetadataError(StatectlError):
+    """`_metadata` is malformed: not JSON, missing fields, wrong values."""
+
+
+class UnsupportedVersionError(MetadataError):
+    """`_metadata` was written by a format version this reader does not know."""
+
+
+class UnsafeReferenceError(StatectlError):
+    """A file reference escapes its savepoint (absolute, `..`, a scheme...)."""
+
+
+class MissingFileError(StatectlError):
+    """A file named by `_metadata` is not there."""
+
+
+class IntegrityError(StatectlError):
+    """A file's size or checksum differs from what `_metadata` records."""
+
+
+class DataFileError(StatectlError):
+    """A data file is readable bytes but not the file `_metadata` describes."""
+
+
+class LimitError(StatectlError):
+    """A parallelism or max parallelism is outside the allowed range."""
+
+
+class UnknownOperatorError(StatectlError):
+    """No operator with the requested uid or operator id."""
+
+
+class UnknownStateError(StatectlError):
+    """The operator has no state of the requested name."""
+
+
+class KeyTypeError(StatectlError):
+    """A key column has a type that cannot be hashed into a key group."""
+
+
+class SavepointExistsError(StatectlError):
+    """The output location already holds a savepoint."""

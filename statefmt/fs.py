@@ -1,0 +1,180 @@
+"""All file access, through pyarrow's filesystems.
+
+A savepoint location is a local path or a URI (``file://``, ``s3://``,
+``hdfs://``... wherever pyarrow supports the scheme). Everything else in
+statectl works on :class:`Location` values and never calls ``open`` itself.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterator
+
+import pyarrow.fs as pafs
+
+from .errors import MissingFileError, StatectlError
+from .refs import join
+
+CHUNK = 4 * 1024 * 1024
+
+
+@lru_cache(maxsize=256)
+def _filesystem_and_path(uri: str) -> tuple[pafs.FileSystem, str]:
+    if "://" not in uri:
+        return _LOCAL, uri
+    try:
+        return pafs.FileSystem.from_uri(uri)
+    except (ValueError, OSError) as e:
+        raise StatectlError(f"cannot open {uri}: {e}") from None
+
+
+_LOCAL = pafs.LocalFileSystem()
+
+
+@dataclass(frozen=True)
+class Location:
+    """A file or directory: the text a user gave (made absolute) and its filesystem."""
+
+    uri: str
+
+    @staticmethod
+    def of(text: str) -> "Location":
+        """A location from a path or URI; local paths become absolute."""
+        if "://" in text:
+            return Location(text.rstrip("/") if not text.endswith(":///") else text)
+        return Location(os.path.abspath(os.path.expanduser(text)))
+
+    @property
+    def is_local(self) -> bool:
+        return "://" not in self.uri or self.uri.startswith("file://")
+
+    def _resolve(self) -> tuple[pafs.FileSystem, str]:
+        return _filesystem_and_path(self.uri)
+
+    @property
+    def fs(self) -> pafs.FileSystem:
+        return self._resolve()[0]
+
+    @property
+    def path(self) -> str:
+        return self._resolve()[1]
+
+    def child(self, relative: str) -> "Location":
+        return Location(join(self.uri, relative))
+
+    @property
+    def name(self) -> str:
+        return self.uri.rstrip("/").rsplit("/", 1)[-1]
+
+    def __str__(self) -> str:
+        return self.uri
+
+    # --- queries ---
+    def info(self) -> pafs.FileInfo:
+        fs, path = self._resolve()
+        try:
+            return fs.get_file_info(path)
+        except OSError as e:
+            raise StatectlError(f"cannot read {self.uri}: {e}") from None
+
+    def exists(self) -> bool:
+        return self.info().type != pafs.FileType.NotFound
+
+    def is_dir(self) -> bool:
+        return self.info().type == pafs.FileType.Directory
+
+    def size(self) -> int:
+        info = self.info()
+        if info.type == pafs.FileType.NotFound:
+            raise MissingFileError(f"{self.uri}: file is missing")
+        if info.type != pafs.FileType.File:
+            raise MissingFileError(f"{self.uri}: not a file")
+        return info.size
+
+    def list_files(self) -> list[str]:
+        """Relative paths of every file below this directory."""
+        fs, path = self._resolve()
+        selector = pafs.FileSelector(path, recursive=True, allow_not_found=True)
+        base = path.rstrip("/") + "/"
+        return sorted(
+            i.path[len(base):] for i in fs.get_file_info(selector) if i.type == pafs.FileType.File
+        )
+
+    # --- reading ---
+    def read_bytes(self) -> bytes:
+        fs, path = self._resolve()
+        try:
+            with fs.open_input_stream(path) as f:
+                return f.read()
+        except FileNotFoundError:
+            raise MissingFileError(f"{self.uri}: file is missing") from None
+        except OSError as e:
+            raise StatectlError(f"cannot read {self.uri}: {e}") from None
+
+    def iter_chunks(self) -> Iterator[bytes]:
+        fs, path = self._resolve()
+        try:
+            with fs.open_input_stream(path) as f:
+                while chunk := f.read(CHUNK):
+                    yield chunk
+        except FileNotFoundError:
+            raise MissingFileError(f"{self.uri}: file is missing") from None
+
+    def open_input_file(self):
+        """A random-access file, for Parquet readers."""
+        fs, path = self._resolve()
+        try:
+            return fs.open_input_file(path)
+        except FileNotFoundError:
+            raise MissingFileError(f"{self.uri}: file is missing") from None
+
+    # --- writing ---
+    def make_dirs(self) -> None:
+        fs, path = self._resolve()
+        fs.create_dir(path, recursive=True)
+
+    def open_output_stream(self):
+        fs, path = self._resolve()
+        parent = path.rsplit("/", 1)[0]
+        if parent:
+            fs.create_dir(parent, recursive=True)
+        return fs.open_output_stream(path)
+
+    def write_bytes_atomically(self, data: bytes) -> None:
+        """Make the file appear whole or not at all.
+
+        Locally: write a temporary sibling, then rename over. On object stores
+        one PUT of the whole object is already all-or-nothing.
+        """
+        fs, path = self._resolve()
+        if not isinstance(fs, pafs.LocalFileSystem):
+            with fs.open_output_stream(path) as out:
+                out.write(data)
+            return
+        tmp = f"{path}.tmp-{uuid.uuid4().hex}"
+        try:
+            with open(tmp, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+
+    def delete_file(self) -> None:
+        fs, path = self._resolve()
+        try:
+            fs.delete_file(path)
+        except FileNotFoundError:
+            pass
+
+    def delete_dir(self) -> None:
+        fs, path = self._resolve()
+        try:
+            fs.delete_dir(path)
+        except FileNotFoundError:
+            pass

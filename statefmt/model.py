@@ -1,0 +1,217 @@
+"""The savepoint model: what `_metadata` describes, as immutable values.
+
+`metadata.py` turns these into JSON and back; nothing else parses `_metadata`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from .errors import UnknownOperatorError, UnknownStateError
+from .ids import OperatorRef
+from .types import DataType, list_of, map_of
+
+FORMAT_NAME = "statectl-savepoint"
+FORMAT_VERSION = 1
+
+CANONICAL = "canonical"
+PHYSICAL_FORMATS = (CANONICAL,)
+
+KEYED_KINDS = ("value", "list", "map", "reducing", "aggregating")
+OPERATOR_STATE_KINDS = ("list", "union", "broadcast")
+
+KEY_GROUP_COLUMN = "_key_group"
+NAMESPACE_COLUMN = "namespace"
+RESERVED_COLUMNS = (KEY_GROUP_COLUMN, NAMESPACE_COLUMN)
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """Where a data file lies: a relative path inside a savepoint directory.
+
+    ``savepoint`` is None for this savepoint's own files, or the savepoint id of
+    one of its lineage entries for a file shared from another savepoint.
+    """
+
+    path: str
+    savepoint: str | None = None
+
+    @property
+    def is_shared(self) -> bool:
+        return self.savepoint is not None
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One data file: its reference, and what must be true of it."""
+
+    ref: FileRef
+    size: int
+    checksum: str  # "sha256:<64 hex digits>"
+    rows: int
+    key_groups: tuple[int, int] | None = None  # inclusive range, keyed and timer files
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: DataType
+
+
+@dataclass(frozen=True)
+class KeyedStateDescriptor:
+    """One keyed state: a column of the operator's keyed table.
+
+    ``value_type`` is the value of a value state, the element of a list state,
+    the map value of a map state, the reduced value of a reducing state and the
+    accumulator of an aggregating state. ``user_key_type`` is the map key.
+    """
+
+    name: str
+    kind: str
+    value_type: DataType
+    user_key_type: DataType | None = None
+    function: str | None = None  # reducing/aggregating: what combined the values
+
+    @property
+    def column_type(self) -> DataType:
+        if self.kind == "list":
+            return list_of(self.value_type)
+        if self.kind == "map":
+            return map_of(self.user_key_type, self.value_type)
+        return self.value_type
+
+
+@dataclass(frozen=True)
+class KeyedSection:
+    """An operator's keyed state: one table keyed by (key, namespace), plus timers."""
+
+    key: tuple[Field, ...]
+    states: tuple[KeyedStateDescriptor, ...]
+    files: tuple[DataFile, ...] = ()
+    timers: tuple[DataFile, ...] = ()
+    namespace_type: DataType | None = None
+
+    @property
+    def key_names(self) -> list[str]:
+        return [f.name for f in self.key]
+
+    @property
+    def key_types(self) -> list[DataType]:
+        return [f.type for f in self.key]
+
+    def state(self, name: str) -> KeyedStateDescriptor:
+        for s in self.states:
+            if s.name == name:
+                return s
+        raise UnknownStateError(f"no keyed state {name!r}; keyed states: {_names(self.states)}")
+
+
+@dataclass(frozen=True)
+class OperatorState:
+    """Operator list, union or broadcast state, with its files.
+
+    List and union files hold (subtask, value) rows; broadcast files one copy
+    of the map as (key, value) rows, ``key_type`` being the map key.
+    """
+
+    name: str
+    kind: str
+    value_type: DataType
+    files: tuple[DataFile, ...] = ()
+    key_type: DataType | None = None
+
+
+@dataclass(frozen=True)
+class Operator:
+    operator_id: str
+    uid: str | None
+    parallelism: int
+    max_parallelism: int
+    keyed: KeyedSection | None = None
+    operator_states: tuple[OperatorState, ...] = ()
+    format: str = CANONICAL
+
+    @property
+    def label(self) -> str:
+        return self.uid if self.uid is not None else self.operator_id
+
+    @property
+    def state_names(self) -> list[str]:
+        keyed = [s.name for s in self.keyed.states] if self.keyed else []
+        return keyed + [s.name for s in self.operator_states]
+
+    def operator_state(self, name: str) -> OperatorState:
+        for s in self.operator_states:
+            if s.name == name:
+                return s
+        raise UnknownStateError(
+            f"operator {self.label} has no operator state {name!r}; "
+            f"its states: {_names(self.operator_states) if self.state_names else '(none)'}"
+        )
+
+    def data_files(self) -> Iterator[DataFile]:
+        if self.keyed:
+            yield from self.keyed.files
+            yield from self.keyed.timers
+        for s in self.operator_states:
+            yield from s.files
+
+    def replace(self, **changes) -> "Operator":
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class LineageEntry:
+    """A savepoint whose files this one references (a shallow copy's base)."""
+
+    savepoint_id: str
+    location: str  # absolute URI or path of that savepoint's directory
+
+
+@dataclass(frozen=True)
+class Savepoint:
+    savepoint_id: str
+    created_at: str
+    operators: tuple[Operator, ...]
+    lineage: tuple[LineageEntry, ...] = ()
+    format_version: int = FORMAT_VERSION
+    location: str | None = field(default=None, compare=False)  # where it was read from
+
+    def operator(self, ref: OperatorRef | str) -> Operator:
+        """The operator named by *ref* (an :class:`OperatorRef` or a uid)."""
+        if isinstance(ref, str):
+            ref = OperatorRef(uid=ref)
+        wanted = ref.resolved_id
+        for op in self.operators:
+            if op.operator_id == wanted:
+                return op
+        raise UnknownOperatorError(f"no operator with {ref}; operators: {self.operator_labels()}")
+
+    def operator_labels(self) -> str:
+        if not self.operators:
+            return "(none)"
+        return ", ".join(
+            op.uid if op.uid is not None else f"{op.operator_id} (no uid)" for op in self.operators
+        )
+
+    def data_files(self) -> Iterator[tuple[Operator, DataFile]]:
+        for op in self.operators:
+            for f in op.data_files():
+                yield op, f
+
+    def lineage_entry(self, savepoint_id: str) -> LineageEntry:
+        for entry in self.lineage:
+            if entry.savepoint_id == savepoint_id:
+                return entry
+        raise KeyError(savepoint_id)
+
+    def replace(self, **changes) -> "Savepoint":
+        return dataclasses.replace(self, **changes)
+
+
+def _names(items) -> str:
+    names = [i.name for i in items]
+    return ", ".join(names) if names else "(none)"
