@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -24,11 +25,17 @@ def print_json(doc) -> None:
     sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
+def make_console(stderr: bool = False) -> Console:
+    """A console; when output goes to a file or pipe, wide enough not to fold tables."""
+    probe = Console(stderr=stderr)
+    return Console(stderr=stderr, highlight=False, width=None if probe.is_terminal else 200)
+
+
 class RichOutput:
     """Tables and short lines on the terminal."""
 
     def __init__(self) -> None:
-        self.console = Console(highlight=False)
+        self.console = make_console()
 
     def savepoint_info(self, info: dict) -> None:
         c = self.console
@@ -39,10 +46,10 @@ class RichOutput:
                 f"{human_bytes(info['bytes'])}")
         for entry in info["lineage"]:
             c.print(f"  references savepoint {entry['savepoint_id']} at {entry['location']}")
-        ops = Table(title="Operators", title_justify="left")
-        ops.add_column("uid", overflow="fold")
+        ops = Table(title="Operators", title_justify="left", box=box.SIMPLE_HEAD)
+        ops.add_column("uid", no_wrap=True)
         ops.add_column("operator id", no_wrap=True)
-        for col in ("par.", "max par.", "states", "files", "size"):
+        for col in ("par", "maxpar", "states", "files", "size"):
             ops.add_column(col, justify="right")
         ops.add_column("shared")
         for op in info["operators"]:
@@ -52,7 +59,7 @@ class RichOutput:
                         f"{op['shared_files']} ({human_bytes(op['shared_bytes'])})"
                         if op["shared_files"] else "-")
         c.print(ops)
-        states = Table(title="States", title_justify="left")
+        states = Table(title="States", title_justify="left", box=box.SIMPLE_HEAD)
         for col in ("operator", "state", "kind", "type", "key"):
             states.add_column(col)
         for op in info["operators"]:
@@ -109,4 +116,4 @@ def output_for(json_mode: bool):
 
 
 def print_error(message: str) -> None:
-    Console(stderr=True, highlight=False).print(f"[red]error:[/red] {message}", soft_wrap=True)
+    make_console(stderr=True).print(f"[red]error:[/red] {message}", soft_wrap=True)
