@@ -41,8 +41,11 @@ class Location:
     uri: str
 
     @staticmethod
-    def of(text: str) -> "Location":
+    def of(text: "str | os.PathLike | Location") -> "Location":
         """A location from a path or URI; local paths become absolute."""
+        if isinstance(text, Location):
+            return text
+        text = os.fspath(text)
         if "://" in text:
             return Location(text.rstrip("/") if not text.endswith(":///") else text)
         return Location(os.path.abspath(os.path.expanduser(text)))

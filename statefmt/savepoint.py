@@ -15,7 +15,7 @@ METADATA_FILE = "_metadata"
 
 def load(location: str | Location) -> Savepoint:
     """Read and check a savepoint's `_metadata`; the result knows its location."""
-    loc = location if isinstance(location, Location) else Location.of(location)
+    loc = Location.of(location)
     meta = loc.child(METADATA_FILE)
     if not meta.exists():
         if loc.is_dir():
@@ -102,7 +102,7 @@ def prune_lineage(sp: Savepoint) -> Savepoint:
 
 def check_output(location: str | Location) -> Location:
     """The output location, refused if it already holds a savepoint."""
-    loc = location if isinstance(location, Location) else Location.of(location)
+    loc = Location.of(location)
     if loc.child(METADATA_FILE).exists():
         raise SavepointExistsError(f"{loc} already holds a savepoint; choose a new output")
     return loc

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .canonical import check_parquet, keyed_schema, operator_state_schema, timers_schema
-from .errors import StatectlError
+from .errors import MissingFileError, StatectlError
 from .fs import Location
 from .integrity import verify_file
 from .model import Savepoint
@@ -78,7 +78,7 @@ def validate(location: str | Location) -> ValidationReport:
             with loc.open_input_file() as source:
                 check_parquet(loc, source, schema, f)
         except StatectlError as e:
-            if dep is not None:
+            if dep is not None and isinstance(e, MissingFileError):
                 dep.missing_files += 1
             if dep is None or dep.present:  # a gone base is already one problem
                 report.problems.append(f"operator {op.label}: {e}")
