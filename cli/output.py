@@ -7,6 +7,7 @@ import sys
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from statefmt.types import type_str
@@ -31,6 +32,9 @@ def make_console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False, width=None if probe.is_terminal else 200)
 
 
+PLAIN_TABLE_ROWS = 200
+
+
 class RichOutput:
     """Tables and short lines on the terminal."""
 
@@ -46,22 +50,16 @@ class RichOutput:
                 f"{human_bytes(info['bytes'])}")
         for entry in info["lineage"]:
             c.print(f"  references savepoint {entry['savepoint_id']} at {entry['location']}")
-        ops = Table(title="Operators", title_justify="left", box=box.SIMPLE_HEAD)
-        ops.add_column("uid", no_wrap=True)
-        ops.add_column("operator id", no_wrap=True)
-        for col in ("par", "maxpar", "states", "files", "size"):
-            ops.add_column(col, justify="right")
-        ops.add_column("shared")
+        ops = []
         for op in info["operators"]:
-            ops.add_row(op["uid"] if op["uid"] is not None else "[dim](unknown)[/dim]",
-                        op["operator_id"], str(op["parallelism"]), str(op["max_parallelism"]),
-                        str(len(op["states"])), str(op["files"]), human_bytes(op["bytes"]),
+            ops.append([op["uid"] if op["uid"] is not None else "(unknown)", op["operator_id"],
+                        str(op["parallelism"]), str(op["max_parallelism"]), str(len(op["states"])),
+                        str(op["files"]), human_bytes(op["bytes"]),
                         f"{op['shared_files']} ({human_bytes(op['shared_bytes'])})"
-                        if op["shared_files"] else "-")
-        c.print(ops)
-        states = Table(title="States", title_justify="left", box=box.SIMPLE_HEAD)
-        for col in ("operator", "state", "kind", "type", "key"):
-            states.add_column(col)
+                        if op["shared_files"] else "-"])
+        self.table("Operators", ["uid", "operator id", "par", "maxpar", "states", "files", "size",
+                                 "shared"], ops, right={2, 3, 4, 5, 6})
+        states = []
         for op in info["operators"]:
             label = op["uid"] if op["uid"] is not None else op["operator_id"]
             key = ""
@@ -71,19 +69,41 @@ class RichOutput:
                     key += f" / namespace: {type_str(op['keyed']['namespace_type'])}"
             for s in op["states"]:
                 kind = s["kind"] if s["scope"] == "keyed" else f"operator {s['kind']}"
-                states.add_row(label, s["name"], kind, s["type"], key if s["scope"] == "keyed" else "")
+                states.append([label, s["name"], kind, s["type"], key if s["scope"] == "keyed" else ""])
             if "keyed" in op and op["keyed"]["timers"]["files"]:
-                states.add_row(label, "(timers)", "timers",
-                               f"{op['keyed']['timers']['rows']} timer(s)", key)
-        if states.row_count:
-            c.print(states)
+                states.append([label, "(timers)", "timers",
+                               f"{op['keyed']['timers']['rows']} timer(s)", key])
+        if states:
+            self.table("States", ["operator", "state", "kind", "type", "key"], states)
         if info["shared_files"]:
-            shared = Table(title="Files shared from other savepoints", title_justify="left")
-            for col in ("operator", "file", "size"):
-                shared.add_column(col)
-            for f in info["shared_files"]:
-                shared.add_row(f["operator"], f["location"], human_bytes(f["bytes"]))
-            c.print(shared)
+            self.table("Files shared from other savepoints", ["operator", "file", "size"],
+                       [[f["operator"], f["location"], human_bytes(f["bytes"])]
+                        for f in info["shared_files"]])
+
+    def table(self, title: str, columns: list[str], rows: list[list[str]],
+              right: set[int] = frozenset()) -> None:
+        """A titled table: rich's on a few rows, plain aligned text on many (rich is slow there)."""
+        if len(rows) > PLAIN_TABLE_ROWS:
+            self._plain_table(title, columns, rows, right)
+            return
+        table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+        for i, col in enumerate(columns):
+            table.add_column(col, justify="right" if i in right else "left",
+                             no_wrap=i in (0, 1))
+        for row in rows:
+            table.add_row(*(escape(cell) for cell in row))
+        self.console.print(table)
+
+    def _plain_table(self, title, columns, rows, right) -> None:
+        widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
+
+        def line(cells):
+            return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                             for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+        out = [title, line(columns), "  ".join("-" * w for w in widths)]
+        out.extend(line(r) for r in rows)
+        self.console.file.write("\n".join(out) + "\n\n")
 
     def validation(self, report: dict) -> None:
         c = self.console

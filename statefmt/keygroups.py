@@ -151,3 +151,15 @@ def key_group_sql(key_columns: Sequence[str], max_parallelism: int) -> str:
     check_max_parallelism(max_parallelism)
     cols = ", ".join(quote_identifier(c) for c in key_columns)
     return f"CAST(pmod(xxhash64({cols}), {max_parallelism}) AS INT)"
+
+
+def even_split(entries: int, parallelism: int, subtask: int) -> tuple[int, int]:
+    """The ``[start, stop)`` slice of *entries* list-state entries that *subtask* receives.
+
+    Flink's even split: the first ``entries % parallelism`` subtasks get one more.
+    """
+    if not 0 <= subtask < parallelism:
+        raise LimitError(f"subtask index must be between 0 and {parallelism - 1}, got {subtask}")
+    base, rest = divmod(entries, parallelism)
+    start = subtask * base + min(subtask, rest)
+    return start, start + base + (1 if subtask < rest else 0)

@@ -97,3 +97,15 @@ def test_limits_are_enforced_with_clear_messages():
         check_parallelism(0, 128)
     with pytest.raises(LimitError, match="subtask index"):
         key_group_range(128, 4, 4)
+
+
+@settings(max_examples=300)
+@given(st.integers(0, 5000), st.integers(1, 300))
+def test_even_split_hands_out_every_entry_once_in_order(n, p):
+    from statefmt.keygroups import even_split
+
+    slices = [even_split(n, p, i) for i in range(p)]
+    assert slices[0][0] == 0 and slices[-1][1] == n
+    assert all(a[1] == b[0] for a, b in zip(slices, slices[1:]))
+    sizes = [stop - start for start, stop in slices]
+    assert max(sizes) - min(sizes) <= 1 and sizes == sorted(sizes, reverse=True)
