@@ -1,0 +1,73 @@
+"""The split abstraction: one data file to read, and how Spark's own reader gets to it.
+
+Every state table is a set of splits (one canonical Parquet file each: a
+key-group range of keyed state or timers, or an operator state's file) read
+by ``spark.read.parquet`` with the schema `_metadata` declares, so Spark
+plans one or more tasks per file and nothing passes through the driver.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+import pyarrow as pa
+
+from statefmt.fs import Location
+from statefmt.model import DataFile, Savepoint
+from statefmt.savepoint import file_location
+from statefmt.types import from_arrow, quote_identifier, to_spark_ddl
+
+_GLOB_CHARS = re.compile(r"([\\{}\[\]*?])")
+# pyarrow and Hadoop spell some schemes differently.
+_HADOOP_SCHEMES = {"s3": "s3a"}
+
+
+@dataclass(frozen=True)
+class Split:
+    """One data file: where it lies, what `_metadata` records of it, its Arrow schema."""
+
+    location: Location
+    file: DataFile
+    schema: pa.Schema
+
+
+def splits(sp: Savepoint, files, schema: pa.Schema) -> list[Split]:
+    """Splits for *files* of *sp*; shared files resolve into their base savepoint."""
+    return [Split(file_location(sp, f.ref), f, schema) for f in files]
+
+
+def hadoop_uri(loc: Location) -> str:
+    """The URI Spark's (Hadoop) filesystems know *loc* by, unescaped."""
+    uri = loc.uri
+    if "://" not in uri:
+        return "file://" + uri
+    scheme, rest = uri.split("://", 1)
+    return f"{_HADOOP_SCHEMES.get(scheme, scheme)}://{rest}"
+
+
+def spark_path(loc: Location) -> str:
+    """A path for ``spark.read``: glob characters escaped, since Spark globs its paths."""
+    return _GLOB_CHARS.sub(r"\\\1", hadoop_uri(loc))
+
+
+def file_key(uri: str) -> tuple[str, str, str]:
+    """(scheme, host, path) of a Hadoop URI, to match Spark's ``inputFiles()`` to splits."""
+    parts = urlsplit(uri)
+    return parts.scheme, parts.netloc, unquote(parts.path)
+
+
+def spark_ddl(schema: pa.Schema) -> str:
+    """The Spark DDL of a file schema, so Spark never infers types from footers."""
+    return ", ".join(
+        f"{quote_identifier(f.name)} {to_spark_ddl(from_arrow(f.type))}" for f in schema
+    )
+
+
+def read_splits(spark, schema: pa.Schema, parts: list[Split]):
+    """A DataFrame of the rows of *parts*, read by Spark's Parquet reader (not verified)."""
+    ddl = spark_ddl(schema)
+    if not parts:
+        return spark.createDataFrame([], ddl)
+    return spark.read.schema(ddl).parquet(*(spark_path(p.location) for p in parts))

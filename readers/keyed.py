@@ -1,0 +1,73 @@
+"""Keyed state and timers: one table per operator, read file by file (key-group range)."""
+
+from __future__ import annotations
+
+from statefmt.canonical import TIMER_DOMAINS, files_for_range, keyed_schema, timers_schema
+from statefmt.errors import UsageError
+from statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, Operator, Savepoint
+
+from .files import read_splits, splits
+
+
+def _key_columns(op: Operator, include_key_group: bool) -> list[str]:
+    cols = [KEY_GROUP_COLUMN] if include_key_group else []
+    cols += op.keyed.key_names
+    if op.keyed.namespace_type is not None:
+        cols.append(NAMESPACE_COLUMN)
+    return cols
+
+
+def _files_in(files, key_groups):
+    if key_groups is None:
+        return list(files)
+    first, last = key_groups
+    if not (isinstance(first, int) and isinstance(last, int) and 0 <= first <= last):
+        raise UsageError(f"key_groups must be (first, last) with 0 <= first <= last, got {key_groups!r}")
+    return files_for_range(files, first, last)
+
+
+def _in_range(df, key_groups):
+    if key_groups is None:
+        return df
+    from pyspark.sql import functions as F
+
+    return df.filter(F.col(KEY_GROUP_COLUMN).between(key_groups[0], key_groups[1]))
+
+
+def keyed_table(spark, sp: Savepoint, op: Operator, states: tuple[str, ...] = (),
+                key_groups: tuple[int, int] | None = None, include_key_group: bool = False):
+    """(DataFrame, splits): key columns, [namespace], one column per keyed state.
+
+    With *states*, only those columns, and only the rows where at least one of
+    them has a value. *key_groups* restricts to an inclusive range of key groups
+    (only the files meeting it are read).
+    """
+    from pyspark.sql import functions as F
+
+    section = op.keyed
+    schema = keyed_schema(section)
+    parts = splits(sp, _files_in(section.files, key_groups), schema)
+    df = _in_range(read_splits(spark, schema, parts), key_groups)
+    chosen = list(states) or [s.name for s in section.states]
+    if states:
+        present = F.col(chosen[0]).isNotNull()
+        for name in chosen[1:]:
+            present = present | F.col(name).isNotNull()
+        df = df.filter(present)
+    return df.select(*_key_columns(op, include_key_group), *chosen), parts
+
+
+def timers_table(spark, sp: Savepoint, op: Operator, domain: str | None = None,
+                 key_groups: tuple[int, int] | None = None, include_key_group: bool = False):
+    """(DataFrame, splits): key columns, [namespace], ``timestamp``, ``domain``."""
+    from pyspark.sql import functions as F
+
+    if domain is not None and domain not in TIMER_DOMAINS:
+        raise UsageError(f"timer domain must be one of {', '.join(TIMER_DOMAINS)}, got {domain!r}")
+    section = op.keyed
+    schema = timers_schema(section)
+    parts = splits(sp, _files_in(section.timers, key_groups), schema)
+    df = _in_range(read_splits(spark, schema, parts), key_groups)
+    if domain is not None:
+        df = df.filter(F.col("domain") == domain)
+    return df.select(*_key_columns(op, include_key_group), "timestamp", "domain"), parts

@@ -1,0 +1,123 @@
+"""Naming what to read: an operator by uid or id, and a table of it. Pure metadata, no Spark."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from statefmt.errors import UnknownOperatorError, UnknownStateError, UsageError
+from statefmt.ids import OperatorRef, is_operator_id
+from statefmt.model import Operator, Savepoint
+
+KEYED = "keyed"
+TIMERS = "timers"
+OPERATOR_STATE = "operator"
+
+
+def find_operator(sp: Savepoint, operator: OperatorRef | str) -> Operator:
+    """The operator named by an :class:`OperatorRef`, or by a string taken as a uid.
+
+    A string that is no operator's uid but is an operator id present in the
+    savepoint names that operator, so operators known only by id are easy to reach.
+    """
+    if isinstance(operator, OperatorRef):
+        return sp.operator(operator)
+    if not isinstance(operator, str):
+        raise UsageError(f"name an operator by uid (a string) or OperatorRef, got {operator!r}")
+    try:
+        return sp.operator(OperatorRef(uid=operator))
+    except UnknownOperatorError:
+        if is_operator_id(operator.lower()):
+            for op in sp.operators:
+                if op.operator_id == operator.lower():
+                    return op
+        raise
+
+
+@dataclass(frozen=True)
+class TableChoice:
+    """One readable table of an operator: its keyed table, its timers, or an operator state."""
+
+    operator: Operator
+    kind: str  # KEYED, TIMERS or OPERATOR_STATE
+    states: tuple[str, ...] = ()  # KEYED: chosen keyed states (all if empty); else the state
+
+    @property
+    def description(self) -> str:
+        if self.kind == KEYED:
+            return f"keyed state of {self.operator.label}"
+        if self.kind == TIMERS:
+            return f"timers of {self.operator.label}"
+        return f"operator state {self.states[0]!r} of {self.operator.label}"
+
+
+def describe_states(op: Operator) -> str:
+    """Every state of *op*, for error messages: ``keyed: a, b; operator: c (union)``."""
+    parts = []
+    if op.keyed is not None and op.keyed.states:
+        parts.append("keyed states: " + ", ".join(s.name for s in op.keyed.states))
+    if op.operator_states:
+        parts.append("operator states: " + ", ".join(
+            f"{s.name} ({s.kind})" for s in op.operator_states))
+    return "; ".join(parts) if parts else "no states"
+
+
+def check_keyed_states(op: Operator, states) -> tuple[str, ...]:
+    """The chosen keyed state names, deduplicated, each checked to exist."""
+    if states is None:
+        return ()
+    if isinstance(states, str):
+        states = [states]
+    if op.keyed is None:
+        raise UnknownStateError(f"operator {op.label} has no keyed state; it has {describe_states(op)}")
+    known = {s.name for s in op.keyed.states}
+    chosen = tuple(dict.fromkeys(states))
+    for name in chosen:
+        if name not in known:
+            raise UnknownStateError(
+                f"operator {op.label} has no keyed state {name!r}; it has {describe_states(op)}")
+    return chosen
+
+
+def check_operator_state(op: Operator, name: str, kind: str | None = None):
+    """The operator state *name* of *op*, of *kind* if given."""
+    for s in op.operator_states:
+        if s.name == name:
+            if kind is not None and s.kind != kind:
+                raise UnknownStateError(
+                    f"operator state {name!r} of {op.label} is {s.kind} state, not {kind} state")
+            return s
+    raise UnknownStateError(
+        f"operator {op.label} has no operator state {name!r}; it has {describe_states(op)}")
+
+
+def choose_table(op: Operator, states: list[str] | None = None, timers: bool = False) -> TableChoice:
+    """What `statectl read` shows for an operator and its ``--state``/``--timers`` options.
+
+    No state named: the keyed table, else the only operator state. Names of keyed
+    states restrict the keyed table; one operator state name selects that state.
+    """
+    states = list(dict.fromkeys(states or []))
+    if timers:
+        if states:
+            raise UsageError("--timers reads the timers table; do not combine it with --state")
+        if op.keyed is None:
+            raise UnknownStateError(f"operator {op.label} has no keyed state, so no timers; "
+                                    f"it has {describe_states(op)}")
+        return TableChoice(op, TIMERS)
+    if not states:
+        if op.keyed is not None:
+            return TableChoice(op, KEYED)
+        if len(op.operator_states) == 1:
+            return TableChoice(op, OPERATOR_STATE, (op.operator_states[0].name,))
+        if not op.operator_states:
+            raise UnknownStateError(f"operator {op.label} has no state")
+        raise UsageError(f"operator {op.label} has several states; choose one with --state: "
+                         f"{describe_states(op)}")
+    operator_names = {s.name for s in op.operator_states}
+    chosen_operator = [s for s in states if s in operator_names]
+    if chosen_operator:
+        if len(states) > 1:
+            raise UsageError(f"operator state {chosen_operator[0]!r} is a table of its own; "
+                             "read it alone (several --state options are for keyed states)")
+        return TableChoice(op, OPERATOR_STATE, (states[0],))
+    return TableChoice(op, KEYED, check_keyed_states(op, states))
