@@ -135,3 +135,13 @@ def test_shallow_copy_points_at_the_base_and_records_lineage(full, tmp_path):
 def test_file_references_into_another_savepoint_need_a_lineage_entry():
     f = DataFile(FileRef("a/b.parquet", "elsewhere"), 1, "sha256:" + "0" * 64, 1)
     assert f.ref.is_shared
+
+
+def test_file_uris_work_like_paths(full):
+    from statefmt.validate import validate
+
+    uri = "file://" + full.location
+    sp = load(uri)
+    assert sp.location == uri and sp == full
+    report = validate(uri)
+    assert report.valid and report.files_checked == len(list(full.data_files()))
