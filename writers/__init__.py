@@ -1,0 +1,50 @@
+"""Writing savepoints from Spark DataFrames: bootstrap new ones, derive modified ones.
+
+    from writers import SavepointWriter, OperatorData, KeyedData, ValueState, ListState
+
+    writer = SavepointWriter.new(max_parallelism=128)
+    writer.with_operator(OperatorData("proc", parallelism=2, keyed=KeyedData(
+        key=["user"], data=events, states=[ValueState("count", column="n"),
+                                           ListState("events", column="event")])))
+    writer.write("out/savepoint", spark)
+
+    SavepointWriter.from_existing("sp1").remove_operator("old").write("sp2")
+
+Operators of a base left untouched are shallow copies referencing its files;
+``write(..., self_contained=True)`` copies them instead. Data files are written
+by Spark tasks, `_metadata` last by the driver.
+"""
+
+from .definitions import (
+    AggregatingState,
+    BroadcastState,
+    KeyedData,
+    KeyedFunction,
+    ListState,
+    MapState,
+    OperatorData,
+    OperatorListState,
+    ReducingState,
+    StateDescriptor,
+    Timers,
+    UnionListState,
+    ValueState,
+)
+from .errors import (
+    DuplicateKeyError,
+    InputError,
+    NullKeyError,
+    SpecError,
+    StateValueError,
+    WriteFailedError,
+)
+from .function import KeyContext
+from .savepoint_writer import OperatorReport, SavepointWriter, WriteReport
+
+__all__ = [
+    "SavepointWriter", "WriteReport", "OperatorReport", "OperatorData", "KeyedData",
+    "KeyedFunction", "StateDescriptor", "KeyContext", "ValueState", "ListState", "MapState",
+    "ReducingState", "AggregatingState", "Timers", "OperatorListState", "UnionListState",
+    "BroadcastState", "SpecError", "InputError", "DuplicateKeyError", "NullKeyError",
+    "StateValueError", "WriteFailedError",
+]

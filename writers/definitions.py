@@ -1,0 +1,217 @@
+"""What a user asks to write: operators and their states, as plain values.
+
+These describe *where state comes from* (DataFrames and their columns, or a
+per-key function); :mod:`writers.savepoint_writer` turns them into files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from .errors import SpecError
+
+REDUCE_FUNCTIONS = ("sum", "min", "max", "count")
+AGGREGATE_FUNCTIONS = ("avg",)
+COMBINE_RULES = ("sum", "min", "max", "any")
+TIMER_DOMAINS = ("event", "processing")
+
+
+# --- keyed state, declared column by column ---------------------------------------
+
+@dataclass(frozen=True)
+class ValueState:
+    """A column becomes a value state: one row per key, or ``combine`` them (sum|min|max|any)."""
+
+    name: str
+    column: str
+    data: Any = None  # a DataFrame; None: the keyed section's data
+    combine: str | None = None
+
+
+@dataclass(frozen=True)
+class ListState:
+    """The values of a column, gathered per key into a list (ordered by ``order_by`` if given)."""
+
+    name: str
+    column: str
+    data: Any = None
+    order_by: str | None = None
+
+
+@dataclass(frozen=True)
+class MapState:
+    """Per key, a map from ``key_column`` to ``value_column``; ``combine`` merges a repeated map key."""
+
+    name: str
+    key_column: str
+    value_column: str
+    data: Any = None
+    combine: str | None = None
+
+
+@dataclass(frozen=True)
+class ReducingState:
+    """A column reduced per key with ``function`` (sum|min|max|count)."""
+
+    name: str
+    column: str
+    function: str
+    data: Any = None
+
+
+@dataclass(frozen=True)
+class AggregatingState:
+    """A column aggregated per key into an accumulator; ``avg`` keeps (sum, count)."""
+
+    name: str
+    column: str
+    function: str
+    data: Any = None
+
+
+@dataclass(frozen=True)
+class Timers:
+    """Timers of each key: one per row, at the time in ``column`` (epoch millis or a timestamp)."""
+
+    domain: str
+    column: str
+    data: Any = None
+
+
+ColumnState = ValueState | ListState | MapState | ReducingState | AggregatingState
+
+
+@dataclass(frozen=True)
+class KeyedData:
+    """Keyed state declared from columns: rows of ``data`` keyed by the ``key`` columns.
+
+    ``namespace`` names a column giving each row's namespace (e.g. a window);
+    every input must then have it.
+    """
+
+    key: Sequence[str]
+    states: Sequence[ColumnState] = ()
+    data: Any = None
+    timers: Sequence[Timers] = ()
+    namespace: str | None = None
+
+
+# --- keyed state from a per-key function -------------------------------------------
+
+@dataclass(frozen=True)
+class StateDescriptor:
+    """A keyed state a per-key function sets: its name, kind and types.
+
+    Types are statefmt types (``"int64"``, ``{"list": "string"}``...) or pyarrow types.
+    ``value_type`` is the value, list element, map value, or accumulator.
+    """
+
+    name: str
+    kind: str
+    value_type: Any
+    user_key_type: Any = None  # map state: the map key's type
+    function: str | None = None  # reducing: sum|min|max|count; aggregating: avg
+
+
+@dataclass(frozen=True)
+class KeyedFunction:
+    """Keyed state set by ``function(key, rows, ctx)``, called once per key in the executors.
+
+    ``key`` is a tuple of the key's values, ``rows`` a ``pyarrow.Table`` of that
+    key's rows (sorted by ``order_by`` if given), ``ctx`` a
+    :class:`writers.function.KeyContext` with the declared states and the timer
+    service. ``namespace_type`` is needed only if the function sets namespaces.
+    """
+
+    key: Sequence[str]
+    data: Any
+    function: Callable
+    states: Sequence[StateDescriptor]
+    namespace_type: Any = None
+    order_by: Sequence[str] = ()
+
+
+# --- operator state ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class OperatorListState:
+    """Operator list state: the values of ``column``, split evenly over the subtasks."""
+
+    name: str
+    column: str
+    data: Any
+
+
+@dataclass(frozen=True)
+class UnionListState:
+    """Union list state: the values of ``column``; every subtask gets all on restore."""
+
+    name: str
+    column: str
+    data: Any
+
+
+@dataclass(frozen=True)
+class BroadcastState:
+    """Broadcast state: a map from ``key_column`` to ``value_column``, one copy."""
+
+    name: str
+    key_column: str
+    value_column: str
+    data: Any
+    combine: str | None = None
+
+
+OperatorStateData = OperatorListState | UnionListState | BroadcastState
+
+
+@dataclass(frozen=True)
+class OperatorData:
+    """A new operator of a savepoint: identity, parallelism, and where its state comes from."""
+
+    uid: str
+    parallelism: int = 1
+    max_parallelism: int | None = None
+    keyed: KeyedData | KeyedFunction | None = None
+    operator_states: Sequence[OperatorStateData] = field(default_factory=tuple)
+
+    def check(self) -> None:
+        """Refuse clashing names and unknown functions before any Spark job starts."""
+        where = f"operator {self.uid!r}"
+        names: list[str] = []
+        if isinstance(self.keyed, KeyedData):
+            names += [s.name for s in self.keyed.states]
+            if not self.keyed.key:
+                raise SpecError(f"{where}: keyed state needs at least one key column")
+            for s in self.keyed.states:
+                _check_column_state(s, f"{where}, state {s.name!r}")
+            for t in self.keyed.timers:
+                if t.domain not in TIMER_DOMAINS:
+                    raise SpecError(f"{where}: timer domain must be event or processing, got {t.domain!r}")
+        elif isinstance(self.keyed, KeyedFunction):
+            names += [s.name for s in self.keyed.states]
+            if not self.keyed.key:
+                raise SpecError(f"{where}: keyed state needs at least one key column")
+        names += [s.name for s in self.operator_states]
+        for s in self.operator_states:
+            combine = getattr(s, "combine", None)
+            if combine is not None and combine not in COMBINE_RULES:
+                raise SpecError(f"{where}, state {s.name!r}: combine must be one of "
+                                f"{', '.join(COMBINE_RULES)}, got {combine!r}")
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise SpecError(f"{where}: two states are named {', '.join(map(repr, dupes))}")
+
+
+def _check_column_state(s: ColumnState, where: str) -> None:
+    if isinstance(s, ReducingState) and s.function not in REDUCE_FUNCTIONS:
+        raise SpecError(f"{where}: a reducing function is one of {', '.join(REDUCE_FUNCTIONS)}, "
+                        f"got {s.function!r}")
+    if isinstance(s, AggregatingState) and s.function not in AGGREGATE_FUNCTIONS:
+        raise SpecError(f"{where}: an aggregating function is one of "
+                        f"{', '.join(AGGREGATE_FUNCTIONS)}, got {s.function!r}")
+    combine = getattr(s, "combine", None)
+    if combine is not None and combine not in COMBINE_RULES:
+        raise SpecError(f"{where}: combine must be one of {', '.join(COMBINE_RULES)}, "
+                        f"got {combine!r}")

@@ -1,0 +1,71 @@
+"""Errors of writing, and how they cross from Spark tasks to the driver.
+
+A task (or a SQL ``raise_error``) cannot raise a Python exception on the
+driver; it fails with text. :func:`task_error_text` puts a marked message in
+that text and :func:`from_spark_error` turns a failed job back into the one
+clear :class:`StatectlError` it stands for.
+"""
+
+from __future__ import annotations
+
+import re
+
+from statefmt import errors as fmt_errors
+from statefmt.errors import StatectlError, UsageError
+
+
+class SpecError(UsageError):
+    """A bootstrap spec is malformed or names something that does not exist."""
+
+
+class InputError(UsageError):
+    """An input DataFrame lacks a column, or a column has the wrong type."""
+
+
+class DuplicateKeyError(UsageError):
+    """Two rows give a value state (or a map key) two values and no combine rule says how."""
+
+
+class NullKeyError(UsageError):
+    """A key column (or a map key) holds a null."""
+
+
+class StateValueError(UsageError):
+    """A per-key function set a value that does not fit its state's type."""
+
+
+class WriteFailedError(StatectlError):
+    """The Spark job that writes the files failed for a reason other than the input."""
+
+
+_MARK = "STATECTL_ERROR"
+_PATTERN = re.compile(_MARK + r"\[(\w+)\]: ([^\n]*?)(?: SQLSTATE: \w+)?(?:'?\s*$|\n)", re.M)
+_CLASSES = {
+    cls.__name__: cls
+    for cls in (SpecError, InputError, DuplicateKeyError, NullKeyError, StateValueError,
+                WriteFailedError)
+}
+_CLASSES.update({
+    name: obj for name, obj in vars(fmt_errors).items()
+    if isinstance(obj, type) and issubclass(obj, StatectlError)
+})
+
+
+def task_error_text(error: StatectlError) -> str:
+    """The marked one-line text a task fails with, for *error*."""
+    message = " ".join(str(error).split())
+    return f"{_MARK}[{type(error).__name__}]: {message}"
+
+
+def sql_error_prefix(cls: type[StatectlError]) -> str:
+    """The prefix of a SQL ``raise_error`` message that stands for *cls*."""
+    return f"{_MARK}[{cls.__name__}]: "
+
+
+def from_spark_error(error: BaseException) -> StatectlError | None:
+    """The StatectlError a failed job carries in its text, or None if it carries none."""
+    matches = _PATTERN.findall(str(error))
+    if not matches:
+        return None
+    name, message = matches[-1]
+    return _CLASSES.get(name, StatectlError)(message.strip())

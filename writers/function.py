@@ -1,0 +1,373 @@
+"""Keyed state set by a per-key Python function, run in the executors.
+
+Rows are partitioned by key-group chunk and sorted by key, so each task walks
+its rows once, calls the function for each key with that key's rows (one
+``pyarrow.Table``), and writes what the function set: the keyed table and the
+timers, each into one file per chunk. One Python call per key, no per-key
+Spark group (see ``notes/spark-facts.md``: grouped UDFs are far slower with
+many keys).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Callable
+
+import pyarrow as pa
+
+from statefmt.canonical import keyed_schema, timers_schema
+from statefmt.errors import StatectlError
+from statefmt.model import (
+    KEY_GROUP_COLUMN,
+    NAMESPACE_COLUMN,
+    Field,
+    KeyedSection,
+    KeyedStateDescriptor,
+)
+from statefmt.types import from_arrow, validate_type
+
+from .columns import key_types, require_columns
+from .definitions import AGGREGATE_FUNCTIONS, REDUCE_FUNCTIONS, KeyedFunction
+from .errors import SpecError, StateValueError
+from .partitioning import Chunks
+from .sql import checked_key_group_sql
+from .tasks import HANDLE_DDL, ChunkedSink, FileTarget, guarded
+
+PART = "_part"
+FLUSH_ROWS = 16 * 1024
+KINDS = ("value", "list", "map", "reducing", "aggregating")
+
+
+# --- the context a function sees -----------------------------------------------------
+
+class TimerService:
+    """Registers timers of the current key and namespace (times in epoch milliseconds)."""
+
+    def __init__(self, ctx: "KeyContext"):
+        self._ctx = ctx
+
+    def register_event_time_timer(self, timestamp: int) -> None:
+        self._ctx._timers.add((self._ctx.namespace, int(timestamp), "event"))
+
+    def register_processing_time_timer(self, timestamp: int) -> None:
+        self._ctx._timers.add((self._ctx.namespace, int(timestamp), "processing"))
+
+
+class _Handle:
+    def __init__(self, ctx: "KeyContext", descriptor: KeyedStateDescriptor):
+        self._ctx, self._d = ctx, descriptor
+
+    def _get(self, default=None):
+        return self._ctx._slot().get(self._d.name, default)
+
+    def _set(self, value) -> None:
+        self._ctx._slot()[self._d.name] = value
+
+    def clear(self) -> None:
+        self._ctx._slot().pop(self._d.name, None)
+
+
+class ValueHandle(_Handle):
+    def value(self):
+        return self._get()
+
+    def update(self, value) -> None:
+        self._set(value) if value is not None else self.clear()
+
+
+class ListHandle(_Handle):
+    def get(self) -> list:
+        return list(self._get([]))
+
+    def add(self, value) -> None:
+        self._ctx._slot().setdefault(self._d.name, []).append(value)
+
+    def add_all(self, values) -> None:
+        self._ctx._slot().setdefault(self._d.name, []).extend(values)
+
+    def update(self, values) -> None:
+        self._set(list(values))
+
+
+class MapHandle(_Handle):
+    def _map(self) -> dict:
+        return self._ctx._slot().setdefault(self._d.name, {})
+
+    def get(self, key):
+        return self._get({}).get(key)
+
+    def put(self, key, value) -> None:
+        self._map()[key] = value
+
+    def put_all(self, mapping) -> None:
+        self._map().update(mapping)
+
+    def remove(self, key) -> None:
+        self._get({}).pop(key, None)
+
+    def contains(self, key) -> bool:
+        return key in self._get({})
+
+    def items(self):
+        return list(self._get({}).items())
+
+
+class ReducingHandle(_Handle):
+    """``add`` folds a value in with the state's function (sum|min|max|count)."""
+
+    def get(self):
+        return self._get()
+
+    def add(self, value) -> None:
+        current, fn = self._get(), self._d.function
+        if fn == "count":
+            self._set((current or 0) + 1)
+        elif current is None:
+            self._set(value)
+        else:
+            self._set({"sum": current + value, "min": min(current, value),
+                       "max": max(current, value)}[fn])
+
+    def update(self, value) -> None:
+        self._set(value)
+
+
+class AggregatingHandle(_Handle):
+    """``add`` folds a value into the accumulator; ``avg`` keeps ``{"sum", "count"}``."""
+
+    def get(self):
+        return self._get()
+
+    def add(self, value) -> None:
+        if self._d.function != "avg":
+            raise StateValueError(f"aggregating state {self._d.name!r}: add() needs function avg; "
+                                  "set the accumulator with update()")
+        acc = self._get() or {"sum": 0, "count": 0}
+        self._set({"sum": acc["sum"] + value, "count": acc["count"] + 1})
+
+    def update(self, accumulator) -> None:
+        self._set(accumulator)
+
+
+_HANDLES = {"value": ValueHandle, "list": ListHandle, "map": MapHandle,
+            "reducing": ReducingHandle, "aggregating": AggregatingHandle}
+
+
+class KeyContext:
+    """What a per-key function sees: the key, its states, its timers, the namespace.
+
+    ``ctx.value("count").update(3)``, ``ctx.list("events").add_all([...])``,
+    ``ctx.map("attrs").put("k", "v")``, ``ctx.reducing("total").add(5)``,
+    ``ctx.timer_service.register_event_time_timer(ms)``. Setting ``ctx.namespace``
+    switches every state (and new timers) to that namespace.
+    """
+
+    def __init__(self, states: list[KeyedStateDescriptor]):
+        self._descriptors = {s.name: s for s in states}
+        self.timer_service = TimerService(self)
+        self.key: tuple = ()
+        self.namespace: Any = None
+        self._slots: dict[Any, dict] = {}
+        self._timers: set = set()
+
+    def _reset(self, key: tuple) -> None:
+        self.key, self.namespace, self._slots, self._timers = key, None, {}, set()
+
+    def _slot(self) -> dict:
+        return self._slots.setdefault(self.namespace, {})
+
+    def _handle(self, name: str, kind: str):
+        d = self._descriptors.get(name)
+        if d is None:
+            raise StateValueError(f"no declared state {name!r}; declared: "
+                                  f"{', '.join(self._descriptors) or '(none)'}")
+        if d.kind != kind:
+            raise StateValueError(f"state {name!r} is a {d.kind} state, not a {kind} state")
+        return _HANDLES[kind](self, d)
+
+    def value(self, name: str) -> ValueHandle:
+        return self._handle(name, "value")
+
+    def list(self, name: str) -> ListHandle:
+        return self._handle(name, "list")
+
+    def map(self, name: str) -> MapHandle:
+        return self._handle(name, "map")
+
+    def reducing(self, name: str) -> ReducingHandle:
+        return self._handle(name, "reducing")
+
+    def aggregating(self, name: str) -> AggregatingHandle:
+        return self._handle(name, "aggregating")
+
+
+# --- planning on the driver -------------------------------------------------------------
+
+def descriptors(fn: KeyedFunction, what: str) -> tuple[KeyedStateDescriptor, ...]:
+    out = []
+    for s in fn.states:
+        w = f"{what}, state {s.name!r}"
+        if s.kind not in KINDS:
+            raise SpecError(f"{w}: kind must be one of {', '.join(KINDS)}, got {s.kind!r}")
+        if (s.kind == "map") != (s.user_key_type is not None):
+            raise SpecError(f"{w}: a map state needs user_key_type (and only a map state)")
+        if s.kind == "reducing" and s.function not in REDUCE_FUNCTIONS:
+            raise SpecError(f"{w}: function must be one of {', '.join(REDUCE_FUNCTIONS)}")
+        if s.kind == "aggregating" and s.function is not None and s.function not in AGGREGATE_FUNCTIONS:
+            raise SpecError(f"{w}: function must be one of {', '.join(AGGREGATE_FUNCTIONS)}")
+        out.append(KeyedStateDescriptor(
+            s.name, s.kind, _type(s.value_type, w),
+            _type(s.user_key_type, w) if s.user_key_type is not None else None, s.function))
+    return tuple(out)
+
+
+def _type(t, where: str):
+    try:
+        return validate_type(t if isinstance(t, (str, dict)) else from_arrow(t), f"{where}: type")
+    except StatectlError as e:
+        raise SpecError(str(e)) from None
+
+
+@dataclass(frozen=True)
+class FunctionTask:
+    """Everything a task needs to run the function (pickled to the executors)."""
+
+    function: Callable
+    section: KeyedSection
+    keyed: FileTarget
+    timers: FileTarget
+    ranges: tuple[tuple[int, int], ...]
+    what: str
+
+
+def plan_function(fn: KeyedFunction, uid: str, max_parallelism: int, chunks: Chunks,
+                  target: dict):
+    """The keyed section (no files yet) and the DataFrame of handles that writes it."""
+    what = f"operator {uid!r}"
+    states = descriptors(fn, what)
+    key = list(fn.key)
+    types = key_types(fn.data, key, f"{what}, input")
+    require_columns(fn.data, list(fn.order_by), f"{what}, input")
+    ns = _type(fn.namespace_type, f"{what}, namespace") if fn.namespace_type is not None else None
+    section = KeyedSection(tuple(Field(n, t) for n, t in zip(key, types)), states, namespace_type=ns)
+    task = FunctionTask(
+        fn.function, section,
+        FileTarget(kind="keyed", schema=keyed_schema(section), **target),
+        FileTarget(kind="timers", schema=timers_schema(section), **target),
+        chunks.ranges, what)
+    df = fn.data.selectExpr(
+        "*", f"{checked_key_group_sql(key, max_parallelism, f'{what}, input')} AS {KEY_GROUP_COLUMN}")
+    df = df.selectExpr("*", f"{chunks.tag_sql(KEY_GROUP_COLUMN)} AS {PART}")
+    df = df.repartition(chunks.count, PART).sortWithinPartitions(
+        KEY_GROUP_COLUMN, *key, *fn.order_by).drop(PART)
+    return section, df.mapInArrow(partial(_run, task), HANDLE_DDL)
+
+
+# --- the task ---------------------------------------------------------------------------
+
+def _run(task: FunctionTask, batches):
+    keyed = ChunkedSink(task.keyed, task.ranges, f"{task.what}, keyed state")
+    timers = ChunkedSink(task.timers, task.ranges, f"{task.what}, timers")
+    yield from guarded([keyed, timers], lambda: _walk(task, batches, keyed, timers))
+
+
+def _walk(task: FunctionTask, batches, keyed: ChunkedSink, timers: ChunkedSink) -> None:
+    section = task.section
+    out = _Rows(section, keyed, timers, task.what)
+    ctx = KeyContext(list(section.states))
+    carry: pa.Table | None = None
+    for batch in batches:
+        table = pa.Table.from_batches([batch])
+        if carry is not None:
+            table = pa.concat_tables([carry, table])
+        carry = _call_per_key(task, ctx, table, out, final=False)
+    if carry is not None and carry.num_rows:
+        _call_per_key(task, ctx, carry, out, final=True)
+    out.flush()
+
+
+def _call_per_key(task, ctx, table: pa.Table, out: "_Rows", final: bool) -> pa.Table | None:
+    """Call the function for every complete key of *table*; return the rows of an open key."""
+    names = task.section.key_names
+    keys = list(zip(*[table.column(n).to_pylist() for n in names]))
+    groups = table.column(KEY_GROUP_COLUMN).to_pylist()
+    rows = table.drop_columns([KEY_GROUP_COLUMN])
+    start = 0
+    for i in range(1, len(keys) + 1):
+        if i < len(keys) and keys[i] == keys[start]:
+            continue
+        if i == len(keys) and not final:
+            return table.slice(start)
+        ctx._reset(keys[start])
+        task.function(keys[start], rows.slice(start, i - start), ctx)
+        out.add(groups[start], ctx)
+        start = i
+    return None
+
+
+class _Rows:
+    """Rows the function produced, buffered column-wise and flushed to the sinks."""
+
+    def __init__(self, section: KeyedSection, keyed: ChunkedSink, timers: ChunkedSink, what: str):
+        self.section, self.keyed_sink, self.timer_sink, self.what = section, keyed, timers, what
+        self.names = section.key_names
+        self.keyed = self._empty([s.name for s in section.states])
+        self.timers = self._empty(["timestamp", "domain"])
+
+    def _empty(self, extra: list[str]) -> dict[str, list]:
+        cols = [KEY_GROUP_COLUMN, *self.names]
+        if self.section.namespace_type is not None:
+            cols.append(NAMESPACE_COLUMN)
+        return {c: [] for c in cols + extra}
+
+    def _key_columns(self, target: dict, group: int, key: tuple, namespace) -> None:
+        target[KEY_GROUP_COLUMN].append(group)
+        for name, value in zip(self.names, key):
+            target[name].append(value)
+        if self.section.namespace_type is not None:
+            target[NAMESPACE_COLUMN].append(namespace)
+        elif namespace is not None:
+            raise StateValueError(f"{self.what}: the function set a namespace, but no "
+                                  "namespace_type was declared")
+
+    def add(self, group: int, ctx: KeyContext) -> None:
+        for namespace, slot in sorted(ctx._slots.items(), key=lambda kv: _order(kv[0])):
+            values = {n: v for n, v in slot.items() if v not in (None, [], {})}
+            if not values:
+                continue
+            self._key_columns(self.keyed, group, ctx.key, namespace)
+            for s in self.section.states:
+                self.keyed[s.name].append(values.get(s.name))
+        for namespace, ts, domain in sorted(ctx._timers, key=lambda t: (_order(t[0]), t[1], t[2])):
+            self._key_columns(self.timers, group, ctx.key, namespace)
+            self.timers["timestamp"].append(ts)
+            self.timers["domain"].append(domain)
+        if max(len(self.keyed[KEY_GROUP_COLUMN]), len(self.timers[KEY_GROUP_COLUMN])) >= FLUSH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        self._flush(self.keyed, self.keyed_sink)
+        self._flush(self.timers, self.timer_sink)
+
+    def _flush(self, columns: dict[str, list], sink: ChunkedSink) -> None:
+        if not columns[KEY_GROUP_COLUMN]:
+            return
+        arrays = []
+        for field in sink.target.schema:
+            values = columns[field.name]
+            if field.name in [s.name for s in self.section.states] and \
+                    self.section.state(field.name).kind == "map":
+                values = [list(v.items()) if isinstance(v, dict) else v for v in values]
+            try:
+                arrays.append(pa.array(values, type=field.type))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
+                raise StateValueError(f"{self.what}: a value set for {field.name!r} does not fit "
+                                      f"its type {field.type}: {e}") from None
+            values.clear()
+        sink.write(pa.Table.from_arrays(arrays, schema=sink.target.schema))
+
+
+def _order(namespace) -> tuple:
+    return (namespace is not None, namespace)
+

@@ -1,0 +1,115 @@
+"""The driver side of one write: run Spark jobs, collect handles, clean up after failure.
+
+Every data file of one write carries the write's token in its name, and a
+marker file ``_writing-<token>.json`` says who is writing. So the driver can
+remove every file of a failed write (also those of tasks killed too hard to
+clean up after themselves), the orphans of retried task attempts after a
+successful one, and the leftovers of an earlier write whose process died.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import uuid
+
+from statefmt.errors import StatectlError
+from statefmt.fs import Location
+from statefmt.model import DataFile
+
+from .errors import WriteFailedError, from_spark_error
+from .tasks import data_file_from_handle, write_token
+
+MARKER_PREFIX = "_writing-"
+
+
+class WriteSession:
+    """Files written into one output location by one write; see the module doc."""
+
+    def __init__(self, spark, out: Location):
+        self.spark = spark
+        self.out = out
+        self.write_id = uuid.uuid4().hex
+        self.token = write_token(self.write_id)
+        self.marker = out.child(f"{MARKER_PREFIX}{self.token}.json")
+        self.removed_leftovers = 0
+
+    # --- lifecycle ---------------------------------------------------------------
+    def start(self) -> None:
+        self.out.make_dirs()
+        self.removed_leftovers = remove_dead_writes(self.out)
+        self.marker.write_bytes_atomically(json.dumps({
+            "write_id": self.write_id, "host": socket.gethostname(), "pid": os.getpid(),
+        }).encode())
+
+    def run(self, df, description: str) -> list[tuple[dict, DataFile]]:
+        """Run the job writing *df*'s files; the (handle, DataFile) of each file written."""
+        if self.spark is not None:
+            self.spark.sparkContext.setJobDescription(description)
+        try:
+            rows = df.collect()
+        except Exception as e:
+            error = from_spark_error(e)
+            if error is not None:
+                raise error from None
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise WriteFailedError(f"writing {description} failed: {first}") from e
+        finally:
+            if self.spark is not None:
+                self.spark.sparkContext.setJobDescription(None)
+        return [(r.asDict(), data_file_from_handle(r.asDict())) for r in rows]
+
+    def fail(self) -> None:
+        """Remove every file of this write (the output then holds no trace of it)."""
+        remove_write_files(self.out, self.token)
+        self.marker.delete_file()
+
+    def finish(self, referenced: set[str]) -> None:
+        """After the commit: remove files of this write that `_metadata` does not reference."""
+        for path in self.out.list_files():
+            if self.token in path and path not in referenced and not path.startswith(MARKER_PREFIX):
+                self.out.child(path).delete_file()
+        self.marker.delete_file()
+
+
+def remove_write_files(out: Location, token: str) -> int:
+    count = 0
+    for path in out.list_files():
+        if token in path and not path.startswith(MARKER_PREFIX):
+            out.child(path).delete_file()
+            count += 1
+    return count
+
+
+def remove_dead_writes(out: Location) -> int:
+    """Remove the files of earlier writes into *out* whose process is known to be dead.
+
+    Only writes started on this host can be checked; others are left alone.
+    """
+    removed = 0
+    for path in out.list_files():
+        if "/" in path or not path.startswith(MARKER_PREFIX):
+            continue
+        marker = out.child(path)
+        try:
+            info = json.loads(marker.read_bytes())
+            host, pid = info["host"], int(info["pid"])
+        except (StatectlError, ValueError, KeyError, TypeError):
+            continue
+        if host != socket.gethostname() or _alive(pid):
+            continue
+        token = path[len(MARKER_PREFIX):].removesuffix(".json")
+        removed += remove_write_files(out, token)
+        marker.delete_file()
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

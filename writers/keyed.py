@@ -1,0 +1,279 @@
+"""Keyed state declared from columns: one Spark plan for all states of an operator.
+
+Every state's input is projected to (key, namespace, tag, the state's own
+columns) and the inputs are unioned; rows are hash-partitioned to the task of
+their key-group chunk, grouped per key there (no second shuffle: grouping is
+on a superset of the partitioning), each state computed with an aggregate
+``FILTER (WHERE tag = i)``, sorted by key group, and written by the tasks.
+Duplicates, null keys and null map keys fail the job with a message naming
+the key (see :func:`writers.sql.raise_sql`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, Field, KeyedStateDescriptor
+from statefmt.types import DataType, type_str
+
+from .columns import cast_to, key_types, require_columns, require_numeric, spark_field_type
+from .definitions import (
+    AggregatingState,
+    KeyedData,
+    ListState,
+    MapState,
+    ReducingState,
+    Timers,
+    ValueState,
+)
+from .errors import DuplicateKeyError, InputError, NullKeyError, SpecError
+from .partitioning import Chunks
+from .sql import checked_key_group_sql, key_repr_sql, lit, q, raise_sql
+
+TAG = "_tag"
+PART = "_part"
+
+
+@dataclass
+class KeyedPlan:
+    key: tuple[Field, ...]
+    namespace_type: DataType | None
+    states: tuple[KeyedStateDescriptor, ...]
+    table: object | None  # DataFrame: _key_group, key, [namespace], states; partitioned, sorted
+    timers: object | None  # DataFrame: _key_group, key, [namespace], timestamp, domain
+
+
+class _Inputs:
+    """The inputs of one keyed section, with the key's types fixed by the first one."""
+
+    def __init__(self, keyed: KeyedData, what: str, max_parallelism: int):
+        self.keyed = keyed
+        self.what = what
+        self.max_parallelism = max_parallelism
+        self.key = list(keyed.key)
+        first = keyed.data
+        if first is None:
+            sources = [s.data for s in keyed.states if s.data is not None]
+            sources += [t.data for t in keyed.timers if t.data is not None]
+            if not sources:
+                raise SpecError(f"{what}: no input data")
+            first = sources[0]
+        self.key_types = key_types(first, self.key, f"{what}, input")
+        self.ns_type = None
+        if keyed.namespace:
+            require_columns(first, [keyed.namespace], f"{what}, input")
+            self.ns_type = spark_field_type(first, keyed.namespace)
+
+    def data_of(self, item) -> object:
+        df = item.data if item.data is not None else self.keyed.data
+        if df is None:
+            raise SpecError(f"{self.what}, {_label(item)}: no input data (give the state or "
+                            "the keyed section an input)")
+        return df
+
+    def key_projection(self, df, where: str) -> list[str]:
+        """SQL of (key columns..., [namespace], _key_group) for the rows of *df*."""
+        needed = self.key + ([self.keyed.namespace] if self.keyed.namespace else [])
+        require_columns(df, needed, where)
+        out = []
+        for name, wanted in zip(self.key, self.key_types):
+            out.append(f"{cast_to(name, spark_field_type(df, name), wanted, where)} AS {q(name)}")
+        if self.keyed.namespace:
+            ns = self.keyed.namespace
+            out.append(f"{cast_to(ns, spark_field_type(df, ns), self.ns_type, where)} "
+                       f"AS {NAMESPACE_COLUMN}")
+        out.append(f"{checked_key_group_sql(self.key, self.max_parallelism, where)} "
+                   f"AS {KEY_GROUP_COLUMN}")
+        return out
+
+    @property
+    def group_columns(self) -> list[str]:
+        return [KEY_GROUP_COLUMN, *self.key] + ([NAMESPACE_COLUMN] if self.keyed.namespace else [])
+
+
+def _label(item) -> str:
+    if isinstance(item, Timers):
+        return f"{item.domain}-time timers"
+    return f"state {item.name!r}"
+
+
+def plan_keyed(keyed: KeyedData, uid: str, max_parallelism: int, chunks: Chunks) -> KeyedPlan:
+    what = f"operator {uid!r}"
+    _check_names(keyed, what)
+    inputs = _Inputs(keyed, what, max_parallelism)
+    key = tuple(Field(n, t) for n, t in zip(inputs.key, inputs.key_types))
+    table, states = None, ()
+    if keyed.states:
+        table, states = _state_table(keyed, inputs, chunks, what)
+    timers = _timer_table(keyed, inputs, chunks, what) if keyed.timers else None
+    return KeyedPlan(key, inputs.ns_type, states, table, timers)
+
+
+def _check_names(keyed: KeyedData, what: str) -> None:
+    reserved = {KEY_GROUP_COLUMN, NAMESPACE_COLUMN, TAG, PART}
+    for name in keyed.key:
+        if name in reserved:
+            raise SpecError(f"{what}: {name!r} is reserved and cannot be a key column")
+    for s in keyed.states:
+        if s.name in reserved or s.name in keyed.key:
+            raise SpecError(f"{what}: state name {s.name!r} clashes with a key or reserved column")
+
+
+def _state_table(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str):
+    parts = []
+    for i, state in enumerate(keyed.states):
+        where = f"{what}, state {state.name!r}"
+        df = inputs.data_of(state)
+        parts.append(_project_state(df, state, i, inputs, where))
+    union = parts[0]
+    for p in parts[1:]:
+        union = union.unionByName(p, allowMissingColumns=True)
+    union = union.selectExpr("*", f"{chunks.tag_sql(KEY_GROUP_COLUMN)} AS {PART}")
+    grouped = union.repartition(chunks.count, PART).groupBy(PART, *inputs.group_columns)
+    raw = []
+    for i, state in enumerate(keyed.states):
+        raw += _raw_aggregates(state, i)
+    aggregated = grouped.agg(*[_expr(e) for e in raw])
+    finals = [_final(state, i, inputs, what) for i, state in enumerate(keyed.states)]
+    table = aggregated.selectExpr(*map(q, inputs.group_columns), *finals)
+    table = table.sortWithinPartitions(*inputs.group_columns)
+    descriptors = tuple(_descriptor(s, table) for s in keyed.states)
+    return table, descriptors
+
+
+def _expr(text: str):
+    from pyspark.sql import functions as F
+
+    return F.expr(text)
+
+
+def _col(i: int, part: str) -> str:
+    return f"_s{i}_{part}"
+
+
+def _project_state(df, state, i: int, inputs: _Inputs, where: str):
+    columns = inputs.key_projection(df, where)
+    own: list[tuple[str, str]] = []  # (input column, union column)
+    if isinstance(state, MapState):
+        own = [(state.key_column, _col(i, "k")), (state.value_column, _col(i, "v"))]
+    else:
+        own = [(state.column, _col(i, "v"))]
+        if isinstance(state, ListState) and state.order_by:
+            own.append((state.order_by, _col(i, "o")))
+    require_columns(df, [c for c, _ in own], where)
+    if isinstance(state, (ReducingState, AggregatingState)) and state.function != "count":
+        require_numeric(state.column, spark_field_type(df, state.column), where, state.function)
+    if isinstance(state, (ValueState, MapState)) and state.combine in ("sum",):
+        column = state.value_column if isinstance(state, MapState) else state.column
+        require_numeric(column, spark_field_type(df, column), where, "combine sum")
+    columns += [f"{q(c)} AS {u}" for c, u in own]
+    projected = df.selectExpr(*columns, f"{i} AS {TAG}")
+    if isinstance(state, MapState) and state.combine:
+        # combine repeated map keys first: one row per (key, namespace, map key)
+        group = [c for c in projected.columns if c not in (_col(i, "v"),)]
+        projected = projected.groupBy(*group).agg(
+            _expr(f"{_combine(state.combine, _col(i, 'v'))} AS {_col(i, 'v')}"))
+    return projected
+
+
+def _combine(rule: str, column: str) -> str:
+    return {"sum": f"sum({column})", "min": f"min({column})", "max": f"max({column})",
+            "any": f"first({column}, true)"}[rule]
+
+
+def _raw_aggregates(state, i: int) -> list[str]:
+    f = f"FILTER (WHERE {TAG} = {i})"
+    v = _col(i, "v")
+    out = [f"count(1) {f} AS {_col(i, 'n')}"]
+    if isinstance(state, ValueState):
+        agg = _combine(state.combine, v) if state.combine else f"first({v})"
+        out.append(f"{agg} {f} AS {_col(i, 'r')}")
+    elif isinstance(state, ListState):
+        item = f"struct({_col(i, 'o')} AS o, {v} AS v)" if state.order_by else v
+        out.append(f"collect_list({item}) {f} AS {_col(i, 'r')}")
+    elif isinstance(state, MapState):
+        out.append(f"collect_list(struct({_col(i, 'k')} AS k, {v} AS v)) {f} AS {_col(i, 'r')}")
+        out.append(f"count({_col(i, 'k')}) {f} AS {_col(i, 'nk')}")
+    elif isinstance(state, ReducingState):
+        out.append(f"{state.function}({v}) {f} AS {_col(i, 'r')}")
+    elif isinstance(state, AggregatingState):  # avg: the (sum, count) accumulator
+        out.append(f"sum({v}) {f} AS {_col(i, 's')}")
+        out.append(f"count({v}) {f} AS {_col(i, 'c')}")
+    return out
+
+
+def _final(state, i: int, inputs: _Inputs, what: str) -> str:
+    n, r = _col(i, "n"), _col(i, "r")
+    where = f"{what}, {type(state).__name__.replace('State', '').lower()} state {state.name!r}"
+    key = key_repr_sql(inputs.key)
+    if isinstance(state, ValueState):
+        if state.combine:
+            body = r
+        else:
+            dup = raise_sql(DuplicateKeyError, f"{where}: key ", key, " has ", n,
+                            " rows; a value state holds one value per key "
+                            "(set combine to sum, min, max or any)")
+            body = f"CASE WHEN {n} > 1 THEN {dup} ELSE {r} END"
+    elif isinstance(state, ListState):
+        items = f"filter(transform(array_sort({r}), x -> x.v), x -> x IS NOT NULL)" \
+            if state.order_by else r
+        body = f"CASE WHEN size({r}) > 0 THEN {items} END"
+    elif isinstance(state, MapState):
+        keys = f"transform({r}, x -> x.k)"
+        dup = f"filter(array_distinct({keys}), x -> size(filter({keys}, y -> y = x)) > 1)[0]"
+        null_key = raise_sql(NullKeyError, f"{where}: key ", key,
+                             f" has a null map key in column {state.key_column!r}")
+        twice = raise_sql(DuplicateKeyError, f"{where}: key ", key, " has map key ", dup,
+                          " twice (set combine to sum, min, max or any)")
+        body = (f"CASE WHEN {n} = 0 THEN NULL WHEN {_col(i, 'nk')} < {n} THEN {null_key} "
+                f"WHEN size(array_distinct({keys})) < {n} THEN {twice} "
+                f"ELSE map_from_entries({r}) END")
+    elif isinstance(state, ReducingState):
+        body = f"CASE WHEN {n} > 0 THEN {r} END"
+    else:
+        body = (f"CASE WHEN {n} > 0 THEN named_struct('sum', {_col(i, 's')}, "
+                f"'count', {_col(i, 'c')}) END")
+    return f"{body} AS {q(state.name)}"
+
+
+def _descriptor(state, table) -> KeyedStateDescriptor:
+    t = spark_field_type(table, state.name)
+    if isinstance(state, ValueState):
+        return KeyedStateDescriptor(state.name, "value", t)
+    if isinstance(state, ListState):
+        return KeyedStateDescriptor(state.name, "list", t["list"])
+    if isinstance(state, MapState):
+        return KeyedStateDescriptor(state.name, "map", t["map"]["value"], t["map"]["key"])
+    if isinstance(state, ReducingState):
+        return KeyedStateDescriptor(state.name, "reducing", t, function=state.function)
+    return KeyedStateDescriptor(state.name, "aggregating", t, function=state.function)
+
+
+def _timer_table(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str):
+    parts = []
+    for timers in keyed.timers:
+        where = f"{what}, {timers.domain}-time timers"
+        df = inputs.data_of(timers)
+        require_columns(df, [timers.column], where)
+        t = spark_field_type(df, timers.column)
+        c = q(timers.column)
+        if t in ("int8", "int16", "int32", "int64"):
+            ts = f"CAST({c} AS BIGINT)"
+        elif isinstance(t, dict) and "timestamp" in t:
+            ts = f"unix_millis({c})"
+        else:
+            raise InputError(f"{where}: column {timers.column!r} has type {type_str(t)}; "
+                             "a timer's time is epoch milliseconds (an integer) or a timestamp")
+        null_check = raise_sql(InputError, f"{where}: a row has a null time in column {timers.column!r}")
+        parts.append(df.selectExpr(
+            *inputs.key_projection(df, where),
+            f"CASE WHEN {c} IS NULL THEN {null_check} ELSE {ts} END AS timestamp",
+            f"{lit(timers.domain)} AS domain",
+        ))
+    union = parts[0]
+    for p in parts[1:]:
+        union = union.unionByName(p)
+    union = union.selectExpr("*", f"{chunks.tag_sql(KEY_GROUP_COLUMN)} AS {PART}")
+    columns = inputs.group_columns + ["timestamp", "domain"]
+    distinct = union.repartition(chunks.count, PART).groupBy(PART, *columns).count()
+    return distinct.select(*columns).sortWithinPartitions(*columns)

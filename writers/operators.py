@@ -1,0 +1,105 @@
+"""One new operator: plan its Spark jobs, run them, and describe the result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+
+from statefmt.canonical import keyed_schema, timers_schema
+from statefmt.ids import operator_id_for_uid
+from statefmt.model import KeyedSection, Operator, OperatorState
+
+from .definitions import KeyedData, KeyedFunction, OperatorData
+from .function import plan_function
+from .job import WriteSession
+from .keyed import plan_keyed
+from .operator_state import plan_operator_state
+from .partitioning import Chunks
+from .tasks import HANDLE_DDL, ChunkedSink, FileTarget, guarded
+
+
+@dataclass
+class OperatorPlan:
+    """The operator's metadata without files, and the jobs (DataFrames of handles) to run."""
+
+    operator: Operator
+    jobs: list[tuple[str, object]] = field(default_factory=list)  # (description, DataFrame)
+
+    def run(self, session: WriteSession) -> Operator:
+        keyed, timers, states = [], [], {}
+        for description, df in self.jobs:
+            for handle, data_file in session.run(df, description):
+                if handle["kind"] == "keyed":
+                    keyed.append(data_file)
+                elif handle["kind"] == "timers":
+                    timers.append(data_file)
+                else:
+                    states.setdefault(handle["state"], []).append(data_file)
+        op = self.operator
+        section = op.keyed
+        if section is not None:
+            section = KeyedSection(section.key, section.states, _by_range(keyed), _by_range(timers),
+                                   section.namespace_type)
+        op_states = tuple(
+            OperatorState(s.name, s.kind, s.value_type, tuple(sorted(states.get(s.name, []),
+                                                                     key=lambda f: f.ref.path)),
+                          s.key_type)
+            for s in op.operator_states
+        )
+        return op.replace(keyed=section, operator_states=op_states)
+
+
+def _by_range(files) -> tuple:
+    return tuple(sorted(files, key=lambda f: f.key_groups))
+
+
+def target_tasks(spark) -> int:
+    """How many tasks to spread one operator's keyed state over."""
+    conf = spark.conf.get("spark.sql.shuffle.partitions", "200")
+    return max(int(conf), spark.sparkContext.defaultParallelism)
+
+
+def plan_operator(data: OperatorData, max_parallelism: int, fmt: str,
+                  session: WriteSession) -> OperatorPlan:
+    op_id = operator_id_for_uid(data.uid)
+    target = {"out": session.out.uri, "operator_id": op_id, "write_id": session.write_id}
+    chunks = Chunks.plan(max_parallelism, data.parallelism, target_tasks(session.spark))
+    jobs, section = [], None
+    if isinstance(data.keyed, KeyedData):
+        plan = plan_keyed(data.keyed, data.uid, max_parallelism, chunks)
+        section = KeyedSection(plan.key, plan.states, namespace_type=plan.namespace_type)
+        if plan.table is not None:
+            jobs.append((f"keyed state of {data.uid}",
+                         _chunked(plan.table, FileTarget(kind="keyed", schema=keyed_schema(section),
+                                                         **target), chunks, data.uid)))
+        if plan.timers is not None:
+            jobs.append((f"timers of {data.uid}",
+                         _chunked(plan.timers, FileTarget(kind="timers",
+                                                          schema=timers_schema(section), **target),
+                                  chunks, data.uid)))
+    elif isinstance(data.keyed, KeyedFunction):
+        section, df = plan_function(data.keyed, data.uid, max_parallelism, chunks, target)
+        jobs.append((f"keyed state of {data.uid} (per-key function)", df))
+    states = []
+    for state in data.operator_states:
+        descriptor, df = plan_operator_state(state, data.uid, data.parallelism, target)
+        states.append(descriptor)
+        jobs.append((f"{descriptor.kind} state {state.name} of {data.uid}", df))
+    operator = Operator(op_id, data.uid, data.parallelism, max_parallelism, section,
+                        tuple(states), fmt)
+    return OperatorPlan(operator, jobs)
+
+
+def _chunked(df, target: FileTarget, chunks: Chunks, uid: str):
+    what = f"operator {uid!r}, {target.kind}"
+    return df.mapInArrow(partial(_write_chunked, target, chunks.ranges, what), HANDLE_DDL)
+
+
+def _write_chunked(target: FileTarget, ranges, what: str, batches):
+    sink = ChunkedSink(target, ranges, what)
+
+    def body():
+        for batch in batches:
+            sink.write(batch)
+
+    yield from guarded([sink], body)

@@ -1,0 +1,221 @@
+"""SavepointWriter: a new savepoint, or one derived from an existing savepoint.
+
+Like Flink's ``SavepointWriter``: start from nothing (``new``) or from a base
+(``from_existing``), add or replace operators with data, remove operators,
+change uids, then ``write``. Operators of the base left untouched become
+shallow copies that reference the base's files; ``self_contained`` copies
+those files instead. Data files are written by Spark tasks; the driver gets
+only their handles and writes `_metadata` last. If anything fails, every file
+this write created is removed and the output holds no savepoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from statefmt.errors import UnknownOperatorError, UsageError
+from statefmt.fs import Location
+from statefmt.ids import OperatorRef, check_operator_id, is_operator_id, operator_id_for_uid
+from statefmt.keygroups import check_max_parallelism, check_parallelism, default_max_parallelism
+from statefmt.model import CANONICAL, PHYSICAL_FORMATS, Operator, Savepoint
+from statefmt.savepoint import (
+    check_output,
+    commit,
+    load,
+    merge_lineage,
+    new_savepoint_id,
+    now_iso,
+    prune_lineage,
+    shallow_copy,
+)
+
+from .copying import make_self_contained
+from .definitions import OperatorData
+from .errors import SpecError
+from .job import WriteSession
+from .operators import OperatorPlan, plan_operator
+
+
+@dataclass
+class OperatorReport:
+    uid: str | None
+    operator_id: str
+    action: str  # written | shallow copy | renamed
+    files: int = 0
+    rows: int = 0
+    bytes: int = 0
+    states: list[str] = field(default_factory=list)
+
+
+@dataclass
+class WriteReport:
+    """What a write did, for the summary at its end."""
+
+    savepoint: Savepoint
+    operators: list[OperatorReport]
+    removed: list[str]
+    copied_files: int = 0
+    copied_bytes: int = 0
+    removed_leftovers: int = 0
+
+
+class SavepointWriter:
+    """Build a savepoint from DataFrames, optionally on top of an existing one."""
+
+    def __init__(self, base: Savepoint | None = None, max_parallelism: int | None = None,
+                 format: str = CANONICAL):
+        if format not in PHYSICAL_FORMATS:
+            raise UsageError(
+                f"physical format {format!r} cannot be written yet; "
+                f"supported: {', '.join(PHYSICAL_FORMATS)}"
+            )
+        if max_parallelism is not None:
+            check_max_parallelism(max_parallelism)
+        self.base = base
+        self.max_parallelism = max_parallelism
+        self.format = format
+        self._new: dict[str, OperatorData] = {}
+        self._removed: list[str] = []  # operator ids
+        self._renamed: dict[str, str] = {}  # operator id -> new uid
+
+    @classmethod
+    def new(cls, max_parallelism: int | None = None, format: str = CANONICAL) -> "SavepointWriter":
+        """An empty savepoint; *max_parallelism* is the default of its operators."""
+        return cls(None, max_parallelism, format)
+
+    @classmethod
+    def from_existing(cls, location: str, max_parallelism: int | None = None,
+                      format: str = CANONICAL) -> "SavepointWriter":
+        """A savepoint derived from the one at *location*, which is only ever read."""
+        return cls(load(location), max_parallelism, format)
+
+    # --- building -----------------------------------------------------------------
+    def with_operator(self, operator: OperatorData) -> "SavepointWriter":
+        """Add *operator*, or replace the base's operator with the same uid."""
+        if operator.uid in self._new:
+            raise SpecError(f"operator {operator.uid!r} is given twice")
+        operator.check()
+        self._new[operator.uid] = operator
+        return self
+
+    def remove_operator(self, operator: str | OperatorRef) -> "SavepointWriter":
+        """Drop an operator of the base (by uid, or by operator id when it has none)."""
+        op = self._base_operator(operator)
+        if op.operator_id in self._removed:
+            raise UsageError(f"operator {op.label} is removed twice")
+        self._removed.append(op.operator_id)
+        return self
+
+    def rename_operator(self, operator: str | OperatorRef, new_uid: str) -> "SavepointWriter":
+        """Give an operator of the base a new uid (and so a new operator id); its files stay."""
+        op = self._base_operator(operator)
+        if op.operator_id in self._renamed:
+            raise UsageError(f"operator {op.label} is renamed twice")
+        if not new_uid:
+            raise UsageError("a new uid cannot be empty")
+        self._renamed[op.operator_id] = new_uid
+        return self
+
+    def _base_operator(self, operator: str | OperatorRef) -> Operator:
+        if self.base is None:
+            raise UsageError("removing or renaming operators needs a base savepoint")
+        if isinstance(operator, OperatorRef):
+            return self.base.operator(operator)
+        try:
+            return self.base.operator(OperatorRef(uid=operator))
+        except UnknownOperatorError:
+            if is_operator_id(operator.lower()):
+                return self.base.operator(OperatorRef(operator_id=check_operator_id(operator)))
+            raise
+
+    # --- writing ------------------------------------------------------------------
+    def write(self, output: str, spark=None, self_contained: bool = False) -> WriteReport:
+        """Write the savepoint to *output* (a new location); Spark is needed for new operators."""
+        out = check_output(output)
+        if self.base is not None and Location.of(self.base.location).uri == out.uri:
+            raise UsageError("the output cannot be the base savepoint")
+        derived = self._derive()  # metadata-only part: checked before any file is written
+        if self._new and spark is None:
+            raise UsageError("writing operators from data needs a Spark session")
+        session = WriteSession(spark, out)
+        plans = [self._plan(op, session) for op in self._new.values()]
+        session.start()
+        try:
+            written = [p.run(session) for p in plans]
+            sp, reports = self._assemble(derived, written)
+            copied = (0, 0)
+            if self_contained:
+                sp, files, size = make_self_contained(sp, out, session.token)
+                copied = (files, size)
+            sp = commit(sp, out)
+        except BaseException:
+            session.fail()
+            raise
+        session.finish({f.ref.path for _, f in sp.data_files() if not f.ref.is_shared})
+        return WriteReport(sp, reports, [self._label(i) for i in self._removed], *copied,
+                           removed_leftovers=session.removed_leftovers)
+
+    def _label(self, operator_id: str) -> str:
+        return self.base.operator(OperatorRef(operator_id=operator_id)).label
+
+    def _derive(self) -> list[tuple[str, Operator, str]]:
+        """The base's operators that stay: (original id, operator, "shallow copy" | "renamed")."""
+        if self.base is None:
+            return []
+        new_ids = {operator_id_for_uid(uid) for uid in self._new}
+        kept, seen = [], set(new_ids)
+        for op in self.base.operators:
+            original = op.operator_id
+            if original in self._removed or original in new_ids:
+                continue
+            if original in self._renamed:
+                uid = self._renamed[original]
+                op = op.replace(uid=uid, operator_id=operator_id_for_uid(uid))
+                kept.append((original, op, "renamed"))
+            else:
+                kept.append((original, op, "shallow copy"))
+        for _, op, _ in kept:
+            if op.operator_id in seen:
+                raise UsageError(f"two operators of the output would have uid {op.label!r}")
+            seen.add(op.operator_id)
+        return kept
+
+    def _plan(self, op: OperatorData, session: WriteSession) -> OperatorPlan:
+        max_p = op.max_parallelism or self.max_parallelism
+        if max_p is None and self.base is not None:
+            try:
+                max_p = self.base.operator(OperatorRef(uid=op.uid)).max_parallelism
+            except UnknownOperatorError:
+                pass
+        max_p = max_p or default_max_parallelism(op.parallelism)
+        check_parallelism(op.parallelism, max_p)
+        return plan_operator(op, max_p, self.format, session)
+
+    def _assemble(self, derived, written: list[Operator]) -> tuple[Savepoint, list]:
+        reports, lineage = [], []
+        slots: dict[str, Operator] = {}  # base operator id -> what takes its place
+        for original, op, action in derived:
+            copy, needed = shallow_copy(self.base, op)
+            lineage.append(needed)
+            slots[original] = copy
+            reports.append(_report(copy, action))
+        new = []
+        for op in written:
+            reports.append(_report(op, "written"))
+            if op.operator_id in {o.operator_id for o in (self.base.operators if self.base else ())}:
+                slots[op.operator_id] = op
+            else:
+                new.append(op)
+        base_order = [o.operator_id for o in self.base.operators] if self.base else []
+        operators = [slots[i] for i in base_order if i in slots] + new
+        sp = Savepoint(new_savepoint_id(), now_iso(), tuple(operators), merge_lineage(*lineage))
+        return prune_lineage(sp), reports
+
+
+def _report(op: Operator, action: str) -> OperatorReport:
+    files = list(op.data_files())
+    return OperatorReport(op.uid, op.operator_id, action, len(files), sum(f.rows for f in files),
+                          sum(f.size for f in files), op.state_names)
+
+
+__all__ = ["SavepointWriter", "WriteReport", "OperatorReport"]

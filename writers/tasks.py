@@ -1,0 +1,215 @@
+"""Task-side file writing: what runs inside Spark executors.
+
+A task receives Arrow batches already sorted by key group and writes them as
+data files; it yields only small *handles* (path, size, checksum, rows, key
+groups) back to Spark, which the driver collects. A task that fails deletes
+every file it began, and turns a :class:`StatectlError` into marked text the
+driver can turn back into the same error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from statefmt.canonical import ROW_GROUP_ROWS, FileWriter, conform
+from statefmt.errors import StatectlError
+from statefmt.fs import Location
+from statefmt.model import KEY_GROUP_COLUMN, DataFile, FileRef
+from statefmt.savepoint import data_file_path
+
+from .errors import task_error_text
+
+HANDLE_DDL = (
+    "kind string, state string, path string, size bigint, checksum string, rows bigint, "
+    "kg_first int, kg_last int"
+)
+HANDLE_SCHEMA = pa.schema([
+    ("kind", pa.string()), ("state", pa.string()), ("path", pa.string()), ("size", pa.int64()),
+    ("checksum", pa.string()), ("rows", pa.int64()), ("kg_first", pa.int32()),
+    ("kg_last", pa.int32()),
+])
+
+
+def write_token(write_id: str) -> str:
+    """The mark every file name of one write carries, so its files can be found and removed."""
+    return f"w{write_id[:12]}"
+
+
+@dataclass(frozen=True)
+class FileTarget:
+    """Where and how one kind of file is written (picklable: sent to every task)."""
+
+    out: str  # URI of the savepoint directory
+    operator_id: str
+    kind: str  # keyed | timers | list | union | broadcast
+    schema: pa.Schema
+    write_id: str
+    state: str | None = None  # operator states: the state's name
+
+    def new_file(self, suffix: str, key_groups: tuple[int, int] | None = None) -> FileWriter:
+        tail = f"{suffix}-{write_token(self.write_id)}" if suffix else write_token(self.write_id)
+        name = f"{self.kind}-state" if self.state is not None else self.kind
+        path = data_file_path(self.operator_id, name, tail)
+        return FileWriter(Location(self.out), path, self.schema, key_groups)
+
+
+class BufferedFile:
+    """A FileWriter fed batch by batch, written in row groups of ROW_GROUP_ROWS rows."""
+
+    def __init__(self, writer: FileWriter):
+        self.writer = writer
+        self._pending: list[pa.RecordBatch] = []
+        self._rows = 0
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows:
+            self._pending.append(batch)
+            self._rows += batch.num_rows
+            if self._rows >= ROW_GROUP_ROWS:
+                self.flush()
+
+    def flush(self) -> None:
+        if self._pending:
+            self.writer.write(pa.Table.from_batches(self._pending).combine_chunks())
+            self._pending, self._rows = [], 0
+
+    def close(self) -> DataFile:
+        self.flush()
+        return self.writer.close()
+
+
+class ChunkedSink:
+    """Writes rows sorted by key group into one file per key-group chunk they fall in."""
+
+    def __init__(self, target: FileTarget, ranges: tuple[tuple[int, int], ...], what: str):
+        self.target = target
+        self.ranges = ranges
+        self.starts = np.array([r[0] for r in ranges], dtype=np.int64)
+        self.what = what
+        self.done: list[DataFile] = []
+        self._chunk: int | None = None
+        self._file: BufferedFile | None = None
+
+    def write(self, batch: pa.RecordBatch | pa.Table) -> None:
+        if batch.num_rows == 0:
+            return
+        batch = conform(_as_table(batch), self.target.schema, self.what)
+        groups = batch.column(KEY_GROUP_COLUMN).to_numpy()
+        chunks = np.searchsorted(self.starts, groups, side="right") - 1
+        cuts = [0, *(np.flatnonzero(np.diff(chunks)) + 1).tolist(), len(chunks)]
+        for lo, hi in zip(cuts, cuts[1:]):
+            self._switch(int(chunks[lo]))
+            for piece in batch.slice(lo, hi - lo).to_batches():
+                self._file.add(piece)
+
+    def _switch(self, chunk: int) -> None:
+        if chunk == self._chunk:
+            return
+        if self._chunk is not None and chunk < self._chunk:
+            raise StatectlError(f"{self.what}: rows reached the writer out of key-group order")
+        self._close_current()
+        first, last = self.ranges[chunk]
+        self._file = BufferedFile(self.target.new_file(f"{first}-{last}", (first, last)))
+        self._chunk = chunk
+
+    def _close_current(self) -> None:
+        if self._file is not None:
+            current, self._file = self._file, None
+            self.done.append(current.close())
+
+    def close(self) -> list[DataFile]:
+        self._close_current()
+        return self.done
+
+    def abort(self) -> None:
+        if self._file is not None:
+            self._file.writer.abort()
+            self._file = None
+        delete_files(self.target.out, self.done)
+        self.done = []
+
+
+class SingleFileSink:
+    """Writes every row of a task into one file (operator state)."""
+
+    def __init__(self, target: FileTarget, what: str, suffix: str = ""):
+        self.target = target
+        self.what = what
+        self.suffix = suffix
+        self.done: list[DataFile] = []
+        self._file: BufferedFile | None = None
+
+    def write(self, batch: pa.RecordBatch | pa.Table) -> None:
+        if batch.num_rows == 0:
+            return
+        table = conform(_as_table(batch), self.target.schema, self.what)
+        if self._file is None:
+            self._file = BufferedFile(self.target.new_file(self.suffix))
+        for piece in table.to_batches():
+            self._file.add(piece)
+
+    def close(self) -> list[DataFile]:
+        if self._file is not None:
+            current, self._file = self._file, None
+            self.done.append(current.close())
+        return self.done
+
+    def abort(self) -> None:
+        if self._file is not None:
+            self._file.writer.abort()
+            self._file = None
+        delete_files(self.target.out, self.done)
+        self.done = []
+
+
+def _as_table(batch) -> pa.Table:
+    return batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+
+
+def delete_files(out: str, files: list[DataFile]) -> None:
+    for f in files:
+        Location(out).child(f.ref.path).delete_file()
+
+
+def handles_batch(target: FileTarget, files: list[DataFile]) -> pa.RecordBatch:
+    """The handles of *files* as one Arrow batch of :data:`HANDLE_SCHEMA`."""
+    return pa.RecordBatch.from_pylist([
+        {"kind": target.kind, "state": target.state, "path": f.ref.path, "size": f.size,
+         "checksum": f.checksum, "rows": f.rows,
+         "kg_first": f.key_groups[0] if f.key_groups else None,
+         "kg_last": f.key_groups[1] if f.key_groups else None}
+        for f in files
+    ], schema=HANDLE_SCHEMA)
+
+
+def data_file_from_handle(row) -> DataFile:
+    """A handle row (collected on the driver) as a DataFile of this savepoint."""
+    groups = (row["kg_first"], row["kg_last"]) if row["kg_first"] is not None else None
+    return DataFile(FileRef(row["path"]), row["size"], row["checksum"], row["rows"], groups)
+
+
+def guarded(sinks: list, body: Callable[[], None]) -> Iterator[pa.RecordBatch]:
+    """Run *body* (which feeds *sinks*), then close the sinks and yield their handles.
+
+    On any failure every file the sinks began is deleted, and a StatectlError
+    leaves the task as marked text (see :mod:`writers.errors`).
+    """
+    try:
+        body()
+        closed = [(sink.target, sink.close()) for sink in sinks]
+    except BaseException as e:
+        for sink in sinks:
+            try:
+                sink.abort()
+            except Exception:
+                pass
+        if isinstance(e, StatectlError):
+            raise RuntimeError(task_error_text(e)) from None
+        raise
+    for target, files in closed:
+        if files:
+            yield handles_batch(target, files)
