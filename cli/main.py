@@ -78,6 +78,11 @@ def validate(
         raise typer.Exit(1)
 
 
+from .writing import register as _register_writing  # noqa: E402
+
+_register_writing(app)
+
+
 def run() -> None:
     """Console-script entry point: one clear message and exit 1 for bad input."""
     try:

@@ -48,7 +48,7 @@ def make_self_contained(sp: Savepoint, out: Location, token: str) -> tuple[Savep
     def copy(item) -> int:
         (sp_id, path), new = item
         f = sources[(sp_id, path)]
-        source = file_location(sp, FileRef(path, sp_id))
+        source = file_location(sp.replace(location=out.uri), FileRef(path, sp_id))
         target = out.child(new)
         source.size()  # a missing source: MissingFileError naming it
         Location(target.uri.rsplit("/", 1)[0]).make_dirs()

@@ -27,8 +27,9 @@ MARKER_PREFIX = "_writing-"
 class WriteSession:
     """Files written into one output location by one write; see the module doc."""
 
-    def __init__(self, spark, out: Location):
+    def __init__(self, spark, out: Location, on_job=None):
         self.spark = spark
+        self.on_job = on_job  # called with each job's description before it runs
         self.out = out
         self.write_id = uuid.uuid4().hex
         self.token = write_token(self.write_id)
@@ -45,6 +46,8 @@ class WriteSession:
 
     def run(self, df, description: str) -> list[tuple[dict, DataFile]]:
         """Run the job writing *df*'s files; the (handle, DataFile) of each file written."""
+        if self.on_job is not None:
+            self.on_job(description)
         if self.spark is not None:
             self.spark.sparkContext.setJobDescription(description)
         try:

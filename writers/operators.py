@@ -54,9 +54,12 @@ def _by_range(files) -> tuple:
 
 
 def target_tasks(spark) -> int:
-    """How many tasks to spread one operator's keyed state over."""
-    conf = spark.conf.get("spark.sql.shuffle.partitions", "200")
-    return max(int(conf), spark.sparkContext.defaultParallelism)
+    """How many tasks to spread one operator's keyed state over: one per core of the cluster.
+
+    ``spark.statectl.writeTasks`` overrides it.
+    """
+    conf = spark.conf.get("spark.statectl.writeTasks", None)
+    return int(conf) if conf else spark.sparkContext.defaultParallelism
 
 
 def plan_operator(data: OperatorData, max_parallelism: int, fmt: str,

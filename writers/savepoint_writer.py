@@ -129,15 +129,19 @@ class SavepointWriter:
             raise
 
     # --- writing ------------------------------------------------------------------
-    def write(self, output: str, spark=None, self_contained: bool = False) -> WriteReport:
-        """Write the savepoint to *output* (a new location); Spark is needed for new operators."""
+    def write(self, output: str, spark=None, self_contained: bool = False,
+              on_job=None) -> WriteReport:
+        """Write the savepoint to *output* (a new location); Spark is needed for new operators.
+
+        *on_job*, if given, is called with a description before each Spark job.
+        """
         out = check_output(output)
         if self.base is not None and Location.of(self.base.location).uri == out.uri:
             raise UsageError("the output cannot be the base savepoint")
         derived = self._derive()  # metadata-only part: checked before any file is written
         if self._new and spark is None:
             raise UsageError("writing operators from data needs a Spark session")
-        session = WriteSession(spark, out)
+        session = WriteSession(spark, out, on_job)
         plans = [self._plan(op, session) for op in self._new.values()]
         session.start()
         try:

@@ -1,0 +1,213 @@
+"""`statectl bootstrap` and `statectl modify`: write new savepoints, derive modified ones.
+
+The spec, the base and the output are checked before Spark starts, so most
+mistakes fail at once and without a JVM. `modify` never starts Spark.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import Optional
+
+import typer
+
+from statefmt.errors import StatectlError, UsageError
+
+from .output import human_bytes, make_console, print_json
+
+_MASTER_HELP = "Spark master URL (default: SPARK_MASTER, spark-submit's, else local[*])."
+_SELF_CONTAINED_HELP = ("Copy every file shared from another savepoint into the output, "
+                        "so it no longer depends on any other savepoint.")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("bootstrap")(bootstrap)
+    app.command("modify")(modify)
+
+
+def bootstrap(
+    output: str = typer.Argument(..., help="Where to write the new savepoint (must not hold one)."),
+    spec: str = typer.Option(..., "--spec", help="The bootstrap spec (YAML or JSON); "
+                             "see docs/BOOTSTRAP.md."),
+    base: Optional[str] = typer.Option(None, "--base", help="Derive from this savepoint: the "
+                                       "spec's operators are added or replace the base's, all "
+                                       "others are shallow copies of it."),
+    fmt: Optional[str] = typer.Option(None, "--format", help="Physical format: canonical "
+                                      "(default, or the spec's format) or rocksdb."),
+    self_contained: bool = typer.Option(False, "--self-contained", help=_SELF_CONTAINED_HELP),
+    master: Optional[str] = typer.Option(None, "--master", help=_MASTER_HELP),
+    json_: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
+) -> None:
+    """Write a savepoint from data files (Parquet, CSV, JSON lines) described by a spec."""
+    from statefmt.savepoint import check_output, load
+    from writers import SavepointWriter
+    from writers.spec import load_spec
+
+    parsed = load_spec(spec)
+    physical = fmt or parsed.format
+    _check_format(physical)
+    check_output(output)
+    base_sp = load(base) if base is not None else None
+    writer = SavepointWriter(base_sp, parsed.max_parallelism, physical)
+    with _spark_errors():
+        spark = _start_spark(master)
+        with _progress(spark, quiet=json_) as on_job:
+            for op in parsed.operator_data(spark):
+                writer.with_operator(op)
+            report = writer.write(output, spark, self_contained, on_job=on_job)
+    _summary(report, json_)
+
+
+def modify(
+    base: str = typer.Argument(..., help="The savepoint to derive from (never written to)."),
+    output: str = typer.Argument(..., help="Where to write the derived savepoint."),
+    remove: Optional[list[str]] = typer.Option(None, "--remove", help="Drop this operator "
+                                               "(uid, or operator id). Repeatable."),
+    rename: Optional[list[str]] = typer.Option(None, "--rename", help="OLD=NEW: give an operator "
+                                               "a new uid. Repeatable."),
+    self_contained: bool = typer.Option(False, "--self-contained", help=_SELF_CONTAINED_HELP),
+    json_: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
+) -> None:
+    """Derive a savepoint by metadata alone: remove or rename operators, or copy it whole."""
+    from statefmt.savepoint import check_output
+    from writers import SavepointWriter
+
+    check_output(output)
+    writer = SavepointWriter.from_existing(base)
+    for uid in remove or []:
+        writer.remove_operator(uid)
+    for pair in rename or []:
+        old, sep, new = pair.partition("=")
+        if not sep or not old or not new:
+            raise UsageError(f"--rename takes OLD=NEW, got {pair!r}")
+        writer.rename_operator(old, new)
+    _summary(writer.write(output, None, self_contained), json_)
+
+
+def _check_format(physical: str) -> None:
+    from statefmt.model import PHYSICAL_FORMATS
+
+    if physical == "rocksdb":
+        raise UsageError("--format rocksdb cannot be written yet; write canonical savepoints "
+                         "(the default) for now")
+    if physical not in PHYSICAL_FORMATS:
+        raise UsageError(f"unknown format {physical!r}; known: canonical, rocksdb")
+
+
+# --- Spark ------------------------------------------------------------------------------------
+
+def _debug() -> bool:
+    from .main import _options
+
+    return bool(_options.get("debug"))
+
+
+def _start_spark(master: str | None):
+    """The Spark session; the JVM's own chatter is kept off the terminal (not with --debug)."""
+    import warnings
+
+    from .spark import spark_session
+
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+    if _debug():
+        return spark_session(master)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        spark = spark_session(master)
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, null):
+            os.close(fd)
+    spark.sparkContext.setLogLevel("OFF")  # a failed task is reported once, by statectl
+    return spark
+
+
+@contextlib.contextmanager
+def _spark_errors():
+    """Errors from Spark outside the write jobs (reading inputs, planning) as one line."""
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
+    try:
+        yield
+    except StatectlError:
+        raise
+    except (PySparkException, Py4JError) as e:
+        if _debug():
+            raise
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise StatectlError(f"Spark failed: {first}") from None
+
+
+@contextlib.contextmanager
+def _progress(spark, quiet: bool):
+    """A progress bar on stderr fed by the Spark jobs; yields the writer's on_job callback."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from writers.progress import ProgressWatcher
+
+    if quiet:
+        yield None
+        return
+    bars = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("tasks"), TimeElapsedColumn(), console=make_console(stderr=True))
+    ids: dict[str, int] = {}
+
+    def show(job) -> None:
+        if job.description not in ids:
+            ids[job.description] = bars.add_task(job.description, total=None)
+        bars.update(ids[job.description], completed=job.done, total=job.total or None)
+
+    with bars, ProgressWatcher(spark, show) as watcher:
+        yield watcher.job_started
+
+
+# --- the summary ------------------------------------------------------------------------------
+
+def _summary(report, json_mode: bool) -> None:
+    sp = report.savepoint
+    doc = {
+        "location": sp.location,
+        "savepoint_id": sp.savepoint_id,
+        "operators": [vars(o) for o in report.operators],
+        "removed": report.removed,
+        "lineage": [{"savepoint_id": e.savepoint_id, "location": e.location} for e in sp.lineage],
+        "copied_files": report.copied_files,
+        "copied_bytes": report.copied_bytes,
+        "removed_leftover_files": report.removed_leftovers,
+    }
+    if json_mode:
+        print_json(doc)
+        return
+    from rich import box
+    from rich.table import Table
+
+    console = make_console()
+    table = Table(box=box.SIMPLE_HEAD)
+    for col, justify in (("uid", "left"), ("operator id", "left"), ("", "left"),
+                         ("states", "left"), ("files", "right"), ("rows", "right"),
+                         ("size", "right")):
+        table.add_column(col, justify=justify, no_wrap=col in ("uid", "operator id"))
+    for o in report.operators:
+        table.add_row(o.uid if o.uid is not None else "(unknown)", o.operator_id, o.action,
+                      ", ".join(o.states), str(o.files), str(o.rows), human_bytes(o.bytes))
+    console.print(f"[green]wrote[/green] savepoint {sp.savepoint_id} to {sp.location}")
+    console.print(table)
+    for uid in report.removed:
+        console.print(f"removed operator {uid}")
+    for e in sp.lineage:
+        console.print(f"shares files of savepoint {e.savepoint_id} at {e.location}")
+    if report.copied_files:
+        console.print(f"copied {report.copied_files} file(s), {human_bytes(report.copied_bytes)}, "
+                      "from other savepoints: self-contained")
+    if report.removed_leftovers:
+        console.print(f"removed {report.removed_leftovers} file(s) left by an earlier write "
+                      "that did not finish")

@@ -1,0 +1,76 @@
+"""Reading a written savepoint back with statefmt alone (no Spark), for the writer tests."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+from statefmt.canonical import keyed_schema, operator_state_schema, read_file, timers_schema
+from statefmt.keygroups import key_group_for_key, key_group_range, subtask_for_key_group
+from statefmt.savepoint import file_location, load
+
+
+def _read(sp, files, schema) -> list[dict]:
+    rows = []
+    for f in files:
+        rows += read_file(file_location(sp, f.ref), f, schema).to_pylist()
+    return rows
+
+
+def keyed_rows(location, uid: str) -> list[dict]:
+    """The operator's keyed table, in file order (key-group order), checked for layout."""
+    sp = load(location)
+    op = sp.operator(uid)
+    rows = []
+    for f in op.keyed.files:
+        part = _read(sp, [f], keyed_schema(op.keyed))
+        check_layout(op, f, part)
+        rows += part
+    return rows
+
+
+def timer_rows(location, uid: str) -> list[dict]:
+    sp = load(location)
+    op = sp.operator(uid)
+    rows = []
+    for f in op.keyed.timers:
+        part = _read(sp, [f], timers_schema(op.keyed))
+        check_layout(op, f, part)
+        rows += part
+    return rows
+
+
+def check_layout(op, f, rows: list[dict]) -> None:
+    """A keyed file: sorted by key group, inside its range, inside one subtask's range,
+    and every row's key group equals the pure-Python key group of its key."""
+    first, last = f.key_groups
+    subtask = subtask_for_key_group(first, op.max_parallelism, op.parallelism)
+    lo, hi = key_group_range(op.max_parallelism, op.parallelism, subtask)
+    assert lo <= first <= last <= hi
+    groups = [r["_key_group"] for r in rows]
+    assert groups == sorted(groups)
+    for r in rows:
+        key = [r[k.name] for k in op.keyed.key]
+        assert r["_key_group"] == key_group_for_key(key, op.keyed.key_types, op.max_parallelism)
+        assert first <= r["_key_group"] <= last
+
+
+def state_rows(location, uid: str, name: str) -> list[dict]:
+    sp = load(location)
+    state = sp.operator(uid).operator_state(name)
+    return _read(sp, state.files, operator_state_schema(state))
+
+
+def tree_digest(path) -> dict[str, str]:
+    """Every file below *path* with the SHA-256 of its bytes."""
+    out = {}
+    for root, _, files in os.walk(path):
+        for name in files:
+            full = os.path.join(root, name)
+            with open(full, "rb") as fh:
+                out[os.path.relpath(full, path)] = hashlib.sha256(fh.read()).hexdigest()
+    return out
+
+
+def files_below(path) -> list[str]:
+    return sorted(tree_digest(path)) if os.path.exists(path) else []
