@@ -78,6 +78,11 @@ def validate(
         raise typer.Exit(1)
 
 
+from .reading import register as _register_reading  # noqa: E402
+
+_register_reading(app)
+
+
 from .writing import register as _register_writing  # noqa: E402
 
 _register_writing(app)

@@ -136,4 +136,154 @@ def output_for(json_mode: bool):
 
 
 def print_error(message: str) -> None:
-    make_console(stderr=True).print(f"[red]error:[/red] {message}", soft_wrap=True)
+    from rich.markup import escape  # messages quote paths and Spark errors with [brackets]
+
+    make_console(stderr=True).print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+
+
+# --- DataFrames: `statectl read` and `statectl sql` --------------------------
+# Spark turns values into text inside its executors (to_json, casts); the
+# driver only streams the finished lines or a bounded number of table rows.
+
+FRAME_FORMATS = ("table", "jsonl", "csv", "parquet")
+TABLE_ROWS = 100
+_JSON_OPTIONS = {
+    "ignoreNullFields": "false",
+    "timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX",
+    "timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS",
+}
+
+
+def check_frame_output(fmt: str, output: str | None) -> None:
+    """Refuse impossible format/output combinations before any Spark work starts."""
+    from statefmt.errors import UsageError
+
+    if fmt not in FRAME_FORMATS:
+        raise UsageError(f"unknown format {fmt!r}; formats: {', '.join(FRAME_FORMATS)}")
+    if fmt == "parquet" and not output:
+        raise UsageError("--format parquet writes a directory: give it with --output PATH")
+    if fmt == "table" and output:
+        raise UsageError("--output needs --format jsonl, csv or parquet")
+
+
+def write_frame(df, fmt: str, output: str | None = None, limit: int | None = None) -> None:
+    """Print or write a DataFrame as a table, JSON lines, CSV or Parquet."""
+    check_frame_output(fmt, output)
+    if fmt == "table":
+        _frame_table(df, limit)
+        return
+    if limit is not None:
+        df = df.limit(limit)
+    if fmt == "parquet":
+        _frame_parquet(df, output)
+    elif fmt == "jsonl":
+        _write_lines(_json_lines(df), output)
+    else:
+        _write_lines(_csv_lines(df), output)
+
+
+def _positional(df):
+    """*df* with columns renamed ``_c0``... so duplicate or odd names select safely."""
+    return df.toDF(*[f"_c{i}" for i in range(len(df.columns))])
+
+
+def _text_columns(df):
+    """Each column as display text: nested values as JSON, binary as base64, timestamps
+    as ISO 8601 (as in JSON lines), null kept."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    out = []
+    for i, field in enumerate(df.schema.fields):
+        c = F.col(f"_c{i}")
+        t = field.dataType
+        if isinstance(t, (T.ArrayType, T.MapType, T.StructType)):
+            c = F.to_json(c, _JSON_OPTIONS)
+        elif isinstance(t, T.BinaryType):
+            c = F.base64(c)
+        elif isinstance(t, T.TimestampType):
+            c = F.date_format(c, _JSON_OPTIONS["timestampFormat"])
+        elif isinstance(t, T.TimestampNTZType):
+            c = F.date_format(c, _JSON_OPTIONS["timestampNTZFormat"])
+        elif not isinstance(t, T.StringType):
+            c = c.cast("string")
+        out.append(c.alias(f"_c{i}"))
+    return _positional(df).select(*out)
+
+
+def _json_lines(df):
+    from pyspark.sql import functions as F
+
+    names = df.columns
+    fields = [F.col(f"_c{i}").alias(name) for i, name in enumerate(names)]
+    lines = _positional(df).select(F.to_json(F.struct(*fields), _JSON_OPTIONS))
+    for row in lines.toLocalIterator():
+        yield row[0] + "\n"
+
+
+def _csv_lines(df):
+    import csv
+    import io
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+
+    def line(values) -> str:
+        buf.seek(0)
+        buf.truncate()
+        writer.writerow(values)
+        return buf.getvalue()
+
+    yield line(df.columns)
+    for row in _text_columns(df).toLocalIterator():
+        yield line(["" if v is None else v for v in row])
+
+
+def _write_lines(lines, output: str | None) -> None:
+    if output is None:
+        try:
+            for text in lines:
+                sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:  # e.g. `| head`: the reader has what it wanted
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return
+    from statefmt.fs import Location
+
+    with Location.of(output).open_output_stream() as out:
+        for text in lines:
+            out.write(text.encode("utf-8"))
+
+
+def _frame_parquet(df, output: str) -> None:
+    from statefmt.errors import UsageError
+    from statefmt.fs import Location
+
+    loc = Location.of(output)
+    if loc.exists():
+        raise UsageError(f"{loc} already exists; choose a new --output")
+    uri = loc.uri if "://" in loc.uri else "file://" + loc.uri
+    df.write.parquet(uri.replace("s3://", "s3a://", 1) if uri.startswith("s3://") else uri)
+
+
+def _frame_table(df, limit: int | None) -> None:
+    from rich.text import Text
+
+    shown = limit if limit is not None else TABLE_ROWS
+    probe = shown if limit is not None else shown + 1  # one more row tells whether rows were left out
+    rows = _text_columns(df).limit(probe).collect() if probe else []
+    more = len(rows) > shown
+    table = Table(box=box.SIMPLE_HEAD)
+    for name in df.columns:
+        table.add_column(Text(name), overflow="fold")
+    for row in rows[:shown]:
+        table.add_row(*(Text("null", style="dim") if v is None else Text(v) for v in row))
+    console = make_console()
+    console.print(table)
+    if more:
+        console.print(f"[dim]first {shown} rows shown; --limit N shows more, "
+                      "--format jsonl|csv prints every row[/dim]")
+    else:
+        console.print(f"[dim]{len(rows)} row(s)[/dim]")

@@ -35,8 +35,11 @@ def _in_range(df, key_groups):
 
 
 def keyed_table(spark, sp: Savepoint, op: Operator, states: tuple[str, ...] = (),
-                key_groups: tuple[int, int] | None = None, include_key_group: bool = False):
+                key_groups: tuple[int, int] | None = None, include_key_group: bool = False,
+                verify=None):
     """(DataFrame, splits): key columns, [namespace], one column per keyed state.
+
+    *verify* is called with the splits before Spark touches them.
 
     With *states*, only those columns, and only the rows where at least one of
     them has a value. *key_groups* restricts to an inclusive range of key groups
@@ -47,6 +50,8 @@ def keyed_table(spark, sp: Savepoint, op: Operator, states: tuple[str, ...] = ()
     section = op.keyed
     schema = keyed_schema(section)
     parts = splits(sp, _files_in(section.files, key_groups), schema)
+    if verify is not None:
+        verify(parts)
     df = _in_range(read_splits(spark, schema, parts), key_groups)
     chosen = list(states) or [s.name for s in section.states]
     if states:
@@ -58,7 +63,8 @@ def keyed_table(spark, sp: Savepoint, op: Operator, states: tuple[str, ...] = ()
 
 
 def timers_table(spark, sp: Savepoint, op: Operator, domain: str | None = None,
-                 key_groups: tuple[int, int] | None = None, include_key_group: bool = False):
+                 key_groups: tuple[int, int] | None = None, include_key_group: bool = False,
+                 verify=None):
     """(DataFrame, splits): key columns, [namespace], ``timestamp``, ``domain``."""
     from pyspark.sql import functions as F
 
@@ -67,6 +73,8 @@ def timers_table(spark, sp: Savepoint, op: Operator, domain: str | None = None,
     section = op.keyed
     schema = timers_schema(section)
     parts = splits(sp, _files_in(section.timers, key_groups), schema)
+    if verify is not None:
+        verify(parts)
     df = _in_range(read_splits(spark, schema, parts), key_groups)
     if domain is not None:
         df = df.filter(F.col("domain") == domain)

@@ -18,8 +18,10 @@ def columns(state: OperatorState) -> list[str]:
     return ["key", "value"] if state.kind == "broadcast" else ["value"]
 
 
-def operator_state_table(spark, sp: Savepoint, state: OperatorState):
-    """(DataFrame, splits) of one operator state."""
+def operator_state_table(spark, sp: Savepoint, state: OperatorState, verify=None):
+    """(DataFrame, splits) of one operator state; *verify* sees the splits before Spark does."""
     schema = operator_state_schema(state)
     parts = splits(sp, state.files, schema)
+    if verify is not None:
+        verify(parts)
     return read_splits(spark, schema, parts).select(*columns(state)), parts

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from statefmt.errors import UsageError
+import re
+
+from statefmt.canonical import keyed_schema, operator_state_schema, timers_schema
+from statefmt.errors import UnknownStateError, UsageError
 from statefmt.fs import Location
 from statefmt.ids import OperatorRef
 from statefmt.model import Operator, Savepoint
 from statefmt.savepoint import load
+from statefmt.validate import files_with_schemas
 
-from .catalogue import catalogue_frame, views
-from .files import Split, file_key, hadoop_uri
+from .catalogue import View, catalogue_frame, views
+from .files import Split, file_key, hadoop_uri, splits
 from .keyed import keyed_table, timers_table
 from .operator_state import operator_state_table
 from .resolve import (
@@ -64,18 +68,19 @@ class SavepointReader:
         """The keyed table: key column(s), ``namespace`` if any, one column per keyed state.
 
         *states* keeps only those columns and the rows with a value in one of them.
+        *key_groups* ``(first, last)`` reads only that range of key groups.
         """
         op = self._keyed_operator(operator)
         chosen = check_keyed_states(op, states)
-        return self._verified_frame(keyed_table(
-            self.spark, self.savepoint, op, chosen, key_groups, include_key_group))
+        return keyed_table(self.spark, self.savepoint, op, chosen, key_groups, include_key_group,
+                           verify=self._verify)[0]
 
     def timers(self, operator: OperatorName, domain: str | None = None, *,
                key_groups: tuple[int, int] | None = None, include_key_group: bool = False):
         """Timers: key column(s), ``namespace`` if any, ``timestamp``, ``domain``."""
         op = self._keyed_operator(operator)
-        return self._verified_frame(timers_table(
-            self.spark, self.savepoint, op, domain, key_groups, include_key_group))
+        return timers_table(self.spark, self.savepoint, op, domain, key_groups, include_key_group,
+                            verify=self._verify)[0]
 
     def operator_state(self, operator: OperatorName, name: str):
         """An operator state of any kind: ``value`` (list, union) or ``key``, ``value`` (broadcast)."""
@@ -92,7 +97,7 @@ class SavepointReader:
 
     def table(self, choice: TableChoice):
         """The table a :class:`TableChoice` (see :func:`choose_table`) names."""
-        return self._verified_frame(self._frame(choice))
+        return self._frame(choice, self._verify)[0]
 
     def choose(self, operator: OperatorName, states: list[str] | None = None,
                timers: bool = False) -> TableChoice:
@@ -103,75 +108,96 @@ class SavepointReader:
         return [v.name for v in views(self.savepoint)]
 
     def register_views(self) -> list[str]:
-        """Register every state as a temporary view (names: see `readers.catalogue`)."""
-        frames = []
+        """Register every state as a temporary view (names: see `readers.catalogue`).
+
+        Every file of the savepoint is checked first, in one Spark job.
+        """
+        self._verify([p for _, f, schema in files_with_schemas(self.savepoint)
+                      for p in splits(self.savepoint, [f], schema)])
+        names = []
         for view in views(self.savepoint):
-            df, parts = self._view_frame(view)
-            frames.append((view.name, df))
-            self._verify([p for p in parts])
-        for name, df in frames:
-            df.createOrReplaceTempView(_quoted(name))
-        return [name for name, _ in frames]
+            self._view_frame(view)[0].createOrReplaceTempView(_quoted(view.name))
+            names.append(view.name)
+        return names
 
     def sql(self, query: str):
         """Run *query* over every state's view; only the files it reads are checked.
 
-        The views exist while the query is analysed and are dropped afterwards.
+        The views exist while the query is analysed and are dropped afterwards. A
+        view whose files are missing is left out, and a query naming it fails
+        with the missing file.
         """
         from pyspark.errors import PySparkException
 
-        registered, by_key = [], {}
+        registered, broken, by_key = [], {}, {}
         try:
             for view in views(self.savepoint):
-                df, parts = self._view_frame(view)
+                try:
+                    df, parts = self._view_frame(view)
+                except PySparkException as e:
+                    if not (e.getCondition() or "").startswith("PATH_NOT_FOUND"):
+                        raise
+                    broken[view.name.lower()] = self._frame_splits(view)
+                    continue
                 df.createOrReplaceTempView(_quoted(view.name))
                 registered.append(view.name)
-                for p in parts:
-                    by_key[file_key(hadoop_uri(p.location))] = p
+                by_key.update((file_key(hadoop_uri(p.location)), p) for p in parts)
             try:
                 result = self.spark.sql(query)
             except PySparkException as e:
-                raise UsageError(f"query failed: {spark_message(e)}") from None
+                self._explain_failure(e, registered, broken)
         finally:
             for name in registered:
-                self.spark.catalog.dropTempView(_quoted(name))
+                self.spark.catalog.dropTempView(name)
         used = {file_key(uri) for uri in result.inputFiles()}
         self._verify([p for key, p in by_key.items() if key in used])
         return result
 
     # --- internals ----------------------------------------------------------
+    def _explain_failure(self, e, registered: list[str], broken: dict) -> None:
+        hint = ""
+        if (e.getCondition() or "").startswith("TABLE_OR_VIEW_NOT_FOUND"):
+            name = (e.getMessageParameters() or {}).get("relationName", "")
+            parts = broken.get(name.strip("`").replace("``", "`").lower())
+            if parts is not None:
+                self._verify(parts)  # raises the missing file's error
+            hint = " Views: " + ", ".join(_sql_name(n) for n in registered)
+        raise UsageError(f"query failed: {spark_message(e)}{hint}") from None
+
     def _keyed_operator(self, operator: OperatorName) -> Operator:
         op = self.operator(operator)
         if op.keyed is None:
-            from statefmt.errors import UnknownStateError
-
             raise UnknownStateError(
                 f"operator {op.label} has no keyed state; it has {describe_states(op)}")
         return op
 
     def _operator_state(self, operator: OperatorName, name: str, kind: str | None):
-        op = self.operator(operator)
-        state = check_operator_state(op, name, kind)
-        return self._verified_frame(operator_state_table(self.spark, self.savepoint, state))
+        state = check_operator_state(self.operator(operator), name, kind)
+        return operator_state_table(self.spark, self.savepoint, state, self._verify)[0]
 
-    def _frame(self, choice: TableChoice):
+    def _frame(self, choice: TableChoice, verify=None):
         op = choice.operator
         if choice.kind == KEYED:
-            return keyed_table(self.spark, self.savepoint, op, choice.states)
+            return keyed_table(self.spark, self.savepoint, op, choice.states, verify=verify)
         if choice.kind == TIMERS:
-            return timers_table(self.spark, self.savepoint, op)
-        return operator_state_table(self.spark, self.savepoint,
-                                    check_operator_state(op, choice.states[0]))
+            return timers_table(self.spark, self.savepoint, op, verify=verify)
+        state = check_operator_state(op, choice.states[0])
+        return operator_state_table(self.spark, self.savepoint, state, verify)
 
-    def _view_frame(self, view):
+    def _view_frame(self, view: View):
         if view.choice is None:
             return self.catalogue(), []
         return self._frame(view.choice)
 
-    def _verified_frame(self, frame_and_splits):
-        df, parts = frame_and_splits
-        self._verify(parts)
-        return df
+    def _frame_splits(self, view: View) -> list[Split]:
+        """The splits a view reads (every file of its table), without Spark."""
+        op, sp = view.choice.operator, self.savepoint
+        if view.choice.kind == KEYED:
+            return splits(sp, op.keyed.files, keyed_schema(op.keyed))
+        if view.choice.kind == TIMERS:
+            return splits(sp, op.keyed.timers, timers_schema(op.keyed))
+        state = check_operator_state(op, view.choice.states[0])
+        return splits(sp, state.files, operator_state_schema(state))
 
     def _verify(self, parts: list[Split]) -> None:
         todo = [p for p in parts if p.location.uri not in self._verified]
@@ -179,11 +205,18 @@ class SavepointReader:
         self._verified.update(p.location.uri for p in todo)
 
 
+def _sql_name(view_name: str) -> str:
+    """How a view is written in a query: plain when it is a simple identifier."""
+    return view_name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", view_name) else _quoted(view_name)
+
+
 def _quoted(view_name: str) -> str:
     return "`" + view_name.replace("`", "``") + "`"
 
 
 def spark_message(e: Exception) -> str:
-    """The first line of a Spark error, without the plan Spark appends."""
+    """The first line of a Spark error, without the SQLSTATE and plan Spark appends."""
     text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
+    if not text:
+        return type(e).__name__
+    return re.split(r"\s*SQLSTATE: ", text.splitlines()[0])[0]
