@@ -155,4 +155,5 @@ def spark_errors():
             raise
         from readers.reader import spark_message
 
-        raise StatectlError(f"Spark failed: {spark_message(e)}") from None
+        hint = " (--debug shows Spark's own output)" if "JAVA_GATEWAY" in str(e) else ""
+        raise StatectlError(f"Spark failed: {spark_message(e)}{hint}") from None

@@ -52,8 +52,15 @@ def spark_path(loc: Location) -> str:
     return _GLOB_CHARS.sub(r"\\\1", hadoop_uri(loc))
 
 
-def file_key(uri: str) -> tuple[str, str, str]:
-    """(scheme, host, path) of a Hadoop URI, to match Spark's ``inputFiles()`` to splits."""
+def split_key(loc: Location) -> tuple[str, str, str]:
+    """(scheme, host, path) of a split's file, comparable with :func:`spark_file_key`."""
+    scheme, rest = hadoop_uri(loc).split("://", 1)
+    host, _, path = rest.partition("/")
+    return scheme, host, "/" + path
+
+
+def spark_file_key(uri: str) -> tuple[str, str, str]:
+    """(scheme, host, path) of a URI from Spark's ``inputFiles()`` (percent-encoded)."""
     parts = urlsplit(uri)
     return parts.scheme, parts.netloc, unquote(parts.path)
 

@@ -13,7 +13,7 @@ from statefmt.savepoint import load
 from statefmt.validate import files_with_schemas
 
 from .catalogue import View, catalogue_frame, views
-from .files import Split, file_key, hadoop_uri, splits
+from .files import Split, spark_file_key, split_key, splits
 from .keyed import keyed_table, timers_table
 from .operator_state import operator_state_table
 from .resolve import (
@@ -141,7 +141,7 @@ class SavepointReader:
                     continue
                 df.createOrReplaceTempView(_quoted(view.name))
                 registered.append(view.name)
-                by_key.update((file_key(hadoop_uri(p.location)), p) for p in parts)
+                by_key.update((split_key(p.location), p) for p in parts)
             try:
                 result = self.spark.sql(query)
             except PySparkException as e:
@@ -149,7 +149,7 @@ class SavepointReader:
         finally:
             for name in registered:
                 self.spark.catalog.dropTempView(name)
-        used = {file_key(uri) for uri in result.inputFiles()}
+        used = {spark_file_key(uri) for uri in result.inputFiles()}
         self._verify([p for key, p in by_key.items() if key in used])
         return result
 

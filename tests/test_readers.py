@@ -239,7 +239,7 @@ def _path(sp, uid, state=None):
 
 
 def test_damaged_and_missing_files_are_errors_naming_the_file(spark, tmp_path):
-    sp = build_base(tmp_path / "sp")
+    sp = build_base(tmp_path / "sp #1 [x] 100% {a,b}")
     altered, truncated = _path(sp, "proc"), _path(sp, "src", "offsets")
     data = bytearray(open(altered, "rb").read())
     data[len(data) // 2] ^= 0xFF
