@@ -166,8 +166,15 @@ def _progress(spark, quiet: bool):
             ids[job.description] = bars.add_task(job.description, total=None)
         bars.update(ids[job.description], completed=job.done, total=job.total or None)
 
-    with bars, ProgressWatcher(spark, show) as watcher:
-        yield watcher.job_started
+    with bars:
+        try:
+            with ProgressWatcher(spark, show) as watcher:
+                yield watcher.job_started
+        except BaseException:
+            bars.live.transient = True  # a failed write shows its error alone
+            for task in bars.task_ids:
+                bars.update(task, visible=False)
+            raise
 
 
 # --- the summary ------------------------------------------------------------------------------

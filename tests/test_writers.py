@@ -336,7 +336,7 @@ def test_modify_removes_and_renames_with_shallow_copies(base, tmp_path):
     assert tree_digest(base) == before  # the base is never written to
     with pytest.raises(UnknownOperatorError) as info:
         SavepointWriter.from_existing(base).remove_operator("nope")
-    assert str(info.value) == f"no operator with uid 'nope'; operators: proc, src, bcast"
+    assert str(info.value) == "no operator with uid 'nope'; operators: proc, src, bcast"
 
 
 def test_bootstrap_on_a_base_replaces_adds_and_shares_the_rest(spark, base, tmp_path):

@@ -120,11 +120,9 @@ def _check_names(keyed: KeyedData, what: str) -> None:
 
 
 def _state_table(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str):
-    parts = []
-    for i, state in enumerate(keyed.states):
-        where = f"{what}, state {state.name!r}"
-        df = inputs.data_of(state)
-        parts.append(_project_state(df, state, i, inputs, where))
+    groups = _input_groups(keyed, inputs)
+    tag_of = {i: g for g, (_, members) in enumerate(groups) for i, _ in members}
+    parts = [_project_group(df, members, g, inputs, what) for g, (df, members) in enumerate(groups)]
     union = parts[0]
     for p in parts[1:]:
         union = union.unionByName(p, allowMissingColumns=True)
@@ -132,13 +130,36 @@ def _state_table(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str):
     grouped = union.repartition(chunks.count, PART).groupBy(PART, *inputs.group_columns)
     raw = []
     for i, state in enumerate(keyed.states):
-        raw += _raw_aggregates(state, i)
+        only = f" FILTER (WHERE {TAG} = {tag_of[i]})" if len(groups) > 1 else ""
+        raw += _raw_aggregates(state, i, only)
     aggregated = grouped.agg(*[_expr(e) for e in raw])
     finals = [_final(state, i, inputs, what) for i, state in enumerate(keyed.states)]
     table = aggregated.selectExpr(*map(q, inputs.group_columns), *finals)
     table = table.sortWithinPartitions(*inputs.group_columns)
     descriptors = tuple(_descriptor(s, table) for s in keyed.states)
     return table, descriptors
+
+
+def _input_groups(keyed: KeyedData, inputs: _Inputs) -> list[tuple[object, list]]:
+    """States grouped by input DataFrame, so each input is read and shuffled once.
+
+    A map state that combines repeated map keys is pre-aggregated, so it reads alone.
+    """
+    groups: list[tuple[object, list]] = []
+    for i, state in enumerate(keyed.states):
+        df = inputs.data_of(state)
+        alone = isinstance(state, MapState) and state.combine
+        for other, members in groups:
+            if other is df and not alone and not _pre_aggregated(members):
+                members.append((i, state))
+                break
+        else:
+            groups.append((df, [(i, state)]))
+    return groups
+
+
+def _pre_aggregated(members) -> bool:
+    return any(isinstance(s, MapState) and s.combine for _, s in members)
 
 
 def _expr(text: str):
@@ -151,9 +172,20 @@ def _col(i: int, part: str) -> str:
     return f"_s{i}_{part}"
 
 
-def _project_state(df, state, i: int, inputs: _Inputs, where: str):
-    columns = inputs.key_projection(df, where)
-    own: list[tuple[str, str]] = []  # (input column, union column)
+def _project_group(df, members, tag: int, inputs: _Inputs, what: str):
+    columns = inputs.key_projection(df, f"{what}, state {members[0][1].name!r}")
+    for i, state in members:
+        columns += _state_columns(df, state, i, f"{what}, state {state.name!r}")
+    projected = df.selectExpr(*columns, f"{tag} AS {TAG}")
+    if _pre_aggregated(members):  # combine repeated map keys: one row per (key, ns, map key)
+        (i, state), = members
+        group = [c for c in projected.columns if c != _col(i, "v")]
+        projected = projected.groupBy(*group).agg(
+            _expr(f"{_combine(state.combine, _col(i, 'v'))} AS {_col(i, 'v')}"))
+    return projected
+
+
+def _state_columns(df, state, i: int, where: str) -> list[str]:
     if isinstance(state, MapState):
         own = [(state.key_column, _col(i, "k")), (state.value_column, _col(i, "v"))]
     else:
@@ -163,17 +195,10 @@ def _project_state(df, state, i: int, inputs: _Inputs, where: str):
     require_columns(df, [c for c, _ in own], where)
     if isinstance(state, (ReducingState, AggregatingState)) and state.function != "count":
         require_numeric(state.column, spark_field_type(df, state.column), where, state.function)
-    if isinstance(state, (ValueState, MapState)) and state.combine in ("sum",):
+    if isinstance(state, (ValueState, MapState)) and state.combine == "sum":
         column = state.value_column if isinstance(state, MapState) else state.column
         require_numeric(column, spark_field_type(df, column), where, "combine sum")
-    columns += [f"{q(c)} AS {u}" for c, u in own]
-    projected = df.selectExpr(*columns, f"{i} AS {TAG}")
-    if isinstance(state, MapState) and state.combine:
-        # combine repeated map keys first: one row per (key, namespace, map key)
-        group = [c for c in projected.columns if c not in (_col(i, "v"),)]
-        projected = projected.groupBy(*group).agg(
-            _expr(f"{_combine(state.combine, _col(i, 'v'))} AS {_col(i, 'v')}"))
-    return projected
+    return [f"{q(c)} AS {u}" for c, u in own]
 
 
 def _combine(rule: str, column: str) -> str:
@@ -181,24 +206,23 @@ def _combine(rule: str, column: str) -> str:
             "any": f"first({column}, true)"}[rule]
 
 
-def _raw_aggregates(state, i: int) -> list[str]:
-    f = f"FILTER (WHERE {TAG} = {i})"
+def _raw_aggregates(state, i: int, f: str) -> list[str]:
     v = _col(i, "v")
-    out = [f"count(1) {f} AS {_col(i, 'n')}"]
+    out = [f"count(1){f} AS {_col(i, 'n')}"]
     if isinstance(state, ValueState):
         agg = _combine(state.combine, v) if state.combine else f"first({v})"
-        out.append(f"{agg} {f} AS {_col(i, 'r')}")
+        out.append(f"{agg}{f} AS {_col(i, 'r')}")
     elif isinstance(state, ListState):
         item = f"struct({_col(i, 'o')} AS o, {v} AS v)" if state.order_by else v
-        out.append(f"collect_list({item}) {f} AS {_col(i, 'r')}")
+        out.append(f"collect_list({item}){f} AS {_col(i, 'r')}")
     elif isinstance(state, MapState):
-        out.append(f"collect_list(struct({_col(i, 'k')} AS k, {v} AS v)) {f} AS {_col(i, 'r')}")
-        out.append(f"count({_col(i, 'k')}) {f} AS {_col(i, 'nk')}")
+        out.append(f"collect_list(struct({_col(i, 'k')} AS k, {v} AS v)){f} AS {_col(i, 'r')}")
+        out.append(f"count({_col(i, 'k')}){f} AS {_col(i, 'nk')}")
     elif isinstance(state, ReducingState):
-        out.append(f"{state.function}({v}) {f} AS {_col(i, 'r')}")
+        out.append(f"{state.function}({v}){f} AS {_col(i, 'r')}")
     elif isinstance(state, AggregatingState):  # avg: the (sum, count) accumulator
-        out.append(f"sum({v}) {f} AS {_col(i, 's')}")
-        out.append(f"count({v}) {f} AS {_col(i, 'c')}")
+        out.append(f"sum({v}){f} AS {_col(i, 's')}")
+        out.append(f"count({v}){f} AS {_col(i, 'c')}")
     return out
 
 

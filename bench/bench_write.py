@@ -1,0 +1,141 @@
+"""Bootstrap throughput: keyed value + list state for N keys vs a plain Parquet write.
+
+Both write the same rows (one per key: a string key, a bigint, a string) in
+the same run, alternating, on the same Spark session:
+
+* plain:     ``df.write.parquet(...)``
+* bootstrap: ``SavepointWriter`` -> keyed table (value state ``count``, list
+  state ``events``), partitioned by key group, sorted, checksummed, committed.
+
+Prints the time and rows/s of each run, the ratio of the medians, and the
+driver's memory (Python RSS sampled during the runs, and the JVM's heap).
+
+    python bench/bench_write.py [--keys 5000000] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+
+def rss_mib(pid: int | str = "self") -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class RssSampler:
+    """Peak RSS of this (driver) process while a block runs."""
+
+    def __init__(self):
+        self.peak = 0.0
+        self._stop = threading.Event()
+
+    def __enter__(self):
+        self.start = rss_mib()
+        self._t = threading.Thread(target=self._loop, daemon=True)
+        self._t.start()
+        return self
+
+    def _loop(self):
+        while not self._stop.wait(0.05):
+            self.peak = max(self.peak, rss_mib())
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+        self.end = rss_mib()
+
+
+def session():
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master("local[*]").appName("bench-write")
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.memory", "6g")
+             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+             .config("spark.sql.session.timeZone", "UTC")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--keys", type=int, default=5_000_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--parallelism", type=int, default=4)
+    args = parser.parse_args()
+
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    from writers import KeyedData, ListState, OperatorData, SavepointWriter, ValueState
+
+    spark = session()
+    jvm = spark.sparkContext._jvm
+    runtime = jvm.java.lang.Runtime.getRuntime()
+    df = spark.range(args.keys).selectExpr(
+        "concat('user-', CAST(id AS STRING)) AS user", "id * 7 % 100000 AS n",
+        "concat('event-', CAST(id % 1000 AS STRING)) AS event")
+    work = tempfile.mkdtemp(prefix="bench-write-")
+    times = {"plain": [], "bootstrap": []}
+    print(f"{args.keys:,} keys, one row each; operator parallelism {args.parallelism}, "
+          f"{spark.sparkContext.defaultParallelism} cores, {args.runs} runs each "
+          "(after one warm-up of each)")
+    samplers = []
+    try:
+        for run in range(args.runs + 1):
+            for name in ("plain", "bootstrap"):
+                out = os.path.join(work, f"{name}-{run}")
+                with RssSampler() as rss:
+                    t = time.perf_counter()
+                    if name == "plain":
+                        df.write.parquet(out)
+                    else:
+                        SavepointWriter.new(max_parallelism=128).with_operator(OperatorData(
+                            "proc", args.parallelism, keyed=KeyedData(
+                                key=["user"], data=df,
+                                states=[ValueState("count", column="n"),
+                                        ListState("events", column="event")]))).write(out, spark)
+                    elapsed = time.perf_counter() - t
+                size = sum(os.path.getsize(os.path.join(r, f))
+                           for r, _, fs in os.walk(out) for f in fs)
+                shutil.rmtree(out)
+                label = "warm-up" if run == 0 else f"run {run}"
+                print(f"  {label:8} {name:9} {elapsed:7.2f} s  {args.keys / elapsed:12,.0f} rows/s  "
+                      f"{size / 2**20:8.1f} MiB  driver RSS {rss.start:6.0f} -> peak {rss.peak:6.0f}"
+                      f" MiB")
+                if run:
+                    times[name].append(elapsed)
+                    samplers.append((name, rss))
+        plain, boot = statistics.median(times["plain"]), statistics.median(times["bootstrap"])
+        print(f"median: plain {plain:.2f} s ({args.keys / plain:,.0f} rows/s), "
+              f"bootstrap {boot:.2f} s ({args.keys / boot:,.0f} rows/s)")
+        print(f"ratio (bootstrap throughput / plain Parquet throughput): {plain / boot:.2f}")
+        peaks = [r.peak for n, r in samplers if n == "bootstrap"]
+        starts = [r.start for n, r in samplers if n == "bootstrap"]
+        print(f"driver (Python) RSS during bootstraps: start {min(starts):.0f} MiB, "
+              f"peak {max(peaks):.0f} MiB (growth {max(peaks) - min(starts):.0f} MiB)")
+        used = (runtime.totalMemory() - runtime.freeMemory()) / 2**20
+        print(f"JVM heap in use at the end (driver + local executors): {used:.0f} MiB")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()
