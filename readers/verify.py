@@ -1,14 +1,22 @@
-"""Integrity while reading: every file's size, sha256 and Parquet footer, checked in executors.
+"""Integrity while reading: every file's size, sha256 and Parquet footer, checked before Spark reads it.
 
-Before a DataFrame is handed out, one Spark job checks its files in parallel,
-one task per file (up to a cap), streaming each file through sha256 in 4 MiB
-chunks; the footer check is the one `statectl validate` does (columns and
-types, row count, key-group bounds). Only failures come back to the driver,
-as (error class, message), and are raised there as the matching
-:class:`StatectlError`. Spark's Parquet reader then reads the checked files.
+Each file is streamed through sha256 in 4 MiB chunks and its footer checked
+as `statectl validate` does (columns and types, row count, key-group bounds).
+Where the checks run:
+
+* on a cluster, in the executors: one Spark job, one task per file (up to a
+  cap); only failures come back to the driver, as (path, error class, message);
+* in local mode, where the executors are the driver's own process and cores,
+  in a thread pool of the driver, as wide as Spark's default parallelism. It
+  uses the same cores and is several times cheaper than a job (no task or
+  Python-worker round trips): measured 0.16 s against 0.67 s for 110 MiB.
+
+Failures are raised on the driver as the matching :class:`StatectlError`.
 """
 
 from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
 
 from statefmt import errors
 from statefmt.canonical import check_parquet
@@ -21,7 +29,7 @@ MAX_TASKS = 1024
 
 
 def check_split(split: Split) -> tuple[str, str, str] | None:
-    """Runs in an executor: None if the file is the one `_metadata` names, else why not."""
+    """None if the file is the one `_metadata` names, else (path, error class, message)."""
     loc = split.location
     try:
         verify_file(loc, split.file)
@@ -34,16 +42,31 @@ def check_split(split: Split) -> tuple[str, str, str] | None:
     return None
 
 
-def verify_splits(spark, parts: list[Split]) -> None:
-    """Check every split in a Spark job; raise the first failure (by path) if any."""
+def verify_splits(spark, parts: list[Split], in_executors: bool | None = None) -> None:
+    """Check every split; raise the first failure (by path) if any.
+
+    *in_executors* None chooses as the module says: executors unless Spark runs locally.
+    """
     if not parts:
         return
-    rdd = spark.sparkContext.parallelize(parts, min(len(parts), MAX_TASKS))
-    failures = sorted(rdd.map(check_split).filter(lambda r: r is not None).collect())
-    if not failures:
-        return
+    sc = spark.sparkContext
+    if in_executors is None:
+        in_executors = not sc.master.startswith("local")
+    if in_executors:
+        rdd = sc.parallelize(parts, min(len(parts), MAX_TASKS))
+        failures = rdd.map(check_split).filter(lambda r: r is not None).collect()
+    else:
+        with ThreadPoolExecutor(max(1, min(len(parts), sc.defaultParallelism))) as pool:
+            failures = [r for r in pool.map(check_split, parts) if r is not None]
+    if failures:
+        _raise(sorted(failures))
+
+
+def _raise(failures: list[tuple[str, str, str]]) -> None:
     _, kind, message = failures[0]
     if len(failures) > 1:
         message += f" (and {len(failures) - 1} more damaged file(s))"
     cls = getattr(errors, kind, StatectlError)
-    raise (cls if isinstance(cls, type) and issubclass(cls, StatectlError) else StatectlError)(message)
+    if not (isinstance(cls, type) and issubclass(cls, StatectlError)):
+        cls = StatectlError
+    raise cls(message)

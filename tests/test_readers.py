@@ -274,3 +274,23 @@ def test_a_gone_base_is_a_missing_file_error(spark, tmp_path):
     assert rows(reader.sql("SELECT value FROM `sink.pending`")) == [("x",), ("y",)]
     with pytest.raises(MissingFileError, match=f"^{tmp_path}/base/.*: file is missing"):
         reader.sql("SELECT * FROM `proc.timers`")
+
+
+def test_files_are_checked_in_executors_too(spark, tmp_path):
+    """Local mode checks in driver threads; a cluster in executors: both find the same."""
+    from readers.files import splits
+    from readers.verify import verify_splits
+    from statefmt.canonical import keyed_schema
+
+    sp = build_base(tmp_path / "sp")
+    keyed = sp.operator("proc").keyed
+    parts = splits(sp, keyed.files, keyed_schema(keyed))
+    for in_executors in (True, False):
+        verify_splits(spark, parts, in_executors=in_executors)
+    with open(parts[1].location.uri, "ab") as f:
+        f.write(b"x")
+    for in_executors in (True, False):
+        with pytest.raises(IntegrityError) as e:
+            verify_splits(spark, parts, in_executors=in_executors)
+        assert str(e.value) == (f"{parts[1].location}: size is {parts[1].file.size + 1} bytes, "
+                                f"_metadata records {parts[1].file.size} (truncated or replaced file)")
