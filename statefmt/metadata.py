@@ -20,6 +20,7 @@ from .model import (
     OPERATOR_STATE_KINDS,
     PHYSICAL_FORMATS,
     RESERVED_COLUMNS,
+    ROCKSDB,
     DataFile,
     Field,
     FileRef,
@@ -92,6 +93,8 @@ def _encode_file(f: DataFile) -> dict:
     out.update(size=f.size, checksum=f.checksum, rows=f.rows)
     if f.key_groups is not None:
         out["key_groups"] = list(f.key_groups)
+    if f.name is not None:
+        out["name"] = f.name
     return out
 
 
@@ -192,7 +195,8 @@ def _decode_operator(o: dict, where: str, lineage_ids: set[str]) -> Operator:
         )
     keyed = None
     if o.get("keyed") is not None:
-        keyed = _decode_keyed(_obj(o["keyed"], f"{where}.keyed"), f"{where}.keyed", max_p, lineage_ids)
+        keyed = _decode_keyed(_obj(o["keyed"], f"{where}.keyed"), f"{where}.keyed", max_p, lineage_ids,
+                              native=fmt == ROCKSDB)
     op_states = []
     for i, raw in enumerate(_get(o, "operator_states", where, list, required=False, default=[])):
         op_states.append(_decode_operator_state(_obj(raw, f"{where}.operator_states[{i}]"),
@@ -204,7 +208,8 @@ def _decode_operator(o: dict, where: str, lineage_ids: set[str]) -> Operator:
     return op
 
 
-def _decode_keyed(k: dict, where: str, max_p: int, lineage_ids: set[str]) -> KeyedSection:
+def _decode_keyed(k: dict, where: str, max_p: int, lineage_ids: set[str],
+                  native: bool = False) -> KeyedSection:
     key = []
     for i, raw in enumerate(_get(k, "key", where, list)):
         f = _obj(raw, f"{where}.key[{i}]")
@@ -240,8 +245,10 @@ def _decode_keyed(k: dict, where: str, max_p: int, lineage_ids: set[str]) -> Key
     reserved = sorted(set(columns) & set(RESERVED_COLUMNS))
     if reserved:
         raise MetadataError(f"{where}: {', '.join(reserved)} is a reserved column name")
-    files = _decode_files(k, "files", where, lineage_ids, keyed_max_p=max_p)
+    files = _decode_files(k, "files", where, lineage_ids, keyed_max_p=max_p, native=native)
     timers = _decode_files(k, "timers", where, lineage_ids, keyed_max_p=max_p)
+    if native and timers:
+        raise MetadataError(f"{where}.timers: a rocksdb operator keeps its timers in its RocksDB files")
     return KeyedSection(tuple(key), tuple(states), files, timers, ns)
 
 
@@ -262,7 +269,7 @@ def _decode_operator_state(s: dict, where: str, lineage_ids: set[str]) -> Operat
 
 
 def _decode_files(parent: dict, key: str, where: str, lineage_ids: set[str],
-                  keyed_max_p: int | None = None) -> tuple[DataFile, ...]:
+                  keyed_max_p: int | None = None, native: bool = False) -> tuple[DataFile, ...]:
     files = []
     for i, raw in enumerate(_get(parent, key, where, list, required=False, default=[])):
         w = f"{where}.{key}[{i}]"
@@ -285,9 +292,23 @@ def _decode_files(parent: dict, key: str, where: str, lineage_ids: set[str],
                     or not 0 <= g[0] <= g[1] < keyed_max_p:
                 raise MetadataError(f"{w}.key_groups must be [first, last] within 0..{keyed_max_p - 1}")
             groups = (g[0], g[1])
-        files.append(DataFile(FileRef(path, sp), size, checksum, rows, groups))
-    if keyed_max_p is not None:
+        name = None
+        if native:
+            name = check_relative_path(_get(f, "name", w, str), f"{w}.name")
+            if "/" in name:
+                raise MetadataError(f"{w}.name must be a plain file name")
+        files.append(DataFile(FileRef(path, sp), size, checksum, rows, groups, name))
+    if native:
+        by_range: dict = {}
+        for f in files:
+            names = by_range.setdefault(f.key_groups, set())
+            if f.name in names:
+                raise MetadataError(f"{where}.{key}: two files of key groups {f.key_groups} are named {f.name}")
+            names.add(f.name)
+        ranges = sorted(by_range)
+    elif keyed_max_p is not None:
         ranges = sorted(f.key_groups for f in files)
+    if keyed_max_p is not None:
         for (_, last), (first, _) in zip(ranges, ranges[1:]):
             if first <= last:
                 raise MetadataError(f"{where}.{key}: key-group ranges of two files overlap")

@@ -17,7 +17,8 @@ FORMAT_NAME = "statectl-savepoint"
 FORMAT_VERSION = 1
 
 CANONICAL = "canonical"
-PHYSICAL_FORMATS = (CANONICAL,)
+ROCKSDB = "rocksdb"  # native: keyed state as each subtask's RocksDB files (docs/FORMAT.md §12)
+PHYSICAL_FORMATS = (CANONICAL, ROCKSDB)
 
 KEYED_KINDS = ("value", "list", "map", "reducing", "aggregating")
 OPERATOR_STATE_KINDS = ("list", "union", "broadcast")
@@ -52,6 +53,7 @@ class DataFile:
     checksum: str  # "sha256:<64 hex digits>"
     rows: int
     key_groups: tuple[int, int] | None = None  # inclusive range, keyed and timer files
+    name: str | None = None  # native files only: the file's name in its RocksDB directory
 
 
 @dataclass(frozen=True)

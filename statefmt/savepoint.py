@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import uuid
 
@@ -71,7 +72,7 @@ def shallow_copy(base: Savepoint, op: Operator) -> tuple[Operator, list[LineageE
     def rewrite(f: DataFile) -> DataFile:
         if f.ref.savepoint is None:
             needed[base.savepoint_id] = LineageEntry(base.savepoint_id, base.location)
-            return DataFile(FileRef(f.ref.path, base.savepoint_id), f.size, f.checksum, f.rows, f.key_groups)
+            return dataclasses.replace(f, ref=FileRef(f.ref.path, base.savepoint_id))
         needed[f.ref.savepoint] = base.lineage_entry(f.ref.savepoint)
         return f
 

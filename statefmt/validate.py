@@ -8,7 +8,7 @@ from .canonical import check_parquet, keyed_schema, operator_state_schema, timer
 from .errors import MissingFileError, StatectlError
 from .fs import Location
 from .integrity import verify_file
-from .model import Savepoint
+from .model import ROCKSDB, Savepoint
 from .savepoint import file_location, load
 
 
@@ -42,6 +42,8 @@ def files_with_schemas(sp: Savepoint):
     for op in sp.operators:
         if op.keyed is not None:
             ks, ts = keyed_schema(op.keyed), timers_schema(op.keyed)
+            if op.format == ROCKSDB:
+                ks = None  # RocksDB files: size and checksum only
             for f in op.keyed.files:
                 yield op, f, ks
             for f in op.keyed.timers:
@@ -75,8 +77,9 @@ def validate(location: str | Location) -> ValidationReport:
         loc = file_location(sp, f.ref)
         try:
             verify_file(loc, f)
-            with loc.open_input_file() as source:
-                check_parquet(loc, source, schema, f)
+            if schema is not None:
+                with loc.open_input_file() as source:
+                    check_parquet(loc, source, schema, f)
         except StatectlError as e:
             if dep is not None and isinstance(e, MissingFileError):
                 dep.missing_files += 1

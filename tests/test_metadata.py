@@ -57,7 +57,7 @@ def _first_file(doc):
     (lambda d: d["operators"][0].update(parallelism=17), LimitError, "parallelism must be between 1"),
     (lambda d: d["operators"][0].update(max_parallelism=40000), LimitError, "max parallelism"),
     (lambda d: d["operators"][0].update(uid="other"), MetadataError, "does not match uid 'other'"),
-    (lambda d: d["operators"][0].update(format="rocksdb"), MetadataError, "physical format 'rocksdb'"),
+    (lambda d: d["operators"][0].update(format="parquet2"), MetadataError, "physical format 'parquet2'"),
     (lambda d: d["operators"][1].update(operator_id=d["operators"][0]["operator_id"], uid=None),
      MetadataError, "same operator id"),
     (lambda d: _first_file(d).update(path="../../etc/passwd"), UnsafeReferenceError, "'..'"),

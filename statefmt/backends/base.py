@@ -23,6 +23,7 @@ from ..keygroups import check_key_type, check_parallelism, default_max_paralleli
     key_group_for_key, key_group_range, subtask_for_key_group
 from ..model import (
     CANONICAL,
+    ROCKSDB,
     KEY_GROUP_COLUMN,
     NAMESPACE_COLUMN,
     RESERVED_COLUMNS,
@@ -168,10 +169,13 @@ class KeyedStateBackend:
         raise NotImplementedError
 
     def _restore_keyed(self, sp: Savepoint, op: Operator) -> None:
-        if op.format != CANONICAL:
-            raise UsageError(f"{type(self).__name__} cannot restore {op.format!r} state of "
-                             f"operator {op.label}")
-        self._restore_canonical(sp, op.keyed)
+        if op.format == ROCKSDB:
+            from .rocks import load_native_range  # decodes RocksDB files into any backend
+            load_native_range(self, sp, op)
+        elif op.format == CANONICAL:
+            self._restore_canonical(sp, op.keyed)
+        else:
+            raise UsageError(f"cannot restore {op.format!r} state of operator {op.label}")
 
     def close(self) -> None:
         pass

@@ -9,16 +9,21 @@ appending is a read and a write of bytes, never a decode.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import os
 import shutil
 import tempfile
 from typing import Iterator
 
-from rocksdict import Options, Rdict, WriteOptions
+import uuid
 
+from rocksdict import Checkpoint, Options, Rdict, WriteOptions
+
+from .. import native
 from ..errors import StatectlError, UsageError
-from ..model import KeyedStateDescriptor
+from ..fs import Location
+from ..model import CANONICAL, ROCKSDB, KeyedStateDescriptor, Operator, Savepoint
 from .base import KeyedStateBackend
 from .codec import (
     KEY_GROUP_BYTES,
@@ -182,6 +187,8 @@ class RocksDBBackend(KeyedStateBackend):
     def _open(self, workdir: str | os.PathLike | None = None, **options) -> None:
         super()._open(**options)
         self._own_workdir = workdir is None
+        self._shared: native.SharedFiles | None = None
+        self.db = None
         self.workdir = str(workdir) if workdir is not None else tempfile.mkdtemp(prefix="statectl-rocksdb-")
         os.makedirs(self.workdir, exist_ok=True)
         self.db_path = os.path.join(self.workdir, "db")
@@ -216,6 +223,62 @@ class RocksDBBackend(KeyedStateBackend):
 
     def _new_table(self, descriptor: KeyedStateDescriptor) -> RocksTable:
         return RocksTable(self._cf(STATE_CF_PREFIX + descriptor.name), descriptor, self.layout)
+
+    # --- native restore and snapshot ------------------------------------------------
+
+    def _restore_keyed(self, sp: Savepoint, op: Operator) -> None:
+        if op.format != ROCKSDB:
+            return super()._restore_keyed(sp, op)
+        mine = native.subtask_databases(op).get((self.first_group, self.last_group))
+        if mine is None:  # another parallelism: copy our range out of the overlapping databases
+            return load_native_range(self, sp, op)
+        self._close_db()
+        shutil.rmtree(self.db_path, ignore_errors=True)
+        native.download(sp, mine, self.db_path)
+        self._open_db()
+        for name, desc in self._descriptors.items():
+            self._tables[name] = self._new_table(desc)
+        self._rebuild_heads()
+        self._shared = native.SharedFiles.of(sp, mine)
+
+    def snapshot(self, out, format: str = CANONICAL, incremental: bool = True):
+        """Snapshot as canonical files, or (``format="rocksdb"``) as this database's own
+        files; incremental snapshots reuse the SST files of the last committed one
+        (see :meth:`notify_committed`)."""
+        if format == CANONICAL or self.layout is None:
+            return super().snapshot(out)
+        if format != ROCKSDB:
+            raise UsageError(f"unknown snapshot format {format!r}; use {CANONICAL} or {ROCKSDB}")
+        out = Location.of(out)
+        for name in self._tables:
+            self._tables[name].cf.flush()
+        self._timers.flush()
+        tmp = os.path.join(self.workdir, f"checkpoint-{uuid.uuid4().hex[:12]}")
+        try:
+            Checkpoint(self.db).create_checkpoint(tmp)
+            entries = {f["name"].lstrip("/"): f["num_entries"] for f in self.db.live_files()}
+            files, lineage = native.upload_checkpoint(
+                tmp, out, self.subtask.operator_id, (self.first_group, self.last_group), entries,
+                self._shared if incremental else None)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        snap = self._snapshot_of(out, self.section(files), lineage)
+        return dataclasses.replace(snap, format=ROCKSDB)
+
+    def notify_committed(self, sp: Savepoint) -> None:
+        """Tell the backend its snapshot was committed in *sp*: the next incremental
+        snapshot may then reference that snapshot's SST files."""
+        op = sp.operator(_ref(self))
+        if op.format == ROCKSDB:
+            mine = native.subtask_databases(op).get((self.first_group, self.last_group), [])
+            self._shared = native.SharedFiles.of(sp, mine)
+
+    def _close_db(self) -> None:
+        self._tables.clear()
+        self._timers = None
+        if self.db is not None:
+            self.db.close()
+            self.db = None
 
     def close(self) -> None:
         db = getattr(self, "db", None)
@@ -284,3 +347,55 @@ class RocksDBBackend(KeyedStateBackend):
         for k, _ in iter_prefix(self._timers, b"", None):
             kg, domain, ts, _, _ = split_timer(self.layout, k)
             yield kg, domain, ts, k[TIMER_HEAD:]
+
+
+def _ref(backend):
+    from ..ids import OperatorRef
+    return OperatorRef(operator_id=backend.subtask.operator_id)
+
+
+def open_snapshot_db(path: str) -> Rdict:
+    """Open a downloaded native snapshot (a private copy) with all its column families."""
+    cfs = {n: cf_options() for n in Rdict.list_cf(path, cf_options()) if n != "default"}
+    return Rdict(path, db_options(), column_families=cfs)
+
+
+def load_native_range(backend: KeyedStateBackend, sp: Savepoint, op: Operator) -> None:
+    """Load the key groups *backend* owns from every native database that holds some
+    (a restore at another parallelism), decoding entries into the backend's tables."""
+    first, last = backend.first_group, backend.last_group
+    for (lo, hi), files in sorted(native.subtask_databases(op).items()):
+        if hi < first or lo > last:
+            continue
+        tmp = tempfile.mkdtemp(prefix="statectl-native-")
+        try:
+            native.download(sp, files, tmp)
+            db = open_snapshot_db(tmp)
+            try:
+                for entry in read_native_range(db, backend.keyed_states, backend.layout, first, last):
+                    kind, *rest = entry
+                    if kind == "timer":
+                        backend._timer_add(*rest)
+                    else:
+                        backend._tables[rest[0]].load(rest[1], rest[2])
+            finally:
+                db.close()
+                del db
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def read_native_range(db: Rdict, states, layout: KeyLayout, first: int, last: int):
+    """Decoded entries of key groups ``first..last`` of an open native database:
+    ``("state", name, kns, value)`` and ``("timer", domain, kg, ts, key_ns)``."""
+    present = set(Rdict.list_cf(db.path(), cf_options()))
+    lo, hi = first.to_bytes(2, "big"), successor(last.to_bytes(2, "big"))
+    for desc in states:
+        name = STATE_CF_PREFIX + desc.name
+        if name in present:
+            for kns, value in RocksTable(db.get_column_family(name), desc, layout).scan(first, last):
+                yield "state", desc.name, kns, value
+    if TIMERS_CF in present:
+        for k, _ in iter_prefix(db.get_column_family(TIMERS_CF), lo, hi):
+            kg, domain, ts, _, _ = split_timer(layout, k)
+            yield "timer", domain, kg, ts, k[TIMER_HEAD:]
