@@ -4,6 +4,10 @@ Both write the same rows (one per key: a string key, a bigint, a string) in
 the same run, alternating, on the same Spark session:
 
 * plain:     ``df.write.parquet(...)``
+* grouped:   the same keyed rows the bootstrap writes (shuffled by key-group
+  chunk, grouped per key, sorted), written by ``df.write.parquet``: what
+  Spark alone needs for the keyed layout, to tell the shuffle's cost from
+  the writer's
 * bootstrap: ``SavepointWriter`` -> keyed table (value state ``count``, list
   state ``events``), partitioned by key group, sorted, checksummed, committed.
 
@@ -84,6 +88,10 @@ def main() -> None:
 
     warnings.filterwarnings("ignore")
     from writers import KeyedData, ListState, OperatorData, SavepointWriter, ValueState
+    from writers.job import JOB_CONF
+    from writers.keyed import plan_keyed
+    from writers.operators import target_tasks
+    from writers.partitioning import Chunks
 
     spark = session()
     jvm = spark.sparkContext._jvm
@@ -92,25 +100,32 @@ def main() -> None:
         "concat('user-', CAST(id AS STRING)) AS user", "id * 7 % 100000 AS n",
         "concat('event-', CAST(id % 1000 AS STRING)) AS event")
     work = tempfile.mkdtemp(prefix="bench-write-")
-    times = {"plain": [], "bootstrap": []}
+    keyed = KeyedData(key=["user"], data=df, states=[ValueState("count", column="n"),
+                                                     ListState("events", column="event")])
+    grouped = plan_keyed(keyed, "proc", 128,
+                         Chunks.plan(128, args.parallelism, target_tasks(spark))).table
+    times = {"plain": [], "grouped": [], "bootstrap": []}
     print(f"{args.keys:,} keys, one row each; operator parallelism {args.parallelism}, "
           f"{spark.sparkContext.defaultParallelism} cores, {args.runs} runs each "
           "(after one warm-up of each)")
     samplers = []
     try:
         for run in range(args.runs + 1):
-            for name in ("plain", "bootstrap"):
+            for name in ("plain", "grouped", "bootstrap"):
                 out = os.path.join(work, f"{name}-{run}")
                 with RssSampler() as rss:
                     t = time.perf_counter()
                     if name == "plain":
                         df.write.parquet(out)
+                    elif name == "grouped":
+                        for k, v in JOB_CONF.items():
+                            spark.conf.set(k, v)
+                        grouped.write.parquet(out)
+                        for k in JOB_CONF:
+                            spark.conf.unset(k)
                     else:
                         SavepointWriter.new(max_parallelism=128).with_operator(OperatorData(
-                            "proc", args.parallelism, keyed=KeyedData(
-                                key=["user"], data=df,
-                                states=[ValueState("count", column="n"),
-                                        ListState("events", column="event")]))).write(out, spark)
+                            "proc", args.parallelism, keyed=keyed)).write(out, spark)
                     elapsed = time.perf_counter() - t
                 size = sum(os.path.getsize(os.path.join(r, f))
                            for r, _, fs in os.walk(out) for f in fs)
@@ -122,10 +137,13 @@ def main() -> None:
                 if run:
                     times[name].append(elapsed)
                     samplers.append((name, rss))
-        plain, boot = statistics.median(times["plain"]), statistics.median(times["bootstrap"])
-        print(f"median: plain {plain:.2f} s ({args.keys / plain:,.0f} rows/s), "
-              f"bootstrap {boot:.2f} s ({args.keys / boot:,.0f} rows/s)")
-        print(f"ratio (bootstrap throughput / plain Parquet throughput): {plain / boot:.2f}")
+        med = {name: statistics.median(t) for name, t in times.items()}
+        print("median: " + ", ".join(f"{name} {t:.2f} s ({args.keys / t:,.0f} rows/s)"
+                                     for name, t in med.items()))
+        print(f"ratio (bootstrap throughput / plain Parquet throughput): "
+              f"{med['plain'] / med['bootstrap']:.2f}")
+        print(f"ratio (bootstrap throughput / Spark writing the same grouped rows): "
+              f"{med['grouped'] / med['bootstrap']:.2f}")
         peaks = [r.peak for n, r in samplers if n == "bootstrap"]
         starts = [r.start for n, r in samplers if n == "bootstrap"]
         print(f"driver (Python) RSS during bootstraps: start {min(starts):.0f} MiB, "

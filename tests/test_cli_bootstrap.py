@@ -49,10 +49,10 @@ def expected_proc_rows() -> dict:
     return {user: {n: r.get(n) for n in names} for user, r in rows.items()}
 
 
-def actual_proc_rows(location) -> dict:
+def actual_proc_rows(location=None, rows=None) -> dict:
     out = {}
-    for r in keyed_rows(location, "proc"):
-        r.pop("_key_group")
+    for r in rows if rows is not None else keyed_rows(location, "proc"):
+        r.pop("_key_group", None)
         user = r.pop("user")
         r["attrs"] = dict(r["attrs"]) if r["attrs"] is not None else None
         r["total"] = round(r["total"], 6) if r["total"] is not None else None
@@ -88,6 +88,11 @@ def test_the_example_spec_round_trips_through_the_cli(example):
     assert [(op.uid, op.parallelism, op.max_parallelism) for op in sp.operators] == [
         ("proc", 2, 128), ("src", 2, 128), ("union-op", 3, 128), ("bcast", 2, 128)]
     assert statectl("validate", str(out)).returncode == 0
+    # and through `statectl read`, as a user reads it back
+    read = statectl("read", str(out), "--uid", "proc", "--format", "jsonl")
+    assert read.returncode == 0, read.stderr
+    rows = [json.loads(line) for line in read.stdout.splitlines()]
+    assert actual_proc_rows(rows=rows) == expected_proc_rows()
 
 
 def test_spec_mistakes_fail_before_spark_with_one_line(tmp_path):

@@ -13,6 +13,7 @@ from decimal import Decimal
 import pytest
 from pyspark import cloudpickle
 
+from readers import open_savepoint
 from statefmt.errors import MissingFileError, SavepointExistsError, UnknownOperatorError
 from statefmt.savepoint import load
 from statefmt.validate import validate
@@ -32,6 +33,7 @@ from writers import (
     ReducingState,
     SavepointWriter,
     StateDescriptor,
+    StateValueError,
     Timers,
     UnionListState,
     ValueState,
@@ -110,6 +112,12 @@ def test_keyed_state_of_every_kind_round_trips(spark, data, tmp_path):
     ]
     assert [(f.name, f.type) for f in proc.keyed.key] == [("user", "string")]
     assert [o.action for o in report.operators] == ["written"]
+    # the same rows through the Spark readers
+    reader = open_savepoint(spark, out)
+    spark_rows = [r.asDict(recursive=True) for r in reader.keyed("proc").collect()]
+    assert by_user(spark_rows) == by_user(keyed_rows(out, "proc"))
+    assert sorted((r["user"], r["timestamp"], r["domain"])
+                  for r in reader.timers("proc").collect()) == timers
     # only the files of the savepoint and _metadata are left: no markers, no orphans
     referenced = {f.ref.path for _, f in sp.data_files()}
     assert set(files_below(out)) == referenced | {"_metadata"}
@@ -288,6 +296,15 @@ def test_a_failed_job_removes_the_files_it_wrote(spark, tmp_path):
     info = write_error(spark, tmp_path, "fail", OperatorData("fn", 2, keyed=fn))
     assert info.type is WriteFailedError
     assert str(info.value).startswith("writing keyed state of fn (per-key function) failed:")
+    fn = KeyedFunction(["user"], df, wrong_type_fn, [StateDescriptor("v", "value", "int64")])
+    info = write_error(spark, tmp_path, "type", OperatorData("fn", 2, keyed=fn))
+    assert info.type is StateValueError
+    assert str(info.value).startswith("operator 'fn': a value set for 'v' does not fit its type "
+                                      "int64:")
+
+
+def wrong_type_fn(key, rows, ctx):
+    ctx.value("v").update("not a number")
 
 
 def test_leftovers_of_a_dead_write_are_removed_by_the_next(spark, data, tmp_path):

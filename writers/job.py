@@ -9,6 +9,7 @@ successful one, and the leftovers of an earlier write whose process died.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -22,6 +23,14 @@ from .errors import WriteFailedError, from_spark_error
 from .tasks import data_file_from_handle, write_token
 
 MARKER_PREFIX = "_writing-"
+
+# Session settings while a write job runs: sort-based aggregation (its sort also gives the
+# key-group order the files need, where hash aggregation would sort twice), and larger
+# Arrow batches into the Python tasks.
+JOB_CONF = {
+    "spark.sql.execution.useObjectHashAggregateExec": "false",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "65536",
+}
 
 
 class WriteSession:
@@ -51,7 +60,8 @@ class WriteSession:
         if self.spark is not None:
             self.spark.sparkContext.setJobDescription(description)
         try:
-            rows = df.collect()
+            with _conf(self.spark, JOB_CONF):
+                rows = df.collect()
         except Exception as e:
             error = from_spark_error(e)
             if error is not None:
@@ -74,6 +84,25 @@ class WriteSession:
             if self.token in path and path not in referenced and not path.startswith(MARKER_PREFIX):
                 self.out.child(path).delete_file()
         self.marker.delete_file()
+
+
+@contextlib.contextmanager
+def _conf(spark, settings: dict[str, str]):
+    """*settings* applied to the session for the duration of a job, then restored."""
+    if spark is None:
+        yield
+        return
+    saved = {k: spark.conf.get(k, None) for k in settings}
+    for k, v in settings.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
 
 
 def remove_write_files(out: Location, token: str) -> int:

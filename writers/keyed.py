@@ -127,7 +127,9 @@ def _state_table(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str):
     for p in parts[1:]:
         union = union.unionByName(p, allowMissingColumns=True)
     union = union.selectExpr("*", f"{chunks.tag_sql(KEY_GROUP_COLUMN)} AS {PART}")
-    grouped = union.repartition(chunks.count, PART).groupBy(PART, *inputs.group_columns)
+    # grouping columns first: with sort-based aggregation (see writers.job) the rows come
+    # out sorted by (key group, key), so the sort below costs nothing
+    grouped = union.repartition(chunks.count, PART).groupBy(*inputs.group_columns, PART)
     raw = []
     for i, state in enumerate(keyed.states):
         only = f" FILTER (WHERE {TAG} = {tag_of[i]})" if len(groups) > 1 else ""
@@ -299,5 +301,5 @@ def _timer_table(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str):
         union = union.unionByName(p)
     union = union.selectExpr("*", f"{chunks.tag_sql(KEY_GROUP_COLUMN)} AS {PART}")
     columns = inputs.group_columns + ["timestamp", "domain"]
-    distinct = union.repartition(chunks.count, PART).groupBy(PART, *columns).count()
+    distinct = union.repartition(chunks.count, PART).groupBy(*columns, PART).count()
     return distinct.select(*columns).sortWithinPartitions(*columns)
