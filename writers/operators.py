@@ -20,10 +20,28 @@ from .tasks import HANDLE_DDL, ChunkedSink, FileTarget, guarded
 
 @dataclass
 class OperatorPlan:
-    """The operator's metadata without files, and the jobs (DataFrames of handles) to run."""
+    """The operator's metadata, and the jobs (DataFrames of handles) that write its files.
+
+    ``replaced`` is None for a new operator: every file comes from the jobs.
+    Otherwise the operator already has files (a shallow copy) and ``replaced``
+    names the ``(kind, state name)`` whose files the jobs write anew; the
+    others are kept as they are.
+    """
 
     operator: Operator
     jobs: list[tuple[str, object]] = field(default_factory=list)  # (description, DataFrame)
+    replaced: set[tuple[str, str | None]] | None = None
+
+    def add_job(self, description: str, df, replaces: tuple[str, str | None]) -> None:
+        """A job writing new files for *replaces* (``("keyed", None)``, ``("state", name)``...)."""
+        self.jobs.append((description, df))
+        self.replaced = (self.replaced or set()) | {replaces}
+
+    def _files(self, kind: str, state: str | None, current: tuple, written: list) -> tuple:
+        if self.replaced is None or (kind, state) in self.replaced:
+            return _by_range(written) if kind in ("keyed", "timers") else \
+                tuple(sorted(written, key=lambda f: f.ref.path))
+        return current
 
     def run(self, session: WriteSession) -> Operator:
         keyed, timers, states = [], [], {}
@@ -38,12 +56,13 @@ class OperatorPlan:
         op = self.operator
         section = op.keyed
         if section is not None:
-            section = KeyedSection(section.key, section.states, _by_range(keyed), _by_range(timers),
+            section = KeyedSection(section.key, section.states,
+                                   self._files("keyed", None, section.files, keyed),
+                                   self._files("timers", None, section.timers, timers),
                                    section.namespace_type)
         op_states = tuple(
-            OperatorState(s.name, s.kind, s.value_type, tuple(sorted(states.get(s.name, []),
-                                                                     key=lambda f: f.ref.path)),
-                          s.key_type)
+            OperatorState(s.name, s.kind, s.value_type,
+                          self._files("state", s.name, s.files, states.get(s.name, [])), s.key_type)
             for s in op.operator_states
         )
         return op.replace(keyed=section, operator_states=op_states)
@@ -73,11 +92,11 @@ def plan_operator(data: OperatorData, max_parallelism: int, fmt: str,
         section = KeyedSection(plan.key, plan.states, namespace_type=plan.namespace_type)
         if plan.table is not None:
             jobs.append((f"keyed state of {data.uid}",
-                         _chunked(plan.table, FileTarget(kind="keyed", schema=keyed_schema(section),
+                         chunked_job(plan.table, FileTarget(kind="keyed", schema=keyed_schema(section),
                                                          **target), chunks, data.uid)))
         if plan.timers is not None:
             jobs.append((f"timers of {data.uid}",
-                         _chunked(plan.timers, FileTarget(kind="timers",
+                         chunked_job(plan.timers, FileTarget(kind="timers",
                                                           schema=timers_schema(section), **target),
                                   chunks, data.uid)))
     elif isinstance(data.keyed, KeyedFunction):
@@ -93,7 +112,8 @@ def plan_operator(data: OperatorData, max_parallelism: int, fmt: str,
     return OperatorPlan(operator, jobs)
 
 
-def _chunked(df, target: FileTarget, chunks: Chunks, uid: str):
+def chunked_job(df, target: FileTarget, chunks: Chunks, uid: str):
+    """A job writing *df* (partitioned by chunk, sorted by key group) as one file per chunk."""
     what = f"operator {uid!r}, {target.kind}"
     return df.mapInArrow(partial(_write_chunked, target, chunks.ranges, what), HANDLE_DDL)
 

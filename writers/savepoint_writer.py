@@ -12,6 +12,7 @@ this write created is removed and the output holds no savepoint.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from statefmt.errors import UnknownOperatorError, UsageError
 from statefmt.fs import Location
@@ -77,6 +78,7 @@ class SavepointWriter:
         self._new: dict[str, OperatorData] = {}
         self._removed: list[str] = []  # operator ids
         self._renamed: dict[str, str] = {}  # operator id -> new uid
+        self._rebuilt: dict[str, tuple[Callable, str]] = {}  # operator id -> (planner, action)
 
     @classmethod
     def new(cls, max_parallelism: int | None = None, format: str = CANONICAL) -> "SavepointWriter":
@@ -116,6 +118,19 @@ class SavepointWriter:
         self._renamed[op.operator_id] = new_uid
         return self
 
+    def with_rebuilt(self, operator: Operator, planner: Callable, action: str = "rescaled"
+                     ) -> "SavepointWriter":
+        """Rewrite some files of a base operator, keeping the rest as shallow copies.
+
+        ``planner(copy, target)`` gets the operator's shallow copy and the file
+        target fields of this write, and returns an :class:`OperatorPlan` whose
+        jobs replace the files it names.
+        """
+        if self.base is None:
+            raise UsageError("rebuilding an operator needs a base savepoint")
+        self._rebuilt[operator.operator_id] = (planner, action)
+        return self
+
     def _base_operator(self, operator: str | OperatorRef) -> Operator:
         if self.base is None:
             raise UsageError("removing or renaming operators needs a base savepoint")
@@ -141,12 +156,20 @@ class SavepointWriter:
         derived = self._derive()  # metadata-only part: checked before any file is written
         if self._new and spark is None:
             raise UsageError("writing operators from data needs a Spark session")
+        if self._rebuilt and spark is None:
+            raise UsageError("rebuilding operators needs a Spark session")
         session = WriteSession(spark, out, on_job)
-        plans = [self._plan(op, session) for op in self._new.values()]
+        plans = [(self._plan(op, session), "written") for op in self._new.values()]
+        rebuilt_lineage = []
+        for op_id, (planner, action) in self._rebuilt.items():
+            copy, needed = shallow_copy(self.base, self.base.operator(OperatorRef(operator_id=op_id)))
+            rebuilt_lineage.append(needed)
+            target = {"out": out.uri, "operator_id": op_id, "write_id": session.write_id}
+            plans.append((planner(copy, target), action))
         session.start()
         try:
-            written = [p.run(session) for p in plans]
-            sp, reports = self._assemble(derived, written)
+            written = [(p.run(session), action) for p, action in plans]
+            sp, reports = self._assemble(derived, written, rebuilt_lineage)
             copied = (0, 0)
             if self_contained:
                 sp, files, size = make_self_contained(sp, out, session.token)
@@ -166,7 +189,7 @@ class SavepointWriter:
         """The base's operators that stay: (original id, operator, "shallow copy" | "renamed")."""
         if self.base is None:
             return []
-        new_ids = {operator_id_for_uid(uid) for uid in self._new}
+        new_ids = {operator_id_for_uid(uid) for uid in self._new} | set(self._rebuilt)
         kept, seen = [], set(new_ids)
         for op in self.base.operators:
             original = op.operator_id
@@ -195,8 +218,9 @@ class SavepointWriter:
         check_parallelism(op.parallelism, max_p)
         return plan_operator(op, max_p, self.format, session)
 
-    def _assemble(self, derived, written: list[Operator]) -> tuple[Savepoint, list]:
-        reports, lineage = [], []
+    def _assemble(self, derived, written: list[tuple[Operator, str]],
+                  extra_lineage=()) -> tuple[Savepoint, list]:
+        reports, lineage = [], list(extra_lineage)
         slots: dict[str, Operator] = {}  # base operator id -> what takes its place
         for original, op, action in derived:
             copy, needed = shallow_copy(self.base, op)
@@ -204,8 +228,8 @@ class SavepointWriter:
             slots[original] = copy
             reports.append(_report(copy, action))
         new = []
-        for op in written:
-            reports.append(_report(op, "written"))
+        for op, action in written:
+            reports.append(_report(op, action))
             if op.operator_id in {o.operator_id for o in (self.base.operators if self.base else ())}:
                 slots[op.operator_id] = op
             else:

@@ -1,0 +1,198 @@
+"""Rescaling: keyed state for a new max parallelism, state for a new parallelism.
+
+For each chosen keyed operator:
+
+* a new **max parallelism** changes every key's group, so the keyed table and
+  the timers are read by Spark, given the group the new max parallelism
+  assigns (``pmod(xxhash64(key), maxP)`` in the JVM), shuffled to the task of
+  their new key-group chunk and written again. Values pass through as Arrow
+  columns; nothing is decoded in Python and nothing reaches the driver.
+* a new **parallelism** alone changes no key's group: the keyed files are kept
+  where they lie (shallow copies), since files are indexed by key group and a
+  subtask reads its range from whichever files meet it.
+* when the parallelism changes, operator **list** state is dealt out again by
+  Flink's even split and **union** state spread the same way (one copy kept);
+  **broadcast** state, identical everywhere, is kept as it is.
+
+Every other operator is a shallow copy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import pyarrow as pa
+
+from statefmt.canonical import keyed_schema, operator_state_schema, read_file, timers_schema
+from statefmt.errors import UnknownStateError, UsageError
+from statefmt.fs import Location
+from statefmt.ids import OperatorRef
+from statefmt.keygroups import (
+    check_max_parallelism,
+    check_parallelism,
+    even_split,
+    key_group_sql,
+)
+from statefmt.model import KEY_GROUP_COLUMN, DataFile, Operator, OperatorState, Savepoint
+from statefmt.savepoint import file_location, load
+
+from .operators import OperatorPlan, chunked_job, target_tasks
+from .partitioning import Chunks
+from .savepoint_writer import SavepointWriter, WriteReport
+from .tasks import HANDLE_DDL, FileTarget, SingleFileSink, guarded
+
+PART = "_part"
+
+
+@dataclass(frozen=True)
+class RescaleChoice:
+    """One operator to rescale, with its old and new limits."""
+
+    operator: Operator
+    max_parallelism: int
+    parallelism: int
+
+    @property
+    def rekeys(self) -> bool:
+        return self.max_parallelism != self.operator.max_parallelism
+
+    @property
+    def redistributes(self) -> bool:
+        return self.parallelism != self.operator.parallelism
+
+
+def choose_operators(sp: Savepoint, max_parallelism: int, parallelism: int | None,
+                     uids: list[str] | None) -> list[RescaleChoice]:
+    """The keyed operators to rescale (all of them when *uids* is empty), limits checked."""
+    check_max_parallelism(max_parallelism)
+    if uids:
+        ops = []
+        for name in uids:
+            op = sp.operator(_ref(name, sp))
+            if op.keyed is None:
+                raise UnknownStateError(
+                    f"operator {op.label} has no keyed state to rescale; "
+                    f"keyed operators: {_keyed_labels(sp)}")
+            if op not in ops:
+                ops.append(op)
+    else:
+        ops = [op for op in sp.operators if op.keyed is not None]
+        if not ops:
+            raise UnknownStateError(f"{sp.location} has no keyed operator to rescale")
+    choices = []
+    for op in ops:
+        p = parallelism if parallelism is not None else op.parallelism
+        if parallelism is None and p > max_parallelism:
+            raise UsageError(
+                f"operator {op.label} runs at parallelism {p}, more than the new max parallelism "
+                f"{max_parallelism}; give a new parallelism too")
+        check_parallelism(p, max_parallelism)
+        choices.append(RescaleChoice(op, max_parallelism, p))
+    return choices
+
+
+def _ref(name: str, sp: Savepoint) -> OperatorRef:
+    """A uid, or an operator id when no operator has that uid."""
+    from statefmt.ids import is_operator_id
+
+    if any(op.uid == name for op in sp.operators) or not is_operator_id(name.lower()):
+        return OperatorRef(uid=name)
+    return OperatorRef(operator_id=name)
+
+
+def _keyed_labels(sp: Savepoint) -> str:
+    labels = [op.label for op in sp.operators if op.keyed is not None]
+    return ", ".join(labels) if labels else "(none)"
+
+
+def rescale(spark, source: str, output: str, max_parallelism: int,
+            parallelism: int | None = None, uids: list[str] | None = None,
+            self_contained: bool = False, on_job=None) -> WriteReport:
+    """Write *source* rescaled to *output*; see the module doc. *source* is only read."""
+    base = load(source)
+    choices = choose_operators(base, max_parallelism, parallelism, uids)
+    writer = SavepointWriter(base)
+    for choice in choices:
+        writer.with_rebuilt(choice.operator, partial(_plan, spark, base, choice))
+    return writer.write(output, spark, self_contained=self_contained, on_job=on_job)
+
+
+def _plan(spark, base: Savepoint, choice: RescaleChoice, copy: Operator, target: dict
+          ) -> OperatorPlan:
+    """The plan for one operator: *copy* is its shallow copy, whose files it may replace."""
+    op = copy.replace(max_parallelism=choice.max_parallelism, parallelism=choice.parallelism)
+    plan = OperatorPlan(op, replaced=set())  # files not rewritten stay shallow copies
+    if choice.rekeys:
+        _rekey_jobs(spark, base, choice, target, plan)
+    if choice.redistributes:
+        for state in op.operator_states:
+            if state.kind in ("list", "union") and state.files:
+                original = choice.operator.operator_state(state.name)
+                plan.add_job(f"{state.kind} state {state.name} of {op.label}",
+                             _redistribute_job(spark, base, original, choice.parallelism, target),
+                             replaces=("state", state.name))
+    return plan
+
+
+def _rekey_jobs(spark, base: Savepoint, choice: RescaleChoice, target: dict,
+                plan: OperatorPlan) -> None:
+    from readers import open_savepoint
+
+    op, section = choice.operator, choice.operator.keyed
+    reader = open_savepoint(spark, base)
+    chunks = Chunks.plan(choice.max_parallelism, choice.parallelism, target_tasks(spark))
+    regroup = key_group_sql(section.key_names, choice.max_parallelism)
+    ref = OperatorRef(operator_id=op.operator_id)
+    tables = []
+    if section.files:
+        tables.append(("keyed", reader.keyed(ref), keyed_schema(section)))
+    if section.timers:
+        tables.append(("timers", reader.timers(ref), timers_schema(section)))
+    for kind, df, schema in tables:
+        moved = (df.selectExpr(f"{regroup} AS {KEY_GROUP_COLUMN}", *map(_q, df.columns))
+                 .selectExpr("*", f"{chunks.tag_sql(KEY_GROUP_COLUMN)} AS {PART}")
+                 .repartition(chunks.count, PART)
+                 .drop(PART)
+                 .sortWithinPartitions(KEY_GROUP_COLUMN, *section.key_names))
+        file_target = FileTarget(kind=kind, schema=schema, **target)
+        plan.add_job(f"{'keyed state' if kind == 'keyed' else 'timers'} of {op.label}",
+                     chunked_job(moved, file_target, chunks, op.label), replaces=(kind, None))
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _redistribute_job(spark, base: Savepoint, state: OperatorState, parallelism: int,
+                      target: dict):
+    """One task reading the state's entries in order and dealing them out to *parallelism*."""
+    sources = [(file_location(base, f.ref).uri, f) for f in state.files]
+    file_target = FileTarget(kind=state.kind, schema=operator_state_schema(state),
+                             state=state.name, **target)
+    what = f"{state.kind} state {state.name!r}"
+    return spark.range(1, numPartitions=1).mapInArrow(
+        partial(_redistribute_task, file_target, sources, parallelism, what), HANDLE_DDL)
+
+
+def _redistribute_task(target: FileTarget, sources: list[tuple[str, DataFile]],
+                       parallelism: int, what: str, batches):
+    for _ in batches:
+        pass
+    sink = SingleFileSink(target, what)
+
+    def body():
+        schema = target.schema
+        parts = [read_file(Location(uri), f, schema) for uri, f in sources]
+        entries = pa.concat_tables(parts).sort_by([("subtask", "ascending")])  # stable
+        n = entries.num_rows
+        subtasks = []
+        for i in range(parallelism):
+            start, stop = even_split(n, parallelism, i)
+            subtasks.extend([i] * (stop - start))
+        sink.write(entries.set_column(0, "subtask", pa.array(subtasks, pa.int32())))
+
+    yield from guarded([sink], body)
+
+
+__all__ = ["rescale", "choose_operators", "RescaleChoice"]
