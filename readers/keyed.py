@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from statefmt.canonical import TIMER_DOMAINS, files_for_range, keyed_schema, timers_schema
 from statefmt.errors import UsageError
-from statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, Operator, Savepoint
+from statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, ROCKSDB, Operator, Savepoint
 
 from .files import read_splits, splits
 
@@ -49,10 +49,15 @@ def keyed_table(spark, sp: Savepoint, op: Operator, states: tuple[str, ...] = ()
 
     section = op.keyed
     schema = keyed_schema(section)
-    parts = splits(sp, _files_in(section.files, key_groups), schema)
-    if verify is not None:
-        verify(parts)
-    df = _in_range(read_splits(spark, schema, parts), key_groups)
+    if op.format == ROCKSDB:  # files are verified in the tasks that fetch them
+        from .native import native_table
+
+        parts, df = [], _in_range(native_table(spark, sp, op), key_groups)
+    else:
+        parts = splits(sp, _files_in(section.files, key_groups), schema)
+        if verify is not None:
+            verify(parts)
+        df = _in_range(read_splits(spark, schema, parts), key_groups)
     chosen = list(states) or [s.name for s in section.states]
     if states:
         present = F.col(chosen[0]).isNotNull()
@@ -72,10 +77,15 @@ def timers_table(spark, sp: Savepoint, op: Operator, domain: str | None = None,
         raise UsageError(f"timer domain must be one of {', '.join(TIMER_DOMAINS)}, got {domain!r}")
     section = op.keyed
     schema = timers_schema(section)
-    parts = splits(sp, _files_in(section.timers, key_groups), schema)
-    if verify is not None:
-        verify(parts)
-    df = _in_range(read_splits(spark, schema, parts), key_groups)
+    if op.format == ROCKSDB:
+        from .native import native_table
+
+        parts, df = [], _in_range(native_table(spark, sp, op, timers=True), key_groups)
+    else:
+        parts = splits(sp, _files_in(section.timers, key_groups), schema)
+        if verify is not None:
+            verify(parts)
+        df = _in_range(read_splits(spark, schema, parts), key_groups)
     if domain is not None:
         df = df.filter(F.col("domain") == domain)
     return df.select(*_key_columns(op, include_key_group), "timestamp", "domain"), parts
