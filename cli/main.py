@@ -79,13 +79,12 @@ def validate(
 
 
 from .reading import register as _register_reading  # noqa: E402
-
-_register_reading(app)
-
-
+from .rescaling import register as _register_rescaling  # noqa: E402
 from .writing import register as _register_writing  # noqa: E402
 
+_register_reading(app)
 _register_writing(app)
+_register_rescaling(app)
 
 
 def run() -> None:

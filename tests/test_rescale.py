@@ -182,7 +182,7 @@ def test_limits_and_unknown_operators_are_clear_errors(spark, base, tmp_path):
     assert not (tmp_path / "x" / "_metadata").exists()
 
 
-def test_cli_rescale_then_read(base, tmp_path):
+def test_cli_rescale_and_its_errors(base, tmp_path):
     out = str(tmp_path / "cli")
     result = statectl("rescale", base.location, out, "--max-parallelism", "256", "--parallelism", "4")
     assert result.returncode == 0, result.stderr

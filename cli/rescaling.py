@@ -1,0 +1,46 @@
+"""`statectl rescale`: keyed state for a new max parallelism and/or parallelism."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from .writing import _MASTER_HELP, _SELF_CONTAINED_HELP, _progress, _spark_errors, _start_spark, _summary
+
+
+def register(app: typer.Typer) -> None:
+    app.command("rescale")(rescale)
+
+
+def rescale(
+    savepoint: str = typer.Argument(..., help="The savepoint to rescale (never written to)."),
+    output: str = typer.Argument(..., help="Where to write the rescaled savepoint."),
+    max_parallelism: int = typer.Option(..., "--max-parallelism", help="The new max parallelism "
+                                        "(number of key groups), 1 to 32768."),
+    parallelism: Optional[int] = typer.Option(None, "--parallelism", help="The new parallelism, "
+                                              "1 to the max parallelism (default: unchanged)."),
+    uid: Optional[list[str]] = typer.Option(None, "--uid", help="Rescale only this keyed "
+                                            "operator (uid or operator id). Repeatable; "
+                                            "default: every keyed operator."),
+    self_contained: bool = typer.Option(False, "--self-contained", help=_SELF_CONTAINED_HELP),
+    master: Optional[str] = typer.Option(None, "--master", help=_MASTER_HELP),
+    json_: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
+) -> None:
+    """Move every key's state and timers to the key groups and subtasks of a new max parallelism.
+
+    A new parallelism alone keeps the keyed files (they are indexed by key group);
+    operator list and union state are dealt out again. Other operators are shallow copies.
+    """
+    from statefmt.savepoint import check_output, load
+    from writers.rescale import choose_operators
+    from writers.rescale import rescale as run_rescale
+
+    check_output(output)
+    choose_operators(load(savepoint), max_parallelism, parallelism, uid)  # fail before Spark starts
+    with _spark_errors():
+        spark = _start_spark(master)
+        with _progress(spark, quiet=json_) as on_job:
+            report = run_rescale(spark, savepoint, output, max_parallelism, parallelism, uid,
+                                 self_contained, on_job=on_job)
+    _summary(report, json_)
