@@ -1,0 +1,99 @@
+"""Rescale throughput: a keyed operator with N keys to a new max parallelism,
+beside a plain Spark read + write of the same rows as Parquet, in the same run.
+
+* baseline: ``spark.read.parquet(<the operator's keyed files>).write.parquet(...)``
+* rescale:  ``writers.rescale.rescale`` 128 -> 256 key groups (files checked,
+  every key re-grouped in the JVM, shuffled to its new key-group chunk, sorted,
+  written, checksummed, committed)
+* parallelism only: the same savepoint at another parallelism (metadata only)
+
+Runs alternate; prints each time, the medians and the ratio rescale / baseline
+(target: at most 1.5).
+
+    python bench/bench_rescale.py [--keys 5000000] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+
+def build_base(spark, path: str, keys: int):
+    from writers import KeyedData, ListState, OperatorData, SavepointWriter, ValueState
+
+    rows = spark.range(keys).selectExpr(
+        "concat('user-', CAST(id AS STRING)) AS user", "id AS count",
+        "concat('event-', CAST(id % 1000 AS STRING)) AS event")
+    writer = SavepointWriter.new(max_parallelism=128).with_operator(OperatorData(
+        "proc", parallelism=2, keyed=KeyedData(key=["user"], data=rows, states=[
+            ValueState("count", column="count"), ListState("events", column="event")])))
+    return writer.write(path, spark).savepoint
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keys", type=int, default=5_000_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--driver-memory", default="6g")
+    args = parser.parse_args()
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    from statefmt.savepoint import file_location
+    from writers.rescale import rescale
+
+    spark = (SparkSession.builder.master("local[2]").appName("bench-rescale")
+             .config("spark.driver.memory", args.driver_memory)
+             .config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "8")
+             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    work = tempfile.mkdtemp(prefix="bench-rescale-")
+    try:
+        start = time.perf_counter()
+        base = build_base(spark, f"{work}/base", args.keys)
+        files = [str(file_location(base, f.ref)) for f in base.operator("proc").keyed.files]
+        rows = sum(f.rows for f in base.operator("proc").keyed.files)
+        size = sum(f.size for f in base.operator("proc").keyed.files)
+        print(f"base: {rows:,} keys, {len(files)} keyed files, {size / 2**20:.0f} MiB, "
+              f"built in {time.perf_counter() - start:.0f} s")
+
+        plain, rescaled, metadata_only = [], [], []
+        for run in range(args.runs):
+            t = time.perf_counter()
+            spark.read.parquet(*files).write.parquet(f"{work}/plain-{run}")
+            plain.append(time.perf_counter() - t)
+
+            t = time.perf_counter()
+            rescale(spark, base.location, f"{work}/rescaled-{run}", 256)
+            rescaled.append(time.perf_counter() - t)
+
+            t = time.perf_counter()
+            rescale(spark, base.location, f"{work}/p-{run}", 128, parallelism=4)
+            metadata_only.append(time.perf_counter() - t)
+            print(f"run {run + 1}: plain read+write {plain[-1]:.1f} s, rescale {rescaled[-1]:.1f} s, "
+                  f"parallelism only {metadata_only[-1]:.2f} s")
+            for d in (f"{work}/plain-{run}", f"{work}/rescaled-{run}", f"{work}/p-{run}"):
+                shutil.rmtree(d, ignore_errors=True)
+
+        p, r, m = (statistics.median(x) for x in (plain, rescaled, metadata_only))
+        print(f"median: plain read+write {p:.1f} s ({rows / p:,.0f} rows/s), "
+              f"rescale {r:.1f} s ({rows / r:,.0f} rows/s), parallelism only {m:.2f} s")
+        print(f"ratio rescale / plain: {r / p:.2f} (target <= 1.5)")
+    finally:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
