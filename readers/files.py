@@ -26,11 +26,12 @@ _HADOOP_SCHEMES = {"s3": "s3a"}
 
 @dataclass(frozen=True)
 class Split:
-    """One data file: where it lies, what `_metadata` records of it, its Arrow schema."""
+    """One data file: where it lies, what `_metadata` records of it, its Arrow schema
+    (None for a file that is not canonical Parquet: only size and checksum are checked)."""
 
     location: Location
     file: DataFile
-    schema: pa.Schema
+    schema: pa.Schema | None
 
 
 def splits(sp: Savepoint, files, schema: pa.Schema) -> list[Split]:

@@ -8,7 +8,7 @@ from statefmt.canonical import keyed_schema, operator_state_schema, timers_schem
 from statefmt.errors import UnknownStateError, UsageError
 from statefmt.fs import Location
 from statefmt.ids import OperatorRef
-from statefmt.model import Operator, Savepoint
+from statefmt.model import CANONICAL, Operator, Savepoint
 from statefmt.savepoint import load
 from statefmt.validate import files_with_schemas
 
@@ -193,7 +193,8 @@ class SavepointReader:
         """The splits a view reads (every file of its table), without Spark."""
         op, sp = view.choice.operator, self.savepoint
         if view.choice.kind == KEYED:
-            return splits(sp, op.keyed.files, keyed_schema(op.keyed))
+            schema = keyed_schema(op.keyed) if op.format == CANONICAL else None
+            return splits(sp, op.keyed.files, schema)
         if view.choice.kind == TIMERS:
             return splits(sp, op.keyed.timers, timers_schema(op.keyed))
         state = check_operator_state(op, view.choice.states[0])

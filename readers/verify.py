@@ -33,8 +33,9 @@ def check_split(split: Split) -> tuple[str, str, str] | None:
     loc = split.location
     try:
         verify_file(loc, split.file)
-        with loc.open_input_file() as source:
-            check_parquet(loc, source, split.schema, split.file)
+        if split.schema is not None:  # None: not a Parquet file (native format)
+            with loc.open_input_file() as source:
+                check_parquet(loc, source, split.schema, split.file)
     except StatectlError as e:
         return loc.uri, type(e).__name__, str(e)
     except OSError as e:
