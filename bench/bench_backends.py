@@ -145,7 +145,7 @@ def spark_reads(args, tmp: str) -> None:
               f" (filled in {fill:.2f} s)")
     for b in subtasks:
         b.close()
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.execution.arrow.pyspark.enabled", "true").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     print(f"\nread into Spark (full scan, noop sink, median of {args.repeat}):")
