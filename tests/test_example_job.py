@@ -45,16 +45,21 @@ def test_killed_job_ends_with_exactly_once_output(reference, tmp_path, backend, 
     work = tmp_path / "w"
     rnd = random.Random(backend)
     killed = 0
-    for _ in range(kills):
+    # kill while (or just after) writing checkpoints picked at random among the 20
+    for target in sorted(rnd.sample(range(2, 20), kills)):
         p = run(events, work, backend)
-        time.sleep(rnd.uniform(0.3, 2.5))
+        cp = work / "checkpoints" / f"cp-{target:06d}"
+        deadline = time.monotonic() + 60
+        while not cp.exists() and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.002)
+        time.sleep(rnd.uniform(0, 0.05))
         if p.poll() is None:
             os.kill(p.pid, signal.SIGKILL)
             killed += 1
         p.wait(timeout=60)
         if (work / "result.txt").exists():
             break
-    assert killed >= 2  # the job really died part-way, more than once
+    assert killed == kills  # the job really died part-way, every time
     assert latest_checkpoint(str(work)) is not None  # and the next run restores
     p = run(events, work, backend)
     assert p.wait(timeout=120) == 0, p.stderr.read()
