@@ -14,6 +14,7 @@ import typer
 from statefmt import __version__
 from statefmt.errors import StatectlError
 
+from .options import OPTIONS, debug_enabled
 from .output import output_for, print_error
 
 app = typer.Typer(
@@ -25,7 +26,6 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-_options = {"debug": False}
 
 
 def _version(value: bool) -> None:
@@ -40,7 +40,7 @@ def main(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                  help="Print the version and exit."),
 ) -> None:
-    _options["debug"] = debug
+    OPTIONS["debug"] = debug
 
 
 @app.command()
@@ -92,7 +92,7 @@ def run() -> None:
     try:
         app()
     except StatectlError as e:
-        if _options["debug"]:
+        if debug_enabled():
             traceback.print_exc()
         print_error(str(e))
         sys.exit(1)

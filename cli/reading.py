@@ -6,19 +6,17 @@ checks) is settled before Spark starts, so mistakes fail fast and without a JVM.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
 from typing import Optional
 
 import typer
 
-from statefmt.errors import StatectlError, UsageError
+from statefmt.errors import UsageError
 
+from .spark import MASTER_HELP as _MASTER_HELP
+from .spark import spark_errors, start_spark
 from .output import FRAME_FORMATS, check_frame_output, write_frame
 
 _FORMAT_HELP = f"Output format: {', '.join(FRAME_FORMATS)}. parquet needs --output."
-_MASTER_HELP = "Spark master URL (default: SPARK_MASTER, spark-submit's, else local[*])."
 
 
 def register(app: typer.Typer) -> None:
@@ -98,62 +96,3 @@ def filtered(df, where: str):
         raise UsageError(f"--where {where!r}: {spark_message(e)}") from None
 
 
-def _debug() -> bool:
-    from .main import _options
-
-    return bool(_options.get("debug"))
-
-
-def start_spark(master: str | None):
-    """The Spark session, with the JVM's own output (log lines, warnings) kept off the terminal.
-
-    The JVM inherits standard output and error from this process when it
-    starts, so both point at /dev/null while it starts (not with --debug).
-    """
-    from .spark import spark_session
-
-    if _debug():
-        return spark_session(master)
-    _quiet_pyspark_loggers()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, 1)
-        os.dup2(null, 2)
-        return spark_session(master)
-    finally:
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in (*saved, null):
-            os.close(fd)
-
-
-def _quiet_pyspark_loggers() -> None:
-    """PySpark logs every failed query's error as JSON to stderr; the CLI prints it once."""
-    import logging
-
-    from pyspark.logger import PySparkLogger
-
-    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
-        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
-
-
-@contextlib.contextmanager
-def spark_errors():
-    """Spark's errors (bad SQL, a failed job, no JVM) as one-line StatectlErrors."""
-    from pyspark.errors import PySparkException
-    from py4j.protocol import Py4JError
-
-    try:
-        yield
-    except StatectlError:
-        raise
-    except (PySparkException, Py4JError) as e:
-        if _debug():
-            raise
-        from readers.reader import spark_message
-
-        hint = " (--debug shows Spark's own output)" if "JAVA_GATEWAY" in str(e) else ""
-        raise StatectlError(f"Spark failed: {spark_message(e)}{hint}") from None

@@ -6,7 +6,8 @@ from typing import Optional
 
 import typer
 
-from .writing import _MASTER_HELP, _SELF_CONTAINED_HELP, _progress, _spark_errors, _start_spark, _summary
+from .spark import MASTER_HELP, spark_errors, start_spark
+from .writing import SELF_CONTAINED_HELP, progress, summary
 
 
 def register(app: typer.Typer) -> None:
@@ -23,8 +24,8 @@ def rescale(
     uid: Optional[list[str]] = typer.Option(None, "--uid", help="Rescale only this keyed "
                                             "operator (uid or operator id). Repeatable; "
                                             "default: every keyed operator."),
-    self_contained: bool = typer.Option(False, "--self-contained", help=_SELF_CONTAINED_HELP),
-    master: Optional[str] = typer.Option(None, "--master", help=_MASTER_HELP),
+    self_contained: bool = typer.Option(False, "--self-contained", help=SELF_CONTAINED_HELP),
+    master: Optional[str] = typer.Option(None, "--master", help=MASTER_HELP),
     json_: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
 ) -> None:
     """Move every key's state and timers to the key groups and subtasks of a new max parallelism.
@@ -38,9 +39,9 @@ def rescale(
 
     check_output(output)
     choose_operators(load(savepoint), max_parallelism, parallelism, uid)  # fail before Spark starts
-    with _spark_errors():
-        spark = _start_spark(master)
-        with _progress(spark, quiet=json_) as on_job:
+    with spark_errors():
+        spark = start_spark(master)
+        with progress(spark, quiet=json_) as on_job:
             report = run_rescale(spark, savepoint, output, max_parallelism, parallelism, uid,
                                  self_contained, on_job=on_job)
-    _summary(report, json_)
+    summary(report, json_)

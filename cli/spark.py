@@ -1,13 +1,30 @@
-"""Starting Spark for the commands that need it: local mode unless told otherwise.
+"""Starting Spark for the commands that need it, and turning its errors into one line.
 
-Spark's own logging is kept off the terminal: the JVM's log4j level is set
-to ERROR before the session starts and its stderr chatter is not shown.
+Local mode unless told otherwise. Spark's own output is kept off the terminal:
+the JVM inherits this process's stdout and stderr when it starts, so both
+point at /dev/null meanwhile; PySpark's JSON error loggers are muted, since
+statectl prints each error once. ``--debug`` shows everything.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+
+from statefmt.errors import StatectlError
+
+from .options import debug_enabled
+
+MASTER_HELP = "Spark master URL (default: SPARK_MASTER, spark-submit's, else local[*])."
+
+DEFAULT_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "8",
+}
 
 
 def spark_session(master: str | None = None, app_name: str = "statectl"):
@@ -20,25 +37,61 @@ def spark_session(master: str | None = None, app_name: str = "statectl"):
     chosen = master or os.environ.get("SPARK_MASTER")
     if chosen:
         builder = builder.master(chosen)
-    elif "spark.master" not in _submitted_conf():
+    elif "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
         builder = builder.master("local[*]")
     for key, value in DEFAULT_CONF.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
-    return session
+    return builder.getOrCreate()
 
 
-DEFAULT_CONF = {
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.sql.execution.arrow.pyspark.enabled": "true",
-    "spark.sql.session.timeZone": "UTC",
-    "spark.driver.extraJavaOptions": "-Dlog4j2.level=ERROR",
-    "spark.sql.shuffle.partitions": "8",
-}
+def start_spark(master: str | None = None):
+    """The session for a command, quiet unless ``--debug``."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+    if debug_enabled():
+        return spark_session(master)
+    _quiet_pyspark_loggers()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        spark = spark_session(master)
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, null):
+            os.close(fd)
+    spark.sparkContext.setLogLevel("OFF")  # a failed task is reported once, by statectl
+    return spark
 
 
-def _submitted_conf() -> str:
-    """Settings spark-submit passes down to a Python driver, if any."""
-    return os.environ.get("PYSPARK_SUBMIT_ARGS", "") + " " + os.environ.get("SPARK_CONF", "")
+def _quiet_pyspark_loggers() -> None:
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
+@contextlib.contextmanager
+def spark_errors():
+    """Spark's errors (bad SQL, a failed job, no JVM) as one-line StatectlErrors."""
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
+    try:
+        yield
+    except StatectlError:
+        raise
+    except (PySparkException, Py4JError) as e:
+        if debug_enabled():
+            raise
+        from readers.reader import spark_message
+
+        hint = " (--debug shows Spark's own output)" if "JAVA_GATEWAY" in str(e) else ""
+        raise StatectlError(f"Spark failed: {spark_message(e)}{hint}") from None

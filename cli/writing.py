@@ -7,18 +7,17 @@ mistakes fail at once and without a JVM. `modify` never starts Spark.
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
 from typing import Optional
 
 import typer
 
-from statefmt.errors import StatectlError, UsageError
+from statefmt.errors import UsageError
 
+from .spark import MASTER_HELP as _MASTER_HELP
+from .spark import spark_errors, start_spark
 from .output import human_bytes, make_console, print_json
 
-_MASTER_HELP = "Spark master URL (default: SPARK_MASTER, spark-submit's, else local[*])."
-_SELF_CONTAINED_HELP = ("Copy every file shared from another savepoint into the output, "
+SELF_CONTAINED_HELP = ("Copy every file shared from another savepoint into the output, "
                         "so it no longer depends on any other savepoint.")
 
 
@@ -36,7 +35,7 @@ def bootstrap(
                                        "others are shallow copies of it."),
     fmt: Optional[str] = typer.Option(None, "--format", help="Physical format: canonical "
                                       "(default, or the spec's format) or rocksdb."),
-    self_contained: bool = typer.Option(False, "--self-contained", help=_SELF_CONTAINED_HELP),
+    self_contained: bool = typer.Option(False, "--self-contained", help=SELF_CONTAINED_HELP),
     master: Optional[str] = typer.Option(None, "--master", help=_MASTER_HELP),
     json_: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
 ) -> None:
@@ -51,13 +50,13 @@ def bootstrap(
     check_output(output)
     base_sp = load(base) if base is not None else None
     writer = SavepointWriter(base_sp, parsed.max_parallelism, physical)
-    with _spark_errors():
-        spark = _start_spark(master)
-        with _progress(spark, quiet=json_) as on_job:
+    with spark_errors():
+        spark = start_spark(master)
+        with progress(spark, quiet=json_) as on_job:
             for op in parsed.operator_data(spark):
                 writer.with_operator(op)
             report = writer.write(output, spark, self_contained, on_job=on_job)
-    _summary(report, json_)
+    summary(report, json_)
 
 
 def modify(
@@ -67,7 +66,7 @@ def modify(
                                                "(uid, or operator id). Repeatable."),
     rename: Optional[list[str]] = typer.Option(None, "--rename", help="OLD=NEW: give an operator "
                                                "a new uid. Repeatable."),
-    self_contained: bool = typer.Option(False, "--self-contained", help=_SELF_CONTAINED_HELP),
+    self_contained: bool = typer.Option(False, "--self-contained", help=SELF_CONTAINED_HELP),
     json_: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
 ) -> None:
     """Derive a savepoint by metadata alone: remove or rename operators, or copy it whole."""
@@ -83,7 +82,7 @@ def modify(
         if not sep or not old or not new:
             raise UsageError(f"--rename takes OLD=NEW, got {pair!r}")
         writer.rename_operator(old, new)
-    _summary(writer.write(output, None, self_contained), json_)
+    summary(writer.write(output, None, self_contained), json_)
 
 
 def _check_format(physical: str) -> None:
@@ -98,57 +97,8 @@ def _check_format(physical: str) -> None:
 
 # --- Spark ------------------------------------------------------------------------------------
 
-def _debug() -> bool:
-    from .main import _options
-
-    return bool(_options.get("debug"))
-
-
-def _start_spark(master: str | None):
-    """The Spark session; the JVM's own chatter is kept off the terminal (not with --debug)."""
-    import warnings
-
-    from .spark import spark_session
-
-    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
-    if _debug():
-        return spark_session(master)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, 1)
-        os.dup2(null, 2)
-        spark = spark_session(master)
-    finally:
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in (*saved, null):
-            os.close(fd)
-    spark.sparkContext.setLogLevel("OFF")  # a failed task is reported once, by statectl
-    return spark
-
-
 @contextlib.contextmanager
-def _spark_errors():
-    """Errors from Spark outside the write jobs (reading inputs, planning) as one line."""
-    from py4j.protocol import Py4JError
-    from pyspark.errors import PySparkException
-
-    try:
-        yield
-    except StatectlError:
-        raise
-    except (PySparkException, Py4JError) as e:
-        if _debug():
-            raise
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise StatectlError(f"Spark failed: {first}") from None
-
-
-@contextlib.contextmanager
-def _progress(spark, quiet: bool):
+def progress(spark, quiet: bool):
     """A progress bar on stderr fed by the Spark jobs; yields the writer's on_job callback."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -179,7 +129,7 @@ def _progress(spark, quiet: bool):
 
 # --- the summary ------------------------------------------------------------------------------
 
-def _summary(report, json_mode: bool) -> None:
+def summary(report, json_mode: bool) -> None:
     sp = report.savepoint
     doc = {
         "location": sp.location,
