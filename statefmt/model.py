@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 from .errors import UnknownOperatorError, UnknownStateError
 from .ids import OperatorRef
@@ -160,6 +160,16 @@ class Operator:
             yield from self.keyed.timers
         for s in self.operator_states:
             yield from s.files
+
+    def map_files(self, rewrite: Callable[[DataFile], DataFile]) -> "Operator":
+        """This operator with every data file passed through *rewrite*."""
+        keyed = self.keyed
+        if keyed is not None:
+            keyed = dataclasses.replace(keyed, files=tuple(map(rewrite, keyed.files)),
+                                        timers=tuple(map(rewrite, keyed.timers)))
+        states = tuple(dataclasses.replace(s, files=tuple(map(rewrite, s.files)))
+                       for s in self.operator_states)
+        return dataclasses.replace(self, keyed=keyed, operator_states=states)
 
     def replace(self, **changes) -> "Operator":
         return dataclasses.replace(self, **changes)

@@ -76,15 +76,7 @@ def shallow_copy(base: Savepoint, op: Operator) -> tuple[Operator, list[LineageE
         needed[f.ref.savepoint] = base.lineage_entry(f.ref.savepoint)
         return f
 
-    keyed = op.keyed
-    if keyed is not None:
-        keyed = type(keyed)(keyed.key, keyed.states, tuple(map(rewrite, keyed.files)),
-                            tuple(map(rewrite, keyed.timers)), keyed.namespace_type)
-    op_states = tuple(
-        type(s)(s.name, s.kind, s.value_type, tuple(map(rewrite, s.files)), s.key_type)
-        for s in op.operator_states
-    )
-    return op.replace(keyed=keyed, operator_states=op_states), list(needed.values())
+    return op.map_files(rewrite), list(needed.values())
 
 
 def merge_lineage(*groups) -> tuple[LineageEntry, ...]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from builders import KEYED_STATES, WINDOW, build_full_savepoint, keyed_rows, timer_rows
+from builders import KEYED_STATES, build_full_savepoint, keyed_rows, timer_rows
 from statefmt.backends import HeapBackend, RocksDBBackend, commit_snapshots
 from statefmt.canonical import keyed_schema, read_file, timers_schema
 from statefmt.errors import LimitError, UsageError

@@ -7,6 +7,7 @@ the write's token in their names so a failed write removes them too.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from concurrent.futures import ThreadPoolExecutor
 
@@ -69,16 +70,7 @@ def make_self_contained(sp: Savepoint, out: Location, token: str) -> tuple[Savep
     def rewrite(f: DataFile) -> DataFile:
         if not f.ref.is_shared:
             return f
-        return DataFile(FileRef(plan[(f.ref.savepoint, f.ref.path)]), f.size, f.checksum, f.rows,
-                        f.key_groups)
+        return dataclasses.replace(f, ref=FileRef(plan[(f.ref.savepoint, f.ref.path)]))
 
-    operators = []
-    for op in sp.operators:
-        keyed = op.keyed
-        if keyed is not None:
-            keyed = type(keyed)(keyed.key, keyed.states, tuple(map(rewrite, keyed.files)),
-                                tuple(map(rewrite, keyed.timers)), keyed.namespace_type)
-        states = tuple(type(s)(s.name, s.kind, s.value_type, tuple(map(rewrite, s.files)), s.key_type)
-                       for s in op.operator_states)
-        operators.append(op.replace(keyed=keyed, operator_states=states))
+    operators = [op.map_files(rewrite) for op in sp.operators]
     return sp.replace(operators=tuple(operators), lineage=()), len(plan), copied

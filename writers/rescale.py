@@ -34,7 +34,7 @@ from statefmt.keygroups import (
     even_split,
     key_group_sql,
 )
-from statefmt.model import KEY_GROUP_COLUMN, DataFile, Operator, OperatorState, Savepoint
+from statefmt.model import CANONICAL, KEY_GROUP_COLUMN, DataFile, Operator, OperatorState, Savepoint
 from statefmt.savepoint import file_location, load
 
 from .operators import OperatorPlan, chunked_job, target_tasks
@@ -122,6 +122,8 @@ def _plan(spark, base: Savepoint, choice: RescaleChoice, copy: Operator, target:
           ) -> OperatorPlan:
     """The plan for one operator: *copy* is its shallow copy, whose files it may replace."""
     op = copy.replace(max_parallelism=choice.max_parallelism, parallelism=choice.parallelism)
+    if choice.rekeys:  # rewritten keyed state is canonical, whatever it was before
+        op = op.replace(format=CANONICAL)
     plan = OperatorPlan(op, replaced=set())  # files not rewritten stay shallow copies
     if choice.rekeys:
         _rekey_jobs(spark, base, choice, target, plan)
@@ -147,7 +149,7 @@ def _rekey_jobs(spark, base: Savepoint, choice: RescaleChoice, target: dict,
     tables = []
     if section.files:
         tables.append(("keyed", reader.keyed(ref), keyed_schema(section)))
-    if section.timers:
+    if section.timers or op.format != CANONICAL:  # native databases hold their timers
         tables.append(("timers", reader.timers(ref), timers_schema(section)))
     for kind, df, schema in tables:
         moved = (df.selectExpr(f"{regroup} AS {KEY_GROUP_COLUMN}", *map(_q, df.columns))

@@ -18,7 +18,7 @@ import pyarrow as pa
 from .. import canonical
 from ..errors import DataFileError, UnknownStateError, UsageError
 from ..fs import Location
-from ..ids import OperatorRef, operator_id_for_uid
+from ..ids import OperatorRef
 from ..keygroups import check_key_type, check_parallelism, default_max_parallelism, \
     key_group_for_key, key_group_range, subtask_for_key_group
 from ..model import (

@@ -30,7 +30,6 @@ from .codec import (
     TIMER_DOMAINS,
     KeyLayout,
     ValueCodec,
-    key_group_of,
     map_pairs,
     read_sortable_int,
     split_timer,
