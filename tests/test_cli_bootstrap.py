@@ -170,6 +170,10 @@ def test_modify_and_bootstrap_on_a_base(example, tmp_path):
     result = statectl("validate", str(v2))
     assert result.returncode == 1
     assert f"savepoint {base_id} at {base}, which this one references, is gone" in result.stdout
+    result = statectl("read", str(v2), "--uid", "proc")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith(f"error: {base}/") and "file is missing" in line
     assert statectl("validate", str(standalone)).returncode == 0
     assert actual_proc_rows(standalone) == expected_proc_rows()
 

@@ -283,6 +283,20 @@ def test_bad_input_fails_with_one_clear_error_and_leaves_nothing(spark, data, tm
                                "(set combine to sum, min, max or any)")
 
 
+def test_combine_rules_merge_duplicates(spark, data, tmp_path):
+    dup = spark.createDataFrame([("a", 1), ("b", 2), ("a", 3)], "user string, n long")
+    attrs = data["attrs"].union(spark.createDataFrame([("a", "k1", "v9")], data["attrs"].schema))
+    out = str(tmp_path / "combined")
+    SavepointWriter.new(128).with_operator(OperatorData("proc", 2, keyed=KeyedData(["user"], [
+        ValueState("count", "n", combine="sum"), ValueState("low", "n", combine="min"),
+        MapState("attrs", "attr", "val", data=attrs, combine="max")], dup))).write(out, spark)
+    assert by_user(keyed_rows(out, "proc")) == {
+        ("a", None): {"count": 4, "low": 1, "attrs": {"k1": "v9", "k2": "v2"}},
+        ("b", None): {"count": 2, "low": 2, "attrs": None},
+        ("c", None): {"count": None, "low": None, "attrs": {"k1": "v3"}},
+    }
+
+
 def failing_fn(key, rows, ctx):
     if key == ("b",):
         raise ValueError("no b here")
