@@ -88,9 +88,6 @@ def modify(
 def _check_format(physical: str) -> None:
     from statefmt.model import PHYSICAL_FORMATS
 
-    if physical == "rocksdb":
-        raise UsageError("--format rocksdb cannot be written yet; write canonical savepoints "
-                         "(the default) for now")
     if physical not in PHYSICAL_FORMATS:
         raise UsageError(f"unknown format {physical!r}; known: canonical, rocksdb")
 

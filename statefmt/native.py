@@ -67,13 +67,20 @@ class SharedFiles:
         return shared
 
 
+def checkpoint_folder(operator_id: str, key_groups: tuple[int, int], tag: str = "") -> str:
+    """A new folder for one database's files; *tag* (if any) ends its name."""
+    name = f"rocksdb-{key_groups[0]}-{key_groups[1]}-{uuid.uuid4().hex[:12]}"
+    return f"{operator_id}/{name}-{tag}" if tag else f"{operator_id}/{name}"
+
+
 def upload_checkpoint(checkpoint_dir: str, out: Location, operator_id: str,
                       key_groups: tuple[int, int], entries: dict[str, int],
-                      shared: SharedFiles | None = None
+                      shared: SharedFiles | None = None, folder: str | None = None
                       ) -> tuple[tuple[DataFile, ...], tuple[LineageEntry, ...]]:
     """Copy a RocksDB checkpoint below *out*, reusing *shared* SST files of the same name
-    and size. *entries* gives the entry count of each SST file (its ``rows``)."""
-    folder = f"{operator_id}/rocksdb-{key_groups[0]}-{key_groups[1]}-{uuid.uuid4().hex[:12]}"
+    and size. *entries* gives the entry count of each SST file (its ``rows``); *folder*
+    (relative to *out*) defaults to :func:`checkpoint_folder`."""
+    folder = folder or checkpoint_folder(operator_id, key_groups)
     files, lineage = [], {}
     for name in checkpoint_files(checkpoint_dir):
         local = os.path.join(checkpoint_dir, name)

@@ -30,6 +30,7 @@ from statefmt.types import from_arrow, validate_type
 from .columns import key_types, require_columns
 from .definitions import AGGREGATE_FUNCTIONS, REDUCE_FUNCTIONS, KeyedFunction
 from .errors import SpecError, StateValueError
+from .native import NativeSink, NativeTarget
 from .partitioning import Chunks
 from .sql import checked_key_group_sql
 from .tasks import HANDLE_DDL, ChunkedSink, FileTarget, guarded
@@ -239,10 +240,11 @@ class FunctionTask:
     timers: FileTarget
     ranges: tuple[tuple[int, int], ...]
     what: str
+    native: bool = False  # one RocksDB database per task instead of canonical files
 
 
 def plan_function(fn: KeyedFunction, uid: str, max_parallelism: int, chunks: Chunks,
-                  target: dict):
+                  target: dict, native: bool = False):
     """The keyed section (no files yet) and the DataFrame of handles that writes it."""
     what = f"operator {uid!r}"
     states = descriptors(fn, what)
@@ -255,7 +257,7 @@ def plan_function(fn: KeyedFunction, uid: str, max_parallelism: int, chunks: Chu
         fn.function, section,
         FileTarget(kind="keyed", schema=keyed_schema(section), **target),
         FileTarget(kind="timers", schema=timers_schema(section), **target),
-        chunks.ranges, what)
+        chunks.ranges, what, native)
     df = fn.data.selectExpr(
         "*", f"{checked_key_group_sql(key, max_parallelism, f'{what}, input')} AS {KEY_GROUP_COLUMN}")
     df = df.selectExpr("*", f"{chunks.tag_sql(KEY_GROUP_COLUMN)} AS {PART}")
@@ -267,6 +269,10 @@ def plan_function(fn: KeyedFunction, uid: str, max_parallelism: int, chunks: Chu
 # --- the task ---------------------------------------------------------------------------
 
 def _run(task: FunctionTask, batches):
+    if task.native:
+        sink = NativeSink(NativeTarget(task.keyed, task.timers, task.section, task.ranges, task.what))
+        yield from guarded([sink], lambda: _walk(task, batches, sink.keyed, sink.timers))
+        return
     keyed = ChunkedSink(task.keyed, task.ranges, f"{task.what}, keyed state")
     timers = ChunkedSink(task.timers, task.ranges, f"{task.what}, timers")
     yield from guarded([keyed, timers], lambda: _walk(task, batches, keyed, timers))

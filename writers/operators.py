@@ -7,12 +7,13 @@ from functools import partial
 
 from statefmt.canonical import keyed_schema, timers_schema
 from statefmt.ids import operator_id_for_uid
-from statefmt.model import KeyedSection, Operator, OperatorState
+from statefmt.model import CANONICAL, ROCKSDB, KeyedSection, Operator, OperatorState
 
 from .definitions import KeyedData, KeyedFunction, OperatorData
 from .function import plan_function
 from .job import WriteSession
 from .keyed import plan_keyed
+from .native import NativeTarget, check_databases, native_job, subtask_chunks
 from .operator_state import plan_operator_state
 from .partitioning import Chunks
 from .tasks import HANDLE_DDL, ChunkedSink, FileTarget, guarded
@@ -54,6 +55,8 @@ class OperatorPlan:
                 else:
                     states.setdefault(handle["state"], []).append(data_file)
         op = self.operator
+        if op.format == ROCKSDB:
+            check_databases(keyed, f"operator {op.label}")
         section = op.keyed
         if section is not None:
             section = KeyedSection(section.key, section.states,
@@ -69,7 +72,7 @@ class OperatorPlan:
 
 
 def _by_range(files) -> tuple:
-    return tuple(sorted(files, key=lambda f: f.key_groups))
+    return tuple(sorted(files, key=lambda f: (f.key_groups, f.name or "")))
 
 
 def target_tasks(spark) -> int:
@@ -85,30 +88,35 @@ def plan_operator(data: OperatorData, max_parallelism: int, fmt: str,
                   session: WriteSession) -> OperatorPlan:
     op_id = operator_id_for_uid(data.uid)
     target = {"out": session.out.uri, "operator_id": op_id, "write_id": session.write_id}
-    chunks = Chunks.plan(max_parallelism, data.parallelism, target_tasks(session.spark))
+    native = fmt == ROCKSDB
+    chunks = subtask_chunks(max_parallelism, data.parallelism) if native else \
+        Chunks.plan(max_parallelism, data.parallelism, target_tasks(session.spark))
     jobs, section = [], None
     if isinstance(data.keyed, KeyedData):
         plan = plan_keyed(data.keyed, data.uid, max_parallelism, chunks)
         section = KeyedSection(plan.key, plan.states, namespace_type=plan.namespace_type)
-        if plan.table is not None:
+        keyed = FileTarget(kind="keyed", schema=keyed_schema(section), **target)
+        timers = FileTarget(kind="timers", schema=timers_schema(section), **target)
+        if native:
+            spec = NativeTarget(keyed, timers, section, chunks.ranges, f"operator {data.uid!r}")
+            jobs.append((f"keyed state and timers of {data.uid} (rocksdb)",
+                         native_job(plan.table, plan.timers, spec, chunks)))
+        if plan.table is not None and not native:
             jobs.append((f"keyed state of {data.uid}",
-                         chunked_job(plan.table, FileTarget(kind="keyed", schema=keyed_schema(section),
-                                                         **target), chunks, data.uid)))
-        if plan.timers is not None:
-            jobs.append((f"timers of {data.uid}",
-                         chunked_job(plan.timers, FileTarget(kind="timers",
-                                                          schema=timers_schema(section), **target),
-                                  chunks, data.uid)))
+                         chunked_job(plan.table, keyed, chunks, data.uid)))
+        if plan.timers is not None and not native:
+            jobs.append((f"timers of {data.uid}", chunked_job(plan.timers, timers, chunks, data.uid)))
     elif isinstance(data.keyed, KeyedFunction):
-        section, df = plan_function(data.keyed, data.uid, max_parallelism, chunks, target)
+        section, df = plan_function(data.keyed, data.uid, max_parallelism, chunks, target, native)
         jobs.append((f"keyed state of {data.uid} (per-key function)", df))
     states = []
     for state in data.operator_states:
         descriptor, df = plan_operator_state(state, data.uid, data.parallelism, target)
         states.append(descriptor)
         jobs.append((f"{descriptor.kind} state {state.name} of {data.uid}", df))
+    # operator states are canonical files in either format (FORMAT.md §12)
     operator = Operator(op_id, data.uid, data.parallelism, max_parallelism, section,
-                        tuple(states), fmt)
+                        tuple(states), fmt if section is not None else CANONICAL)
     return OperatorPlan(operator, jobs)
 
 

@@ -18,7 +18,7 @@ from statefmt.errors import UnknownOperatorError, UsageError
 from statefmt.fs import Location
 from statefmt.ids import OperatorRef, check_operator_id, is_operator_id, operator_id_for_uid
 from statefmt.keygroups import check_max_parallelism, check_parallelism, default_max_parallelism
-from statefmt.model import CANONICAL, Operator, Savepoint
+from statefmt.model import CANONICAL, PHYSICAL_FORMATS, Operator, Savepoint
 from statefmt.savepoint import (
     check_output,
     commit,
@@ -65,10 +65,9 @@ class SavepointWriter:
 
     def __init__(self, base: Savepoint | None = None, max_parallelism: int | None = None,
                  format: str = CANONICAL):
-        if format != CANONICAL:  # rocksdb is written by statefmt.backends only, so far
-            raise UsageError(
-                f"physical format {format!r} cannot be written yet; supported: {CANONICAL}"
-            )
+        if format not in PHYSICAL_FORMATS:
+            raise UsageError(f"unknown physical format {format!r}; use "
+                             f"{' or '.join(PHYSICAL_FORMATS)}")
         if max_parallelism is not None:
             check_max_parallelism(max_parallelism)
         self.base = base

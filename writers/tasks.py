@@ -2,9 +2,9 @@
 
 A task receives Arrow batches already sorted by key group and writes them as
 data files; it yields only small *handles* (path, size, checksum, rows, key
-groups) back to Spark, which the driver collects. A task that fails deletes
-every file it began, and turns a :class:`StatectlError` into marked text the
-driver can turn back into the same error.
+groups, a native file's name) back to Spark, which the driver collects. A task
+that fails deletes every file it began, and turns a :class:`StatectlError`
+into marked text the driver can turn back into the same error.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from .errors import task_error_text
 
 HANDLE_DDL = (
     "kind string, state string, path string, size bigint, checksum string, rows bigint, "
-    "kg_first int, kg_last int"
+    "kg_first int, kg_last int, name string"
 )
 HANDLE_SCHEMA = pa.schema([
     ("kind", pa.string()), ("state", pa.string()), ("path", pa.string()), ("size", pa.int64()),
     ("checksum", pa.string()), ("rows", pa.int64()), ("kg_first", pa.int32()),
-    ("kg_last", pa.int32()),
+    ("kg_last", pa.int32()), ("name", pa.string()),
 ])
 
 
@@ -181,7 +181,7 @@ def handles_batch(target: FileTarget, files: list[DataFile]) -> pa.RecordBatch:
         {"kind": target.kind, "state": target.state, "path": f.ref.path, "size": f.size,
          "checksum": f.checksum, "rows": f.rows,
          "kg_first": f.key_groups[0] if f.key_groups else None,
-         "kg_last": f.key_groups[1] if f.key_groups else None}
+         "kg_last": f.key_groups[1] if f.key_groups else None, "name": f.name}
         for f in files
     ], schema=HANDLE_SCHEMA)
 
@@ -189,7 +189,8 @@ def handles_batch(target: FileTarget, files: list[DataFile]) -> pa.RecordBatch:
 def data_file_from_handle(row) -> DataFile:
     """A handle row (collected on the driver) as a DataFile of this savepoint."""
     groups = (row["kg_first"], row["kg_last"]) if row["kg_first"] is not None else None
-    return DataFile(FileRef(row["path"]), row["size"], row["checksum"], row["rows"], groups)
+    return DataFile(FileRef(row["path"]), row["size"], row["checksum"], row["rows"], groups,
+                    row.get("name"))
 
 
 def guarded(sinks: list, body: Callable[[], None]) -> Iterator[pa.RecordBatch]:

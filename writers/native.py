@@ -1,0 +1,272 @@
+"""Writing keyed state in the native format: one RocksDB database per subtask.
+
+Rows reach one task per subtask (``Chunks(max_p, p, 1)``). The task encodes
+them with the RocksDB backend's own tables and timer keys (`docs/FORMAT.md`
+§11), writes each column family as one SST file, ingests the files into a new
+database and uploads a checkpoint of it exactly as the backend's native
+snapshot does (``statefmt.native.upload_checkpoint``), into a folder carrying
+the write's token so a failed write is cleaned up like any other.
+
+SST files need strictly ascending keys, and Spark's sort order is not the
+encoding's (a string sorts by its bytes, its encoding by length first), so the
+entries of one key group are encoded, then sorted, then written: memory holds
+one key group of one subtask at a time.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from functools import partial
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from statefmt import native
+from statefmt.backends.codec import KeyLayout, key_group_prefix, timer_key
+from statefmt.backends.rocks import STATE_CF_PREFIX, TIMERS_CF, RocksTable, cf_options, db_options
+from statefmt.canonical import conform
+from statefmt.errors import StatectlError
+from statefmt.fs import Location
+from statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, DataFile, KeyedSection
+
+from .errors import DuplicateKeyError, WriteFailedError
+from .partitioning import Chunks
+from .sql import q
+from .tasks import HANDLE_DDL, FileTarget, guarded, write_token
+
+KEYED, TIMERS, PART = "_k", "_t", "_part"
+
+
+def subtask_chunks(max_parallelism: int, parallelism: int) -> Chunks:
+    """One chunk (and so one task, one database) per subtask."""
+    return Chunks(max_parallelism, parallelism, 1)
+
+
+@dataclass(frozen=True)
+class NativeTarget:
+    """What a task needs to build its subtask's database (picklable)."""
+
+    keyed: FileTarget  # out, operator id, write id; the keyed table's schema
+    timers: FileTarget  # the timer table's schema
+    section: KeyedSection
+    ranges: tuple[tuple[int, int], ...]
+    what: str
+
+
+# --- the driver side ---------------------------------------------------------------------
+
+def native_job(table, timers, target: NativeTarget, chunks: Chunks):
+    """One job writing the keyed table and the timers of each subtask into its database.
+
+    Both tables become struct columns of one DataFrame (so no user column name
+    can clash), repartitioned so each task holds one subtask's rows of both.
+    """
+    sides = []
+    if table is not None:
+        sides.append(_side(table, KEYED))
+    if timers is not None:
+        sides.append(_side(timers, TIMERS))
+    union = sides[0]
+    for other in sides[1:]:
+        union = union.unionByName(other, allowMissingColumns=True)
+    union = union.selectExpr("*", f"{chunks.tag_sql(KEY_GROUP_COLUMN)} AS {PART}")
+    union = union.repartition(chunks.count, PART).sortWithinPartitions(KEY_GROUP_COLUMN).drop(PART)
+    return union.mapInArrow(partial(_write_task, target), HANDLE_DDL)
+
+
+def _side(df, name: str):
+    fields = ", ".join(q(c) for c in df.columns)
+    return df.selectExpr(q(KEY_GROUP_COLUMN), f"struct({fields}) AS {name}")
+
+
+def check_databases(files: list[DataFile], what: str) -> None:
+    """Every database of the operator is one subtask's: one CURRENT per key-group range."""
+    seen: dict[tuple[int, int], int] = {}
+    for f in files:
+        if f.name == "CURRENT":
+            seen[f.key_groups] = seen.get(f.key_groups, 0) + 1
+    twice = sorted(r for r, n in seen.items() if n > 1)
+    if twice:
+        raise WriteFailedError(f"{what}: two tasks wrote the database of key groups "
+                               f"{twice[0][0]}-{twice[0][1]}; nothing was written")
+
+
+# --- the task side -------------------------------------------------------------------------
+
+def _write_task(target: NativeTarget, batches):
+    sink = NativeSink(target)
+
+    def body():
+        for batch in batches:
+            for column, stream in ((KEYED, sink.keyed), (TIMERS, sink.timers)):
+                if column in batch.schema.names:
+                    rows = batch.column(column)
+                    rows = rows.filter(pc.is_valid(rows))
+                    if len(rows):
+                        stream.write(pa.RecordBatch.from_struct_array(rows))
+
+    yield from guarded([sink], body)
+
+
+class _Entries:
+    """A column family's entries of the current key group; RocksTable writes into it."""
+
+    def __init__(self):
+        self.items: list[tuple[bytes, bytes]] = []
+
+    def put(self, key: bytes, value: bytes) -> None:
+        self.items.append((key, value))
+
+
+class _Family:
+    """One column family's SST file, fed one sorted key group at a time."""
+
+    def __init__(self, name: str, path: str):
+        self.name, self.path = name, path
+        self.entries = _Entries()
+        self.writer = None
+        self.last: bytes | None = None
+
+    def flush(self, what: str) -> None:
+        from rocksdict import SstFileWriter
+
+        items = self.entries.items
+        if not items:
+            return
+        items.sort()
+        if self.writer is None:
+            self.writer = SstFileWriter(cf_options())
+            self.writer.open(self.path)
+        for k, v in items:
+            if self.last is not None and k <= self.last:
+                raise DuplicateKeyError(f"{what}: two rows for the same key, namespace "
+                                        f"and state entry in column family {self.name!r}")
+            self.writer[k] = v
+            self.last = k
+        items.clear()
+
+    def finish(self) -> bool:
+        if self.writer is None:
+            return False
+        self.writer.finish()
+        return True
+
+
+class _Stream:
+    """The keyed rows or the timer rows of the task, in key-group order."""
+
+    def __init__(self, sink: "NativeSink", target: FileTarget, families: list[_Family]):
+        self.sink, self.target, self.families = sink, target, families
+        self.group: int | None = None
+
+    def write(self, batch) -> None:
+        table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+        if table.num_rows == 0:
+            return
+        table = conform(table, self.target.schema, self.sink.what)
+        for row in table.to_pylist():
+            group = row[KEY_GROUP_COLUMN]
+            if group != self.group:
+                self.sink.enter(group)
+                if self.group is not None and group < self.group:
+                    raise StatectlError(f"{self.sink.what}: rows reached the writer out of "
+                                        "key-group order")
+                self.flush()
+                self.group = group
+            self.sink.add(self, row)
+
+    def flush(self) -> None:
+        for family in self.families:
+            family.flush(self.sink.what)
+
+
+class NativeSink:
+    """Builds one subtask's RocksDB database and uploads its checkpoint (see the module doc).
+
+    ``keyed`` and ``timers`` take the rows of the canonical keyed and timer
+    tables; ``close`` returns the database's files; ``abort`` removes them.
+    """
+
+    def __init__(self, target: NativeTarget):
+        self.target = target.keyed  # what the handles say: keyed files of the operator
+        self.spec, self.what = target, target.what
+        section = target.section
+        self.layout = KeyLayout(list(section.key_types), section.namespace_type)
+        self.tmp = tempfile.mkdtemp(prefix="statectl-native-write-")
+        states = [_Family(STATE_CF_PREFIX + s.name, os.path.join(self.tmp, f"s{i}.sst"))
+                  for i, s in enumerate(section.states)]
+        self.tables = [RocksTable(f.entries, s, self.layout) for f, s in zip(states, section.states)]
+        self.timer_family = _Family(TIMERS_CF, os.path.join(self.tmp, "timers.sst"))
+        self.keyed = _Stream(self, target.keyed, states)
+        self.timers = _Stream(self, target.timers, [self.timer_family])
+        self.range: tuple[int, int] | None = None
+        self.folder: str | None = None
+
+    def enter(self, group: int) -> None:
+        """Check *group* lies in this task's one subtask range (set by the first row)."""
+        if self.range is None:
+            starts = [r[0] for r in self.spec.ranges]
+            self.range = self.spec.ranges[bisect.bisect_right(starts, group) - 1]
+        if not self.range[0] <= group <= self.range[1]:
+            raise StatectlError(f"{self.what}: rows of two subtasks reached one writing task")
+
+    def add(self, stream: _Stream, row: dict) -> None:
+        names = self.spec.section.key_names
+        key_ns = self.layout.key_bytes(tuple(row[n] for n in names)) + \
+            self.layout.namespace_bytes(row.get(NAMESPACE_COLUMN))
+        group = row[KEY_GROUP_COLUMN]
+        if stream is self.timers:
+            self.timer_family.entries.put(timer_key(group, row["domain"], row["timestamp"], key_ns), b"")
+            return
+        kns = key_group_prefix(group) + key_ns
+        for table in self.tables:
+            value = row[table.descriptor.name]
+            if value is None or (table.descriptor.kind in ("list", "map") and not value):
+                continue  # an empty list or map is no entry (FORMAT.md §11.3)
+            table.load(kns, value)
+
+    def close(self) -> list[DataFile]:
+        try:
+            self.keyed.flush()
+            self.timers.flush()
+            if self.range is None:
+                return []
+            return self._snapshot()
+        finally:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def _snapshot(self) -> list[DataFile]:
+        from rocksdict import Checkpoint, IngestExternalFileOptions, Rdict
+
+        families = [*self.keyed.families, self.timer_family]
+        ready = [f for f in families if f.finish()]
+        db = Rdict(os.path.join(self.tmp, "db"), db_options(),
+                   column_families={f.name: cf_options() for f in families})
+        try:
+            options = IngestExternalFileOptions()
+            options.set_move_files(True)
+            for f in ready:
+                db.get_column_family(f.name).ingest_external_file([f.path], options)
+            checkpoint = os.path.join(self.tmp, "checkpoint")
+            Checkpoint(db).create_checkpoint(checkpoint)
+            entries = {f["name"].lstrip("/"): f["num_entries"] for f in db.live_files()}
+        finally:
+            db.close()
+            del db
+        out = self.target
+        self.folder = native.checkpoint_folder(out.operator_id, self.range, write_token(out.write_id))
+        files, _ = native.upload_checkpoint(checkpoint, Location(out.out), out.operator_id,
+                                            self.range, entries, folder=self.folder)
+        return list(files)
+
+    def abort(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.folder is not None:
+            folder = Location(self.target.out).child(self.folder)
+            for path in folder.list_files():
+                folder.child(path).delete_file()
+            folder.delete_dir()
