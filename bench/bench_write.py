@@ -10,6 +10,8 @@ the same run, alternating, on the same Spark session:
   the writer's
 * bootstrap: ``SavepointWriter`` -> keyed table (value state ``count``, list
   state ``events``), partitioned by key group, sorted, checksummed, committed.
+* native:    the same bootstrap in the native format (``format="rocksdb"``):
+  one RocksDB database per subtask, built by one task per subtask.
 
 Prints the time and rows/s of each run, the ratio of the medians, and the
 driver's memory (Python RSS sampled during the runs, and the JVM's heap).
@@ -104,14 +106,14 @@ def main() -> None:
                                                      ListState("events", column="event")])
     grouped = plan_keyed(keyed, "proc", 128,
                          Chunks.plan(128, args.parallelism, target_tasks(spark))).table
-    times = {"plain": [], "grouped": [], "bootstrap": []}
+    times = {"plain": [], "grouped": [], "bootstrap": [], "native": []}
     print(f"{args.keys:,} keys, one row each; operator parallelism {args.parallelism}, "
           f"{spark.sparkContext.defaultParallelism} cores, {args.runs} runs each "
           "(after one warm-up of each)")
     samplers = []
     try:
         for run in range(args.runs + 1):
-            for name in ("plain", "grouped", "bootstrap"):
+            for name in times:
                 out = os.path.join(work, f"{name}-{run}")
                 with RssSampler() as rss:
                     t = time.perf_counter()
@@ -124,8 +126,9 @@ def main() -> None:
                         for k in JOB_CONF:
                             spark.conf.unset(k)
                     else:
-                        SavepointWriter.new(max_parallelism=128).with_operator(OperatorData(
-                            "proc", args.parallelism, keyed=keyed)).write(out, spark)
+                        fmt = "rocksdb" if name == "native" else "canonical"
+                        SavepointWriter.new(max_parallelism=128, format=fmt).with_operator(
+                            OperatorData("proc", args.parallelism, keyed=keyed)).write(out, spark)
                     elapsed = time.perf_counter() - t
                 size = sum(os.path.getsize(os.path.join(r, f))
                            for r, _, fs in os.walk(out) for f in fs)
@@ -144,6 +147,8 @@ def main() -> None:
               f"{med['plain'] / med['bootstrap']:.2f}")
         print(f"ratio (bootstrap throughput / Spark writing the same grouped rows): "
               f"{med['grouped'] / med['bootstrap']:.2f}")
+        print(f"ratio (native bootstrap throughput / canonical bootstrap throughput): "
+              f"{med['bootstrap'] / med['native']:.2f}")
         peaks = [r.peak for n, r in samplers if n == "bootstrap"]
         starts = [r.start for n, r in samplers if n == "bootstrap"]
         print(f"driver (Python) RSS during bootstraps: start {min(starts):.0f} MiB, "

@@ -22,6 +22,7 @@ import tempfile
 from dataclasses import dataclass
 from functools import partial
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -168,8 +169,11 @@ class _Stream:
         if table.num_rows == 0:
             return
         table = conform(table, self.target.schema, self.sink.what)
-        for row in table.to_pylist():
-            group = row[KEY_GROUP_COLUMN]
+        groups = table.column(KEY_GROUP_COLUMN).to_numpy()
+        cuts = [0, *(np.flatnonzero(np.diff(groups)) + 1).tolist(), len(groups)]
+        key_ns = self.sink.key_ns(table)
+        for lo, hi in zip(cuts, cuts[1:]):
+            group = int(groups[lo])
             if group != self.group:
                 self.sink.enter(group)
                 if self.group is not None and group < self.group:
@@ -177,7 +181,7 @@ class _Stream:
                                         "key-group order")
                 self.flush()
                 self.group = group
-            self.sink.add(self, row)
+            self.sink.add(self, group, key_ns[lo:hi], table.slice(lo, hi - lo))
 
     def flush(self) -> None:
         for family in self.families:
@@ -214,20 +218,32 @@ class NativeSink:
         if not self.range[0] <= group <= self.range[1]:
             raise StatectlError(f"{self.what}: rows of two subtasks reached one writing task")
 
-    def add(self, stream: _Stream, row: dict) -> None:
-        names = self.spec.section.key_names
-        key_ns = self.layout.key_bytes(tuple(row[n] for n in names)) + \
-            self.layout.namespace_bytes(row.get(NAMESPACE_COLUMN))
-        group = row[KEY_GROUP_COLUMN]
+    def key_ns(self, table: pa.Table) -> list[bytes]:
+        """``key ‖ namespace`` bytes of every row of *table*."""
+        layout = self.layout
+        keys = zip(*[table.column(n).to_pylist() for n in self.spec.section.key_names])
+        if self.spec.section.namespace_type is None:
+            default = layout.namespace_bytes(None)
+            return [layout.key_bytes(k) + default for k in keys]
+        spaces = table.column(NAMESPACE_COLUMN).to_pylist()
+        return [layout.key_bytes(k) + layout.namespace_bytes(n) for k, n in zip(keys, spaces)]
+
+    def add(self, stream: _Stream, group: int, key_ns: list[bytes], rows: pa.Table) -> None:
+        """The entries of *rows*, all of key group *group*."""
         if stream is self.timers:
-            self.timer_family.entries.put(timer_key(group, row["domain"], row["timestamp"], key_ns), b"")
+            put = self.timer_family.entries.put
+            for kn, domain, ts in zip(key_ns, rows.column("domain").to_pylist(),
+                                      rows.column("timestamp").to_pylist()):
+                put(timer_key(group, domain, ts, kn), b"")
             return
-        kns = key_group_prefix(group) + key_ns
+        prefix = key_group_prefix(group)
+        kns = [prefix + kn for kn in key_ns]
         for table in self.tables:
-            value = row[table.descriptor.name]
-            if value is None or (table.descriptor.kind in ("list", "map") and not value):
-                continue  # an empty list or map is no entry (FORMAT.md §11.3)
-            table.load(kns, value)
+            collection = table.descriptor.kind in ("list", "map")
+            for k, value in zip(kns, rows.column(table.descriptor.name).to_pylist()):
+                if value is None or (collection and not value):
+                    continue  # an empty list or map is no entry (FORMAT.md §11.3)
+                table.load(k, value)
 
     def close(self) -> list[DataFile]:
         try:
