@@ -196,3 +196,20 @@ def test_cli_rescale_and_its_errors(base, tmp_path):
     unknown = statectl("rescale", base.location, str(tmp_path / "bad"), "--max-parallelism", "256",
                        "--uid", "src")
     assert unknown.returncode == 1 and "has no keyed state to rescale" in unknown.stderr
+
+
+def test_native_operator_is_rescaled_into_canonical_files(spark, tmp_path):
+    events = spark.createDataFrame([(f"u{i % 40}", i, f"e{i}") for i in range(120)],
+                                   "user string, ts bigint, event string")
+    counts = events.groupBy("user").agg({"ts": "max"}).withColumnRenamed("max(ts)", "n")
+    native = SavepointWriter.new(max_parallelism=32, format="rocksdb").with_operator(OperatorData(
+        "proc", parallelism=2, keyed=KeyedData(key=["user"], data=events, states=[
+            ValueState("n", column="n", data=counts), ListState("events", column="event", order_by="ts")],
+            timers=[Timers("event", column="ts")])))
+    sp0 = native.write(str(tmp_path / "native"), spark).savepoint
+    assert sp0.operator("proc").format == "rocksdb"
+    sp = rescale(spark, sp0.location, str(tmp_path / "rescaled"), 64, parallelism=3).savepoint
+    assert sp.operator("proc").format == "canonical"
+    assert _check_placement(load(sp.location), 64, 3) == 40 + 120  # keys + timers
+    assert _keyed_rows(spark, sp.location) == _keyed_rows(spark, sp0.location)
+    assert _keyed_rows(spark, sp.location, timers=True) == _keyed_rows(spark, sp0.location, timers=True)
