@@ -31,6 +31,10 @@ def spark_session(master: str | None = None, app_name: str = "statectl"):
     """A SparkSession: *master* if given, else SPARK_MASTER / spark-submit's, else local[*]."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # Python workers start as `python -m pyspark.daemon`, which would put the current
+    # directory first on sys.path: a folder there named like one of statectl's
+    # packages (a checkout of another version, say) would shadow the installed one.
+    os.environ.setdefault("PYTHONSAFEPATH", "1")
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name)

@@ -184,7 +184,12 @@ def test_limits_and_unknown_operators_are_clear_errors(spark, base, tmp_path):
 
 def test_cli_rescale_and_its_errors(base, tmp_path):
     out = str(tmp_path / "cli")
-    result = statectl("rescale", base.location, out, "--max-parallelism", "256", "--parallelism", "4")
+    # run from a folder holding a package named like statectl's: Spark's Python
+    # workers must still import the installed one
+    (tmp_path / "writers").mkdir()
+    (tmp_path / "writers" / "__init__.py").write_text("raise ImportError('shadowed')\n")
+    result = statectl("rescale", base.location, out, "--max-parallelism", "256", "--parallelism", "4",
+                      cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "proc" in result.stdout and "rescaled" in result.stdout
     info = json.loads(statectl("info", out, "--json").stdout)
