@@ -8,6 +8,7 @@ from collections import defaultdict
 import pytest
 
 from statefmt.backends import HeapBackend, RocksDBBackend
+from restore_checks import restored
 from statefmt.savepoint import load
 from writers import KeyedData, ListState, MapState, OperatorData, ReducingState, SavepointWriter, \
     Timers, ValueState
@@ -50,22 +51,6 @@ def expected():
 @pytest.mark.parametrize("backend", [HeapBackend, RocksDBBackend], ids=lambda c: c.__name__)
 @pytest.mark.parametrize("parallelism", [1, 2, 3, 7])
 def test_bootstrapped_savepoint_restores_by_key_group(boot, backend, parallelism):
-    keyed = boot.operator("boot").keyed
-    t = {s.name: s for s in keyed.states}
-    got, timers = {}, set()
-    for i in range(parallelism):
-        with backend.restore(boot, "boot", subtask=i, parallelism=parallelism) as b:
-            total = b.value_state("total", t["total"].value_type)
-            kinds = b.list_state("kinds", t["kinds"].value_type)
-            last = b.map_state("last", t["last"].user_key_type, t["last"].value_type)
-            top = b.reducing_state("top", t["top"].value_type, max)
-            users = {k[0] for name in t for k, _ in b.keys(name)}
-            for user in users:
-                assert b.first_group <= b.key_group_of(user) <= b.last_group
-                assert user not in got
-                b.set_current_key(user)
-                got[user] = {"total": total.value(), "kinds": kinds.get(),
-                             "last": sorted(last.items()), "top": top.get()}
-            timers |= {(tm.key[0], tm.timestamp) for tm in b.fire_event_time_timers(2 ** 62)}
+    got, timers = restored(boot, backend, parallelism)
     assert got == expected()
     assert timers == {(u, ts) for u, _, _, ts in rows()}
