@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
-from collections import defaultdict
 from decimal import Decimal
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 from pyspark import cloudpickle
 
 from readers import open_savepoint
-from restore_checks import restored
+from restore_checks import BOOT_TIMERS, ROWS_DDL, boot_states, expected, restored, rows
 from statefmt.backends import HeapBackend, RocksDBBackend
 from statefmt.errors import UsageError
 from statefmt.native import subtask_databases
@@ -24,27 +23,16 @@ from writers import (
     AggregatingState,
     KeyedData,
     KeyedFunction,
-    ListState,
-    MapState,
     OperatorData,
     OperatorListState,
-    ReducingState,
     SavepointWriter,
     StateDescriptor,
-    Timers,
     ValueState,
     WriteFailedError,
 )
 
-N = 300
 MAX_P = 64
 UTC = dt.timezone.utc
-
-
-def rows():
-    # users u0..u36: strings of two lengths in one key group sort differently in Spark
-    # ("u1" < "u10" < "u2") and in the encoding (length first), which the writer must handle
-    return [(f"u{i % 37}", i, "abc"[i % 3], 1_000 + i) for i in range(N)]
 
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # functions run in workers
@@ -59,14 +47,9 @@ def count_fn(key, rows, ctx):
 
 
 def operators(spark):
-    df = spark.createDataFrame(rows(), "user string, v bigint, kind string, ts bigint")
-    keyed = KeyedData(key=["user"], data=df, states=[
-        ValueState("total", column="v", combine="sum"),
-        ListState("kinds", column="kind", order_by="v"),
-        MapState("last", key_column="kind", value_column="v", combine="max"),
-        ReducingState("top", column="v", function="max"),
-        AggregatingState("mean", column="v", function="avg"),
-    ], timers=[Timers("event", column="ts")])
+    df = spark.createDataFrame(rows(), ROWS_DDL)
+    keyed = KeyedData(key=["user"], data=df, timers=BOOT_TIMERS,
+                      states=[*boot_states(), AggregatingState("mean", column="v", function="avg")])
     offsets = spark.createDataFrame([(i,) for i in range(5)], "offset long")
     types = spark.createDataFrame([
         ("x", 1, 2.5, True, b"\x00\x01", dt.date(2024, 2, 29),
@@ -148,19 +131,6 @@ def test_both_formats_read_into_identical_tables(spark, both, uid):
         assert native.timers(uid).count() > 0
     assert collected(native.operator_state("boot", "offsets")) == \
         collected(canonical.operator_state("boot", "offsets"))
-
-
-def expected() -> dict:
-    state = defaultdict(lambda: {"total": 0, "kinds": [], "last": {}, "top": None})
-    for user, v, kind, _ in rows():
-        s = state[user]
-        s["total"] += v
-        s["kinds"].append(kind)
-        s["last"][kind] = max(s["last"].get(kind, v), v)
-        s["top"] = v if s["top"] is None else max(s["top"], v)
-    for s in state.values():
-        s["last"] = sorted(s["last"].items())
-    return dict(state)
 
 
 @pytest.mark.parametrize("backend", [HeapBackend, RocksDBBackend], ids=lambda c: c.__name__)
