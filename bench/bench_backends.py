@@ -23,6 +23,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from common import session
+
 from statefmt.backends import HeapBackend, RocksDBBackend, commit_snapshots
 
 MAX_P = 128
@@ -118,9 +122,6 @@ def main(argv=None) -> int:
 
 
 def spark_reads(args, tmp: str) -> None:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
     from readers import open_savepoint
 
     subtasks = [RocksDBBackend.create("bench", subtask=i, parallelism=2, max_parallelism=MAX_P,
@@ -145,9 +146,7 @@ def spark_reads(args, tmp: str) -> None:
               f" (filled in {fill:.2f} s)")
     for b in subtasks:
         b.close()
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.execution.arrow.pyspark.enabled", "true").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = session(driver_memory=None)
     print(f"\nread into Spark (full scan, noop sink, median of {args.repeat}):")
     for fmt, path in paths.items():
         times = []

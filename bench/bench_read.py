@@ -17,7 +17,6 @@ Prints the median times, rows/s and the ratio of throughputs (target >= 0.8).
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -27,6 +26,9 @@ import pyarrow as pa
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from common import session
 
 from statefmt.build import write_keyed_files  # noqa: E402
 from statefmt.fs import Location  # noqa: E402
@@ -74,21 +76,6 @@ def aggregate(df):
     ).orderBy("bucket").collect()
 
 
-def session():
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    spark = (SparkSession.builder.master("local[2]").appName("bench-read")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.memory", "6g")
-             .config("spark.sql.shuffle.partitions", "8")
-             .config("spark.sql.session.timeZone", "UTC")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
-
 def executor_check(spark, sp_dir: Path, runs: int) -> list[float]:
     from readers.files import splits
     from readers.verify import verify_splits
@@ -125,7 +112,7 @@ def main() -> None:
 
     from readers import open_savepoint
 
-    spark = session()
+    spark = session("bench-read", arrow=False, extra_conf={"spark.sql.shuffle.partitions": "8"})
     spark_copy = root / "spark-parquet"
     if not spark_copy.exists():
         spark.read.parquet(*files).drop("_key_group").write.parquet(str(spark_copy))

@@ -24,6 +24,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from common import session
 
 
 def build_base(spark, path: str, keys: int):
@@ -45,19 +48,11 @@ def main() -> None:
     parser.add_argument("--driver-memory", default="6g")
     args = parser.parse_args()
 
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
     from statefmt.savepoint import file_location
     from writers.rescale import rescale
 
-    spark = (SparkSession.builder.master("local[2]").appName("bench-rescale")
-             .config("spark.driver.memory", args.driver_memory)
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "8")
-             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = session("bench-rescale", driver_memory=args.driver_memory,
+                    extra_conf={"spark.sql.shuffle.partitions": "8"})
     work = tempfile.mkdtemp(prefix="bench-rescale-")
     try:
         start = time.perf_counter()

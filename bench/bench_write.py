@@ -1,9 +1,14 @@
 """Bootstrap throughput: keyed value + list state for N keys vs a plain Parquet write.
 
-Both write the same rows (one per key: a string key, a bigint, a string) in
+All write the same rows (one per key: a string key, a bigint, a string) in
 the same run, alternating, on the same Spark session:
 
 * plain:     ``df.write.parquet(...)``
+* shuffle:   the same rows with their key group and chunk tag computed as the
+  bootstrap computes them, hash-repartitioned to the task of their key-group
+  chunk (the writer's ``repartition(chunks.count, _part)``) and written by
+  ``df.write.parquet``, with no grouping and no sort: the least any writer
+  that must bring each key's rows together pays here
 * grouped:   the same keyed rows the bootstrap writes (shuffled by key-group
   chunk, grouped per key, sorted), written by ``df.write.parquet``: what
   Spark alone needs for the keyed layout, to tell the shuffle's cost from
@@ -13,7 +18,7 @@ the same run, alternating, on the same Spark session:
 * native:    the same bootstrap in the native format (``format="rocksdb"``):
   one RocksDB database per subtask, built by one task per subtask.
 
-Prints the time and rows/s of each run, the ratio of the medians, and the
+Prints the time and rows/s of each run, the ratios of the medians, and the
 driver's memory (Python RSS sampled during the runs, and the JVM's heap).
 
     python bench/bench_write.py [--keys 5000000] [--runs 3]
@@ -27,56 +32,12 @@ import shutil
 import statistics
 import sys
 import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-
-def rss_mib(pid: int | str = "self") -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
-class RssSampler:
-    """Peak RSS of this (driver) process while a block runs."""
-
-    def __init__(self):
-        self.peak = 0.0
-        self._stop = threading.Event()
-
-    def __enter__(self):
-        self.start = rss_mib()
-        self._t = threading.Thread(target=self._loop, daemon=True)
-        self._t.start()
-        return self
-
-    def _loop(self):
-        while not self._stop.wait(0.05):
-            self.peak = max(self.peak, rss_mib())
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._t.join()
-        self.end = rss_mib()
-
-
-def session():
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    spark = (SparkSession.builder.master("local[*]").appName("bench-write")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.memory", "6g")
-             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-             .config("spark.sql.session.timeZone", "UTC")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+from common import RssSampler, session
 
 
 def main() -> None:
@@ -89,13 +50,15 @@ def main() -> None:
     import warnings
 
     warnings.filterwarnings("ignore")
+    from statefmt.model import KEY_GROUP_COLUMN
     from writers import KeyedData, ListState, OperatorData, SavepointWriter, ValueState
     from writers.job import JOB_CONF
-    from writers.keyed import plan_keyed
+    from writers.keyed import PART, plan_keyed
     from writers.operators import target_tasks
     from writers.partitioning import Chunks
+    from writers.sql import checked_key_group_sql
 
-    spark = session()
+    spark = session("bench-write", "local[*]")
     jvm = spark.sparkContext._jvm
     runtime = jvm.java.lang.Runtime.getRuntime()
     df = spark.range(args.keys).selectExpr(
@@ -104,9 +67,14 @@ def main() -> None:
     work = tempfile.mkdtemp(prefix="bench-write-")
     keyed = KeyedData(key=["user"], data=df, states=[ValueState("count", column="n"),
                                                      ListState("events", column="event")])
-    grouped = plan_keyed(keyed, "proc", 128,
-                         Chunks.plan(128, args.parallelism, target_tasks(spark))).table
-    times = {"plain": [], "grouped": [], "bootstrap": [], "native": []}
+    chunks = Chunks.plan(128, args.parallelism, target_tasks(spark))
+    grouped = plan_keyed(keyed, "proc", 128, chunks).table
+    # shuffle only: the rows tagged as the bootstrap tags them (writers.keyed._state_table),
+    # sent to the task of their key-group chunk; nothing grouped, nothing sorted
+    shuffled = df.selectExpr(
+        "*", f"{checked_key_group_sql(['user'], 128, 'bench')} AS {KEY_GROUP_COLUMN}"
+    ).selectExpr("*", f"{chunks.tag_sql(KEY_GROUP_COLUMN)} AS {PART}").repartition(chunks.count, PART)
+    times = {"plain": [], "shuffle": [], "grouped": [], "bootstrap": [], "native": []}
     print(f"{args.keys:,} keys, one row each; operator parallelism {args.parallelism}, "
           f"{spark.sparkContext.defaultParallelism} cores, {args.runs} runs each "
           "(after one warm-up of each)")
@@ -119,10 +87,10 @@ def main() -> None:
                     t = time.perf_counter()
                     if name == "plain":
                         df.write.parquet(out)
-                    elif name == "grouped":
+                    elif name in ("shuffle", "grouped"):
                         for k, v in JOB_CONF.items():
                             spark.conf.set(k, v)
-                        grouped.write.parquet(out)
+                        (shuffled if name == "shuffle" else grouped).write.parquet(out)
                         for k in JOB_CONF:
                             spark.conf.unset(k)
                     else:
@@ -149,6 +117,8 @@ def main() -> None:
               f"{med['grouped'] / med['bootstrap']:.2f}")
         print(f"ratio (native bootstrap throughput / canonical bootstrap throughput): "
               f"{med['bootstrap'] / med['native']:.2f}")
+        print(f"ratio (shuffle-only throughput / plain Parquet throughput): "
+              f"{med['plain'] / med['shuffle']:.2f}  <- the most any key-grouping writer can reach here")
         peaks = [r.peak for n, r in samplers if n == "bootstrap"]
         starts = [r.start for n, r in samplers if n == "bootstrap"]
         print(f"driver (Python) RSS during bootstraps: start {min(starts):.0f} MiB, "
