@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from statefmt.errors import UnknownOperatorError, UnknownStateError, UsageError
-from statefmt.ids import OperatorRef, is_operator_id
+from statefmt.errors import UnknownStateError, UsageError
+from statefmt.ids import OperatorRef
 from statefmt.model import Operator, Savepoint
 
 KEYED = "keyed"
@@ -14,23 +14,8 @@ OPERATOR_STATE = "operator"
 
 
 def find_operator(sp: Savepoint, operator: OperatorRef | str) -> Operator:
-    """The operator named by an :class:`OperatorRef`, or by a string taken as a uid.
-
-    A string that is no operator's uid but is an operator id present in the
-    savepoint names that operator, so operators known only by id are easy to reach.
-    """
-    if isinstance(operator, OperatorRef):
-        return sp.operator(operator)
-    if not isinstance(operator, str):
-        raise UsageError(f"name an operator by uid (a string) or OperatorRef, got {operator!r}")
-    try:
-        return sp.operator(OperatorRef(uid=operator))
-    except UnknownOperatorError:
-        if is_operator_id(operator.lower()):
-            for op in sp.operators:
-                if op.operator_id == operator.lower():
-                    return op
-        raise
+    """The operator named by an :class:`OperatorRef` or a uid (see :meth:`Savepoint.operator`)."""
+    return sp.operator(operator)
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from .errors import UnknownOperatorError, UnknownStateError
-from .ids import OperatorRef
+from .errors import UnknownOperatorError, UnknownStateError, UsageError
+from .ids import OperatorRef, is_operator_id
 from .types import DataType, list_of, map_of
 
 FORMAT_NAME = "statectl-savepoint"
@@ -193,14 +193,27 @@ class Savepoint:
     location: str | None = field(default=None, compare=False)  # where it was read from
 
     def operator(self, ref: OperatorRef | str) -> Operator:
-        """The operator named by *ref* (an :class:`OperatorRef` or a uid)."""
+        """The operator named by *ref*: an :class:`OperatorRef`, or a string taken as a uid.
+
+        A string that is no operator's uid but is the id of an operator here names
+        that operator, so operators known only by id are easy to reach.
+        """
         if isinstance(ref, str):
+            found = self._find(OperatorRef(uid=ref).resolved_id)
+            if found is None and is_operator_id(ref.lower()):
+                found = self._find(ref.lower())
+            if found is not None:
+                return found
             ref = OperatorRef(uid=ref)
-        wanted = ref.resolved_id
-        for op in self.operators:
-            if op.operator_id == wanted:
-                return op
-        raise UnknownOperatorError(f"no operator with {ref}; operators: {self.operator_labels()}")
+        elif not isinstance(ref, OperatorRef):
+            raise UsageError(f"name an operator by uid (a string) or OperatorRef, got {ref!r}")
+        found = self._find(ref.resolved_id)
+        if found is None:
+            raise UnknownOperatorError(f"no operator with {ref}; operators: {self.operator_labels()}")
+        return found
+
+    def _find(self, operator_id: str) -> Operator | None:
+        return next((op for op in self.operators if op.operator_id == operator_id), None)
 
     def operator_labels(self) -> str:
         if not self.operators:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -12,9 +13,12 @@ from statefmt.errors import (
     MetadataError,
     NotASavepointError,
     SavepointExistsError,
+    UnknownOperatorError,
     UnsafeReferenceError,
     UnsupportedVersionError,
+    UsageError,
 )
+from statefmt.ids import OperatorRef, operator_id_for_uid
 from statefmt.metadata import decode, encode
 from statefmt.model import DataFile, FileRef, LineageEntry
 from statefmt.refs import check_relative_path
@@ -145,3 +149,21 @@ def test_file_uris_work_like_paths(full):
     assert sp.location == uri and sp == full
     report = validate(uri)
     assert report.valid and report.files_checked == len(list(full.data_files()))
+
+
+def test_operators_are_named_by_uid_else_by_an_id_present(full):
+    proc_id = operator_id_for_uid("proc")
+    hidden = dataclasses.replace(full.operator("src"), uid=None)
+    sp = dataclasses.replace(full, operators=(full.operator("proc"), hidden))
+    assert sp.operator("proc").operator_id == proc_id
+    assert sp.operator(proc_id.upper()).uid == "proc"  # an id string reaches a named operator too
+    assert sp.operator(hidden.operator_id) is hidden
+    assert sp.operator(OperatorRef(operator_id=hidden.operator_id)) is hidden
+    assert sp.operator("src") is hidden  # a uid names the operator whose id it hashes to
+    with pytest.raises(UnknownOperatorError) as e:
+        sp.operator("nope")
+    assert str(e.value) == f"no operator with uid 'nope'; operators: proc, {hidden.operator_id} (no uid)"
+    with pytest.raises(UnknownOperatorError, match=f"^no operator with uid '{'0' * 32}'; "):
+        sp.operator("0" * 32)
+    with pytest.raises(UsageError, match="^name an operator by uid"):
+        sp.operator(7)

@@ -69,7 +69,7 @@ def choose_operators(sp: Savepoint, max_parallelism: int, parallelism: int | Non
     if uids:
         ops = []
         for name in uids:
-            op = sp.operator(_ref(name, sp))
+            op = sp.operator(name)
             if op.keyed is None:
                 raise UnknownStateError(
                     f"operator {op.label} has no keyed state to rescale; "
@@ -90,15 +90,6 @@ def choose_operators(sp: Savepoint, max_parallelism: int, parallelism: int | Non
         check_parallelism(p, max_parallelism)
         choices.append(RescaleChoice(op, max_parallelism, p))
     return choices
-
-
-def _ref(name: str, sp: Savepoint) -> OperatorRef:
-    """A uid, or an operator id when no operator has that uid."""
-    from statefmt.ids import is_operator_id
-
-    if any(op.uid == name for op in sp.operators) or not is_operator_id(name.lower()):
-        return OperatorRef(uid=name)
-    return OperatorRef(operator_id=name)
 
 
 def _keyed_labels(sp: Savepoint) -> str:

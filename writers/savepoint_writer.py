@@ -16,7 +16,7 @@ from typing import Callable
 
 from statefmt.errors import UnknownOperatorError, UsageError
 from statefmt.fs import Location
-from statefmt.ids import OperatorRef, check_operator_id, is_operator_id, operator_id_for_uid
+from statefmt.ids import OperatorRef, operator_id_for_uid
 from statefmt.keygroups import check_max_parallelism, check_parallelism, default_max_parallelism
 from statefmt.model import CANONICAL, PHYSICAL_FORMATS, Operator, Savepoint
 from statefmt.savepoint import (
@@ -132,14 +132,7 @@ class SavepointWriter:
     def _base_operator(self, operator: str | OperatorRef) -> Operator:
         if self.base is None:
             raise UsageError("removing or renaming operators needs a base savepoint")
-        if isinstance(operator, OperatorRef):
-            return self.base.operator(operator)
-        try:
-            return self.base.operator(OperatorRef(uid=operator))
-        except UnknownOperatorError:
-            if is_operator_id(operator.lower()):
-                return self.base.operator(OperatorRef(operator_id=check_operator_id(operator)))
-            raise
+        return self.base.operator(operator)
 
     # --- writing ------------------------------------------------------------------
     def write(self, output: str, spark=None, self_contained: bool = False,
