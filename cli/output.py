@@ -121,6 +121,32 @@ class RichOutput:
                     f"({len(report['problems'])} problem(s))")
 
 
+    def written(self, doc: dict) -> None:
+        """The summary of a write (see :func:`cli.summary.write_summary`)."""
+        c = self.console
+        c.print(f"[green]wrote[/green] savepoint {doc['savepoint_id']} to {escape(doc['location'])}")
+        table = Table(box=box.SIMPLE_HEAD)
+        for col, justify in (("uid", "left"), ("operator id", "left"), ("", "left"),
+                             ("states", "left"), ("files", "right"), ("rows", "right"),
+                             ("size", "right")):
+            table.add_column(col, justify=justify, no_wrap=col in ("uid", "operator id"))
+        for o in doc["operators"]:
+            table.add_row(escape(o["uid"]) if o["uid"] is not None else "(unknown)", o["operator_id"],
+                          o["action"], escape(", ".join(o["states"])), str(o["files"]),
+                          str(o["rows"]), human_bytes(o["bytes"]))
+        c.print(table)
+        for uid in doc["removed"]:
+            c.print(f"removed operator {escape(uid)}")
+        for e in doc["lineage"]:
+            c.print(f"shares files of savepoint {e['savepoint_id']} at {escape(e['location'])}")
+        if doc["copied_files"]:
+            c.print(f"copied {doc['copied_files']} file(s), {human_bytes(doc['copied_bytes'])}, "
+                    "from other savepoints: self-contained")
+        if doc["removed_leftover_files"]:
+            c.print(f"removed {doc['removed_leftover_files']} file(s) left by an earlier write "
+                    "that did not finish")
+
+
 class JsonOutput:
     """One JSON document on standard output, for scripts."""
 
@@ -129,6 +155,9 @@ class JsonOutput:
 
     def validation(self, report: dict) -> None:
         print_json(report)
+
+    def written(self, doc: dict) -> None:
+        print_json(doc)
 
 
 def output_for(json_mode: bool):

@@ -81,3 +81,18 @@ def savepoint_summary(sp: Savepoint) -> dict:
         "bytes": sum(o["bytes"] for o in operators),
         "shared_files": shared,
     }
+
+
+def write_summary(report) -> dict:
+    """What a write (bootstrap, modify, rescale) did, from its :class:`writers.WriteReport`."""
+    sp = report.savepoint
+    return {
+        "location": sp.location,
+        "savepoint_id": sp.savepoint_id,
+        "operators": [vars(o) for o in report.operators],
+        "removed": report.removed,
+        "lineage": [{"savepoint_id": e.savepoint_id, "location": e.location} for e in sp.lineage],
+        "copied_files": report.copied_files,
+        "copied_bytes": report.copied_bytes,
+        "removed_leftover_files": report.removed_leftovers,
+    }

@@ -15,7 +15,7 @@ from statefmt.errors import UsageError
 
 from .spark import MASTER_HELP as _MASTER_HELP
 from .spark import spark_errors, start_spark
-from .output import human_bytes, make_console, print_json
+from .output import make_console, output_for
 
 SELF_CONTAINED_HELP = ("Copy every file shared from another savepoint into the output, "
                         "so it no longer depends on any other savepoint.")
@@ -124,44 +124,7 @@ def progress(spark, quiet: bool):
             raise
 
 
-# --- the summary ------------------------------------------------------------------------------
-
 def summary(report, json_mode: bool) -> None:
-    sp = report.savepoint
-    doc = {
-        "location": sp.location,
-        "savepoint_id": sp.savepoint_id,
-        "operators": [vars(o) for o in report.operators],
-        "removed": report.removed,
-        "lineage": [{"savepoint_id": e.savepoint_id, "location": e.location} for e in sp.lineage],
-        "copied_files": report.copied_files,
-        "copied_bytes": report.copied_bytes,
-        "removed_leftover_files": report.removed_leftovers,
-    }
-    if json_mode:
-        print_json(doc)
-        return
-    from rich import box
-    from rich.table import Table
+    from .summary import write_summary
 
-    console = make_console()
-    table = Table(box=box.SIMPLE_HEAD)
-    for col, justify in (("uid", "left"), ("operator id", "left"), ("", "left"),
-                         ("states", "left"), ("files", "right"), ("rows", "right"),
-                         ("size", "right")):
-        table.add_column(col, justify=justify, no_wrap=col in ("uid", "operator id"))
-    for o in report.operators:
-        table.add_row(o.uid if o.uid is not None else "(unknown)", o.operator_id, o.action,
-                      ", ".join(o.states), str(o.files), str(o.rows), human_bytes(o.bytes))
-    console.print(f"[green]wrote[/green] savepoint {sp.savepoint_id} to {sp.location}")
-    console.print(table)
-    for uid in report.removed:
-        console.print(f"removed operator {uid}")
-    for e in sp.lineage:
-        console.print(f"shares files of savepoint {e.savepoint_id} at {e.location}")
-    if report.copied_files:
-        console.print(f"copied {report.copied_files} file(s), {human_bytes(report.copied_bytes)}, "
-                      "from other savepoints: self-contained")
-    if report.removed_leftovers:
-        console.print(f"removed {report.removed_leftovers} file(s) left by an earlier write "
-                      "that did not finish")
+    output_for(json_mode).written(write_summary(report))
