@@ -95,7 +95,7 @@ def run() -> None:
         if debug_enabled():
             traceback.print_exc()
         print_error(str(e))
-        sys.exit(1)
+        sys.exit(e.exit_code)
     except KeyboardInterrupt:
         print_error("interrupted")
         sys.exit(130)

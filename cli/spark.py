@@ -12,7 +12,7 @@ import contextlib
 import os
 import sys
 
-from statefmt.errors import StatectlError
+from statefmt.errors import Interrupted, StatectlError
 
 from .options import debug_enabled
 
@@ -70,6 +70,7 @@ def start_spark(master: str | None = None):
         for fd in (*saved, null):
             os.close(fd)
     spark.sparkContext.setLogLevel("OFF")  # a failed task is reported once, by statectl
+    _plain_interrupts()
     return spark
 
 
@@ -80,6 +81,22 @@ def _quiet_pyspark_loggers() -> None:
 
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
+    # py4j logs a call cut short by Ctrl-C on the root logger, with a traceback
+    logging.getLogger().addHandler(logging.NullHandler())
+
+
+def _plain_interrupts() -> None:
+    """Ctrl-C raises KeyboardInterrupt and nothing more.
+
+    PySpark's own handler cancels every job through the gateway from inside the
+    signal handler, while the main thread is mid-call on it: that call fails
+    and leaves tracebacks. The writer cancels its own jobs when it cleans up.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @contextlib.contextmanager
@@ -92,6 +109,10 @@ def spark_errors():
         yield
     except StatectlError:
         raise
+    except KeyboardInterrupt:
+        if debug_enabled():
+            raise
+        raise Interrupted("interrupted") from None
     except (PySparkException, Py4JError) as e:
         if debug_enabled():
             raise

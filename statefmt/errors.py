@@ -11,6 +11,14 @@ from __future__ import annotations
 class StatectlError(Exception):
     """Base of every error caused by input rather than by a bug."""
 
+    exit_code = 1
+
+
+class Interrupted(StatectlError):
+    """The user stopped a command (Ctrl-C) after it had begun its work."""
+
+    exit_code = 130
+
 
 class UsageError(StatectlError):
     """An argument or option value is not acceptable."""

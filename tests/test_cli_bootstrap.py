@@ -187,7 +187,9 @@ def blocking(key, rows, ctx):
 """
 
 
-def test_a_killed_bootstrap_leaves_no_savepoint_and_a_rerun_succeeds(tmp_path):
+def _blocked_bootstrap(tmp_path, stderr=subprocess.DEVNULL):
+    """A bootstrap whose task of key u0 hangs while tmp_path/block exists; returned once
+    the other task has written its file. Runs in a session of its own, as from a terminal."""
     block = tmp_path / "block"
     block.touch()
     (tmp_path / "fns.py").write_text(BLOCKING_FUNCTION.format(block=str(block)))
@@ -198,16 +200,34 @@ def test_a_killed_bootstrap_leaves_no_savepoint_and_a_rerun_succeeds(tmp_path):
                     "      states: [{name: n, kind: value, type: int64}]\n")
     out = tmp_path / "out"
     proc = subprocess.Popen(["statectl", "bootstrap", "--spec", str(spec), str(out)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=stderr, text=True,
                             start_new_session=True)
+    deadline = time.monotonic() + 180
+    while not any(p.endswith(".parquet") for p in files_below(out)):  # one task wrote
+        if proc.poll() is not None or time.monotonic() > deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise AssertionError("the bootstrap ended or stalled before writing a file")
+        time.sleep(0.05)
+    return proc, spec, block, out
+
+
+def test_an_interrupted_bootstrap_removes_every_file_it_began(tmp_path):
+    proc, _, _, out = _blocked_bootstrap(tmp_path, stderr=subprocess.PIPE)
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal: the whole foreground group
     try:
-        deadline = time.monotonic() + 180
-        while not any(p.endswith(".parquet") for p in files_below(out)):  # one task wrote
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
+        _, stderr = proc.communicate(timeout=120)
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the whole job: statectl, its JVM, its workers
-        proc.wait()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130
+    assert stderr.strip().splitlines()[-1] == "error: interrupted"
+    assert files_below(out) == []  # no _metadata, no data file, no marker
+
+
+def test_a_killed_bootstrap_leaves_no_savepoint_and_a_rerun_succeeds(tmp_path):
+    proc, spec, block, out = _blocked_bootstrap(tmp_path)
+    os.killpg(proc.pid, signal.SIGKILL)  # the whole job: statectl, its JVM, its workers
+    proc.wait()
     assert not (out / "_metadata").exists()
     assert any(p.startswith("_writing-") for p in files_below(out))
 

@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import socket
+import time
 import uuid
 
 from statefmt.errors import StatectlError
@@ -58,7 +59,8 @@ class WriteSession:
         if self.on_job is not None:
             self.on_job(description)
         if self.spark is not None:
-            self.spark.sparkContext.setJobDescription(description)
+            # the write's jobs form one group, so a failed write can cancel and await them
+            self.spark.sparkContext.setJobGroup(self.token, description, interruptOnCancel=True)
         try:
             with _conf(self.spark, JOB_CONF):
                 rows = df.collect()
@@ -70,13 +72,39 @@ class WriteSession:
             raise WriteFailedError(f"writing {description} failed: {first}") from e
         finally:
             if self.spark is not None:
-                self.spark.sparkContext.setJobDescription(None)
+                for key in ("spark.jobGroup.id", "spark.job.description",
+                            "spark.job.interruptOnCancel"):
+                    self.spark.sparkContext.setLocalProperty(key, None)
         return [(r.asDict(), data_file_from_handle(r.asDict())) for r in rows]
 
     def fail(self) -> None:
-        """Remove every file of this write (the output then holds no trace of it)."""
+        """Remove every file of this write (the output then holds no trace of it).
+
+        The write's Spark jobs are cancelled first and their tasks awaited, so no task
+        begins a file after the clean-up. Should a task outlive the wait, the marker
+        stays, and a later write into the output removes the rest once this process is gone.
+        """
+        stopped = self._stop_jobs()
         remove_write_files(self.out, self.token)
-        self.marker.delete_file()
+        if stopped:
+            self.marker.delete_file()
+
+    def _stop_jobs(self, timeout: float = 60.0) -> bool:
+        """Cancel this write's jobs; whether all their tasks ended within *timeout* seconds."""
+        if self.spark is None:
+            return True
+        try:
+            sc = self.spark.sparkContext
+            sc.cancelJobGroup(self.token)
+            tracker = sc.statusTracker()
+            deadline = time.monotonic() + timeout
+            while _running_tasks(tracker, self.token):
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.1)
+            return True
+        except Exception:  # the JVM is gone: so are its tasks
+            return True
 
     def finish(self, referenced: set[str]) -> None:
         """After the commit: remove files of this write that `_metadata` does not reference."""
@@ -103,6 +131,17 @@ def _conf(spark, settings: dict[str, str]):
                 spark.conf.unset(k)
             else:
                 spark.conf.set(k, v)
+
+
+def _running_tasks(tracker, group: str) -> int:
+    """Tasks still running in the jobs of *group* (cancelled jobs' tasks end a little later)."""
+    running = 0
+    for job_id in tracker.getJobIdsForGroup(group):
+        job = tracker.getJobInfo(job_id)
+        for stage_id in job.stageIds if job else ():
+            stage = tracker.getStageInfo(stage_id)
+            running += stage.numActiveTasks if stage is not None else 0
+    return running
 
 
 def remove_write_files(out: Location, token: str) -> int:
