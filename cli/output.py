@@ -120,7 +120,6 @@ class RichOutput:
             c.print(f"[red]invalid[/red]: {report['location']} "
                     f"({len(report['problems'])} problem(s))")
 
-
     def written(self, doc: dict) -> None:
         """The summary of a write (see :func:`cli.summary.write_summary`)."""
         c = self.console
