@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
+import threading
 
 from statefmt.errors import Interrupted, StatectlError
 
@@ -85,18 +87,25 @@ def _quiet_pyspark_loggers() -> None:
     logging.getLogger().addHandler(logging.NullHandler())
 
 
+_INTERRUPTED = threading.Event()
+
+
 def _plain_interrupts() -> None:
-    """Ctrl-C raises KeyboardInterrupt and nothing more.
+    """Ctrl-C raises KeyboardInterrupt and is remembered.
 
     PySpark's own handler cancels every job through the gateway from inside the
     signal handler, while the main thread is mid-call on it: that call fails
     and leaves tracebacks. The writer cancels its own jobs when it cleans up.
+    An interrupt can also surface as a gateway error ("Answer from Java side is
+    empty") instead of KeyboardInterrupt, so :func:`spark_errors` asks the flag.
     """
-    import signal
-    import threading
-
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGINT, _on_interrupt)
+
+
+def _on_interrupt(signum, frame):
+    _INTERRUPTED.set()
+    raise KeyboardInterrupt
 
 
 @contextlib.contextmanager
@@ -107,14 +116,12 @@ def spark_errors():
 
     try:
         yield
-    except StatectlError:
-        raise
-    except KeyboardInterrupt:
+    except (StatectlError, KeyboardInterrupt, PySparkException, Py4JError) as e:
         if debug_enabled():
             raise
-        raise Interrupted("interrupted") from None
-    except (PySparkException, Py4JError) as e:
-        if debug_enabled():
+        if isinstance(e, KeyboardInterrupt) or _INTERRUPTED.is_set():
+            raise Interrupted("interrupted") from None
+        if isinstance(e, StatectlError):
             raise
         from readers.reader import spark_message
 
