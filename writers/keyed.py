@@ -27,6 +27,7 @@ from .definitions import (
     ValueState,
 )
 from .errors import DuplicateKeyError, InputError, NullKeyError, SpecError
+from .grouping import LIST, VALUE, GroupedState, TaskGrouping
 from .partitioning import Chunks
 from .sql import checked_key_group_sql, key_repr_sql, lit, q, raise_sql
 
@@ -39,8 +40,11 @@ class KeyedPlan:
     key: tuple[Field, ...]
     namespace_type: DataType | None
     states: tuple[KeyedStateDescriptor, ...]
-    table: object | None  # DataFrame: _key_group, key, [namespace], states; partitioned, sorted
+    # DataFrame: _key_group, key, [namespace], states; partitioned, sorted. With a grouping,
+    # the input rows instead, partitioned and sorted alike: the tasks group them.
+    table: object | None
     timers: object | None  # DataFrame: _key_group, key, [namespace], timestamp, domain
+    grouping: TaskGrouping | None = None
 
 
 class _Inputs:
@@ -97,16 +101,30 @@ def _label(item) -> str:
     return f"state {item.name!r}"
 
 
-def plan_keyed(keyed: KeyedData, uid: str, max_parallelism: int, chunks: Chunks) -> KeyedPlan:
+def plan_keyed(keyed: KeyedData, uid: str, max_parallelism: int, chunks: Chunks,
+               group_in_tasks: bool = False) -> KeyedPlan:
+    """The Spark plan of an operator's keyed table and timers.
+
+    With *group_in_tasks*, an operator whose states are all plain value states and
+    unordered list states leaves the grouping per key to the writing tasks
+    (:mod:`writers.grouping`); the plan's ``grouping`` then says how.
+    """
     what = f"operator {uid!r}"
     _check_names(keyed, what)
     inputs = _Inputs(keyed, what, max_parallelism)
     key = tuple(Field(n, t) for n, t in zip(inputs.key, inputs.key_types))
-    table, states = None, ()
-    if keyed.states:
+    table, states, grouping = None, (), None
+    if keyed.states and group_in_tasks and all(map(_groups_in_tasks, keyed.states)):
+        table, states, grouping = _sorted_rows(keyed, inputs, chunks, what)
+    elif keyed.states:
         table, states = _state_table(keyed, inputs, chunks, what)
     timers = _timer_table(keyed, inputs, chunks, what) if keyed.timers else None
-    return KeyedPlan(key, inputs.ns_type, states, table, timers)
+    return KeyedPlan(key, inputs.ns_type, states, table, timers, grouping)
+
+
+def _groups_in_tasks(state) -> bool:
+    return (isinstance(state, ValueState) and not state.combine) or \
+        (isinstance(state, ListState) and not state.order_by)
 
 
 def _check_names(keyed: KeyedData, what: str) -> None:
@@ -119,7 +137,8 @@ def _check_names(keyed: KeyedData, what: str) -> None:
             raise SpecError(f"{what}: state name {s.name!r} clashes with a key or reserved column")
 
 
-def _state_table(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str):
+def _tagged_union(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str):
+    """Every state's input projected and unioned, with the partitioning tag; and each state's tag."""
     groups = _input_groups(keyed, inputs)
     tag_of = {i: g for g, (_, members) in enumerate(groups) for i, _ in members}
     parts = [_project_group(df, members, g, inputs, what) for g, (df, members) in enumerate(groups)]
@@ -127,12 +146,32 @@ def _state_table(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str):
     for p in parts[1:]:
         union = union.unionByName(p, allowMissingColumns=True)
     union = union.selectExpr("*", f"{chunks.tag_sql(KEY_GROUP_COLUMN)} AS {PART}")
+    return union, tag_of, len(groups)
+
+
+def _sorted_rows(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str):
+    union, tag_of, inputs_count = _tagged_union(keyed, inputs, chunks, what)
+    rows = union.repartition(chunks.count, PART).sortWithinPartitions(*inputs.group_columns)
+    states, descriptors = [], []
+    for i, state in enumerate(keyed.states):
+        kind = VALUE if isinstance(state, ValueState) else LIST
+        states.append(GroupedState(state.name, kind, _col(i, "v"),
+                                   tag_of[i] if inputs_count > 1 else None,
+                                   f"{what}, {kind} state {state.name!r}"))
+        t = spark_field_type(union, _col(i, "v"))
+        descriptors.append(KeyedStateDescriptor(state.name, kind, t))
+    grouping = TaskGrouping(tuple(inputs.group_columns), tuple(inputs.key), TAG, tuple(states))
+    return rows.drop(PART), tuple(descriptors), grouping
+
+
+def _state_table(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str):
+    union, tag_of, inputs_count = _tagged_union(keyed, inputs, chunks, what)
     # grouping columns first: with sort-based aggregation (see writers.job) the rows come
     # out sorted by (key group, key), so the sort below costs nothing
     grouped = union.repartition(chunks.count, PART).groupBy(*inputs.group_columns, PART)
     raw = []
     for i, state in enumerate(keyed.states):
-        only = f" FILTER (WHERE {TAG} = {tag_of[i]})" if len(groups) > 1 else ""
+        only = f" FILTER (WHERE {TAG} = {tag_of[i]})" if inputs_count > 1 else ""
         raw += _raw_aggregates(state, i, only)
     aggregated = grouped.agg(*[_expr(e) for e in raw])
     finals = [_final(state, i, inputs, what) for i, state in enumerate(keyed.states)]

@@ -11,6 +11,7 @@ from statefmt.model import CANONICAL, ROCKSDB, KeyedSection, Operator, OperatorS
 
 from .definitions import KeyedData, KeyedFunction, OperatorData
 from .function import plan_function
+from .grouping import TaskGrouping
 from .job import WriteSession
 from .keyed import plan_keyed
 from .native import NativeTarget, check_databases, native_job, subtask_chunks
@@ -93,7 +94,7 @@ def plan_operator(data: OperatorData, max_parallelism: int, fmt: str,
         Chunks.plan(max_parallelism, data.parallelism, target_tasks(session.spark))
     jobs, section = [], None
     if isinstance(data.keyed, KeyedData):
-        plan = plan_keyed(data.keyed, data.uid, max_parallelism, chunks)
+        plan = plan_keyed(data.keyed, data.uid, max_parallelism, chunks, group_in_tasks=not native)
         section = KeyedSection(plan.key, plan.states, namespace_type=plan.namespace_type)
         keyed = FileTarget(kind="keyed", schema=keyed_schema(section), **target)
         timers = FileTarget(kind="timers", schema=timers_schema(section), **target)
@@ -103,7 +104,7 @@ def plan_operator(data: OperatorData, max_parallelism: int, fmt: str,
                          native_job(plan.table, plan.timers, spec, chunks)))
         if plan.table is not None and not native:
             jobs.append((f"keyed state of {data.uid}",
-                         chunked_job(plan.table, keyed, chunks, data.uid)))
+                         chunked_job(plan.table, keyed, chunks, data.uid, plan.grouping)))
         if plan.timers is not None and not native:
             jobs.append((f"timers of {data.uid}", chunked_job(plan.timers, timers, chunks, data.uid)))
     elif isinstance(data.keyed, KeyedFunction):
@@ -120,17 +121,22 @@ def plan_operator(data: OperatorData, max_parallelism: int, fmt: str,
     return OperatorPlan(operator, jobs)
 
 
-def chunked_job(df, target: FileTarget, chunks: Chunks, uid: str):
-    """A job writing *df* (partitioned by chunk, sorted by key group) as one file per chunk."""
+def chunked_job(df, target: FileTarget, chunks: Chunks, uid: str,
+                grouping: TaskGrouping | None = None):
+    """A job writing *df* (partitioned by chunk, sorted by key group) as one file per chunk.
+
+    With a *grouping*, *df*'s rows are first grouped per key in the task.
+    """
     what = f"operator {uid!r}, {target.kind}"
-    return df.mapInArrow(partial(_write_chunked, target, chunks.ranges, what), HANDLE_DDL)
+    return df.mapInArrow(partial(_write_chunked, target, chunks.ranges, what, grouping),
+                         HANDLE_DDL)
 
 
-def _write_chunked(target: FileTarget, ranges, what: str, batches):
+def _write_chunked(target: FileTarget, ranges, what: str, grouping, batches):
     sink = ChunkedSink(target, ranges, what)
 
     def body():
-        for batch in batches:
+        for batch in grouping.tables(batches) if grouping is not None else batches:
             sink.write(batch)
 
     yield from guarded([sink], body)
