@@ -145,3 +145,12 @@ def test_both_plans_write_the_same_rows(spark, tmp_path):
             for r in keyed_rows(out, "p")))
     assert tables[0] == tables[1]
     assert len(tables[0]) == len(firsts)
+
+
+def test_timers_repeated_across_batches_are_kept_once():
+    timers = TaskGrouping(("_key_group", "k", "timestamp", "domain"), ("k",), "_tag", ())
+    rows = [(1, "a", 5, "event"), (1, "a", 5, "event"), (1, "a", 5, "processing"),
+            (1, "a", 7, "event"), (1, "a", 7, "event"), (2, "b", 7, "event")]
+    table = pa.table({name: [r[i] for r in rows] for i, name in enumerate(timers.group_columns)})
+    got = [r for t in timers.tables(table.to_batches(max_chunksize=2)) for r in t.to_pylist()]
+    assert [tuple(r.values()) for r in got] == sorted(set(rows))

@@ -45,6 +45,7 @@ class KeyedPlan:
     table: object | None
     timers: object | None  # DataFrame: _key_group, key, [namespace], timestamp, domain
     grouping: TaskGrouping | None = None
+    timer_grouping: TaskGrouping | None = None  # with it, ``timers`` may repeat a timer
 
 
 class _Inputs:
@@ -107,7 +108,8 @@ def plan_keyed(keyed: KeyedData, uid: str, max_parallelism: int, chunks: Chunks,
 
     With *group_in_tasks*, an operator whose states are all plain value states and
     unordered list states leaves the grouping per key to the writing tasks
-    (:mod:`writers.grouping`); the plan's ``grouping`` then says how.
+    (:mod:`writers.grouping`); the plan's ``grouping`` then says how. Timers are
+    then also sorted only, and their repeats dropped by the tasks (``timer_grouping``).
     """
     what = f"operator {uid!r}"
     _check_names(keyed, what)
@@ -118,8 +120,10 @@ def plan_keyed(keyed: KeyedData, uid: str, max_parallelism: int, chunks: Chunks,
         table, states, grouping = _sorted_rows(keyed, inputs, chunks, what)
     elif keyed.states:
         table, states = _state_table(keyed, inputs, chunks, what)
-    timers = _timer_table(keyed, inputs, chunks, what) if keyed.timers else None
-    return KeyedPlan(key, inputs.ns_type, states, table, timers, grouping)
+    timers, timer_grouping = None, None
+    if keyed.timers:
+        timers, timer_grouping = _timer_table(keyed, inputs, chunks, what, group_in_tasks)
+    return KeyedPlan(key, inputs.ns_type, states, table, timers, grouping, timer_grouping)
 
 
 def _groups_in_tasks(state) -> bool:
@@ -314,7 +318,9 @@ def _descriptor(state, table) -> KeyedStateDescriptor:
     return KeyedStateDescriptor(state.name, "aggregating", t, function=state.function)
 
 
-def _timer_table(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str):
+def _timer_table(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str,
+                 in_tasks: bool):
+    """The timers, partitioned and sorted; made distinct by Spark, or by the tasks (*in_tasks*)."""
     parts = []
     for timers in keyed.timers:
         where = f"{what}, {timers.domain}-time timers"
@@ -340,5 +346,8 @@ def _timer_table(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str):
         union = union.unionByName(p)
     union = union.selectExpr("*", f"{chunks.tag_sql(KEY_GROUP_COLUMN)} AS {PART}")
     columns = inputs.group_columns + ["timestamp", "domain"]
+    if in_tasks:  # a timer repeated in the sorted rows is a run the tasks keep once
+        rows = union.repartition(chunks.count, PART).sortWithinPartitions(*columns).drop(PART)
+        return rows, TaskGrouping(tuple(columns), tuple(inputs.key), TAG, ())
     distinct = union.repartition(chunks.count, PART).groupBy(*columns, PART).count()
-    return distinct.select(*columns).sortWithinPartitions(*columns)
+    return distinct.select(*columns).sortWithinPartitions(*columns), None

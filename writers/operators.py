@@ -106,7 +106,8 @@ def plan_operator(data: OperatorData, max_parallelism: int, fmt: str,
             jobs.append((f"keyed state of {data.uid}",
                          chunked_job(plan.table, keyed, chunks, data.uid, plan.grouping)))
         if plan.timers is not None and not native:
-            jobs.append((f"timers of {data.uid}", chunked_job(plan.timers, timers, chunks, data.uid)))
+            jobs.append((f"timers of {data.uid}",
+                         chunked_job(plan.timers, timers, chunks, data.uid, plan.timer_grouping)))
     elif isinstance(data.keyed, KeyedFunction):
         section, df = plan_function(data.keyed, data.uid, max_parallelism, chunks, target, native)
         jobs.append((f"keyed state of {data.uid} (per-key function)", df))
