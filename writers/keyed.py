@@ -7,6 +7,10 @@ on a superset of the partitioning), each state computed with an aggregate
 ``FILTER (WHERE tag = i)``, sorted by key group, and written by the tasks.
 Duplicates, null keys and null map keys fail the job with a message naming
 the key (see :func:`writers.sql.raise_sql`).
+
+When every state is a plain value state or an unordered list state, the
+aggregate is left out: the rows are only sorted by (key group, key, namespace)
+and the writing tasks group them (:mod:`writers.grouping`), which is cheaper.
 """
 
 from __future__ import annotations
