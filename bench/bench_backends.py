@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from common import session
 
-from statefmt.backends import HeapBackend, RocksDBBackend, commit_snapshots
+from statectl.statefmt.backends import HeapBackend, RocksDBBackend, commit_snapshots
 
 MAX_P = 128
 
@@ -122,7 +122,7 @@ def main(argv=None) -> int:
 
 
 def spark_reads(args, tmp: str) -> None:
-    from readers import open_savepoint
+    from statectl.readers import open_savepoint
 
     subtasks = [RocksDBBackend.create("bench", subtask=i, parallelism=2, max_parallelism=MAX_P,
                                       key=[("user", "string")]) for i in range(2)]

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from statefmt.build import write_keyed_files, write_operator_state_file
-from statefmt.fs import Location
-from statefmt.ids import operator_id_for_uid
-from statefmt.model import Field, KeyedSection, KeyedStateDescriptor, Operator, OperatorState, Savepoint
-from statefmt.savepoint import commit, new_savepoint_id, now_iso
+from statectl.statefmt.build import write_keyed_files, write_operator_state_file
+from statectl.statefmt.fs import Location
+from statectl.statefmt.ids import operator_id_for_uid
+from statectl.statefmt.model import Field, KeyedSection, KeyedStateDescriptor, Operator, OperatorState, Savepoint
+from statectl.statefmt.savepoint import commit, new_savepoint_id, now_iso
 
 
 def build(path: Path, operators: int) -> None:

@@ -30,11 +30,11 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from common import session
 
-from statefmt.build import write_keyed_files  # noqa: E402
-from statefmt.fs import Location  # noqa: E402
-from statefmt.ids import operator_id_for_uid  # noqa: E402
-from statefmt.model import Field, KeyedSection, KeyedStateDescriptor, Operator, Savepoint  # noqa: E402
-from statefmt.savepoint import commit, file_location, load, new_savepoint_id, now_iso  # noqa: E402
+from statectl.statefmt.build import write_keyed_files  # noqa: E402
+from statectl.statefmt.fs import Location  # noqa: E402
+from statectl.statefmt.ids import operator_id_for_uid  # noqa: E402
+from statectl.statefmt.model import Field, KeyedSection, KeyedStateDescriptor, Operator, Savepoint  # noqa: E402
+from statectl.statefmt.savepoint import commit, file_location, load, new_savepoint_id, now_iso  # noqa: E402
 
 UID = "counter"
 STATES = (
@@ -77,9 +77,9 @@ def aggregate(df):
 
 
 def executor_check(spark, sp_dir: Path, runs: int) -> list[float]:
-    from readers.files import splits
-    from readers.verify import verify_splits
-    from statefmt.canonical import keyed_schema
+    from statectl.readers.files import splits
+    from statectl.readers.verify import verify_splits
+    from statectl.statefmt.canonical import keyed_schema
 
     sp = load(str(sp_dir))
     keyed = sp.operator(UID).keyed
@@ -110,7 +110,7 @@ def main() -> None:
     size = sum(f.size for f in sp.operator(UID).keyed.files)
     print(f"{len(files)} files, {size / 2**20:.1f} MiB")
 
-    from readers import open_savepoint
+    from statectl.readers import open_savepoint
 
     spark = session("bench-read", arrow=False, extra_conf={"spark.sql.shuffle.partitions": "8"})
     spark_copy = root / "spark-parquet"

@@ -2,7 +2,7 @@
 beside a plain Spark read + write of the same rows as Parquet, in the same run.
 
 * baseline: ``spark.read.parquet(<the operator's keyed files>).write.parquet(...)``
-* rescale:  ``writers.rescale.rescale`` 128 -> 256 key groups (files checked,
+* rescale:  ``statectl.writers.rescale.rescale`` 128 -> 256 key groups (files checked,
   every key re-grouped in the JVM, shuffled to its new key-group chunk, sorted,
   written, checksummed, committed)
 * parallelism only: the same savepoint at another parallelism (metadata only)
@@ -30,7 +30,7 @@ from common import session
 
 
 def build_base(spark, path: str, keys: int):
-    from writers import KeyedData, ListState, OperatorData, SavepointWriter, ValueState
+    from statectl.writers import KeyedData, ListState, OperatorData, SavepointWriter, ValueState
 
     rows = spark.range(keys).selectExpr(
         "concat('user-', CAST(id AS STRING)) AS user", "id AS count",
@@ -48,8 +48,8 @@ def main() -> None:
     parser.add_argument("--driver-memory", default="6g")
     args = parser.parse_args()
 
-    from statefmt.savepoint import file_location
-    from writers.rescale import rescale
+    from statectl.statefmt.savepoint import file_location
+    from statectl.writers.rescale import rescale
 
     spark = session("bench-rescale", driver_memory=args.driver_memory,
                     extra_conf={"spark.sql.shuffle.partitions": "8"})

@@ -53,13 +53,13 @@ def main() -> None:
     import warnings
 
     warnings.filterwarnings("ignore")
-    from statefmt.model import KEY_GROUP_COLUMN
-    from writers import KeyedData, ListState, OperatorData, SavepointWriter, ValueState
-    from writers.job import JOB_CONF
-    from writers.keyed import PART, plan_keyed
-    from writers.operators import target_tasks
-    from writers.partitioning import Chunks
-    from writers.sql import checked_key_group_sql
+    from statectl.statefmt.model import KEY_GROUP_COLUMN
+    from statectl.writers import KeyedData, ListState, OperatorData, SavepointWriter, ValueState
+    from statectl.writers.job import JOB_CONF
+    from statectl.writers.keyed import PART, plan_keyed
+    from statectl.writers.operators import target_tasks
+    from statectl.writers.partitioning import Chunks
+    from statectl.writers.sql import checked_key_group_sql
 
     spark = session("bench-write", "local[*]")
     jvm = spark.sparkContext._jvm
@@ -73,7 +73,7 @@ def main() -> None:
     chunks = Chunks.plan(128, args.parallelism, target_tasks(spark))
     grouped = plan_keyed(keyed, "proc", 128, chunks).table
     sorted_rows = plan_keyed(keyed, "proc", 128, chunks, group_in_tasks=True).table
-    # shuffle only: the rows tagged as the bootstrap tags them (writers.keyed._state_table),
+    # shuffle only: the rows tagged as the bootstrap tags them (statectl.writers.keyed._state_table),
     # sent to the task of their key-group chunk; nothing grouped, nothing sorted
     shuffled = df.selectExpr(
         "*", f"{checked_key_group_sql(['user'], 128, 'bench')} AS {KEY_GROUP_COLUMN}"

@@ -1,7 +1,7 @@
 """`statectl`: inspect, read, bootstrap, modify and rescale savepoints.
 
 Commands here only parse options, call the library and hand results to
-:mod:`cli.output`. Spark is imported only by the commands that need it.
+:mod:`statectl.cli.output`. Spark is imported only by the commands that need it.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import traceback
 
 import typer
 
-from statefmt import __version__
-from statefmt.errors import StatectlError
+from statectl.statefmt import __version__
+from statectl.statefmt.errors import StatectlError
 
 from .options import OPTIONS, debug_enabled
 from .output import output_for, print_error
@@ -49,7 +49,7 @@ def info(
     json_: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
 ) -> None:
     """Show what a savepoint holds: operators, states, types, files and sizes."""
-    from statefmt.savepoint import load
+    from statectl.statefmt.savepoint import load
 
     from .summary import savepoint_summary
 
@@ -62,7 +62,7 @@ def validate(
     json_: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
 ) -> None:
     """Check every file reference, size, checksum and schema. Exit 1 if anything is wrong."""
-    from statefmt.validate import validate as run_validation
+    from statectl.statefmt.validate import validate as run_validation
 
     report = run_validation(savepoint)
     doc = {

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from statefmt.types import type_str
+from statectl.statefmt.types import type_str
 
 
 def human_bytes(n: int) -> str:
@@ -121,7 +121,7 @@ class RichOutput:
                     f"({len(report['problems'])} problem(s))")
 
     def written(self, doc: dict) -> None:
-        """The summary of a write (see :func:`cli.summary.write_summary`)."""
+        """The summary of a write (see :func:`statectl.cli.summary.write_summary`)."""
         c = self.console
         c.print(f"[green]wrote[/green] savepoint {doc['savepoint_id']} to {escape(doc['location'])}")
         table = Table(box=box.SIMPLE_HEAD)
@@ -184,7 +184,7 @@ _JSON_OPTIONS = {
 
 def check_frame_output(fmt: str, output: str | None) -> None:
     """Refuse impossible format/output combinations before any Spark work starts."""
-    from statefmt.errors import UsageError
+    from statectl.statefmt.errors import UsageError
 
     if fmt not in FRAME_FORMATS:
         raise UsageError(f"unknown format {fmt!r}; formats: {', '.join(FRAME_FORMATS)}")
@@ -278,7 +278,7 @@ def _write_lines(lines, output: str | None) -> None:
 
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return
-    from statefmt.fs import Location
+    from statectl.statefmt.fs import Location
 
     with Location.of(output).open_output_stream() as out:
         for text in lines:
@@ -286,8 +286,8 @@ def _write_lines(lines, output: str | None) -> None:
 
 
 def _frame_parquet(df, output: str) -> None:
-    from statefmt.errors import UsageError
-    from statefmt.fs import Location
+    from statectl.statefmt.errors import UsageError
+    from statectl.statefmt.fs import Location
 
     loc = Location.of(output)
     if loc.exists():

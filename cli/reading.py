@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from statefmt.errors import UsageError
+from statectl.statefmt.errors import UsageError
 
 from .spark import MASTER_HELP as _MASTER_HELP
 from .spark import spark_errors, start_spark
@@ -42,10 +42,10 @@ def read(
     master: Optional[str] = typer.Option(None, "--master", help=_MASTER_HELP),
 ) -> None:
     """Read one operator's keyed table, timers, or an operator state."""
-    from readers import SavepointReader, find_operator
-    from readers.resolve import choose_table
-    from statefmt.ids import OperatorRef
-    from statefmt.savepoint import load
+    from statectl.readers import SavepointReader, find_operator
+    from statectl.readers.resolve import choose_table
+    from statectl.statefmt.ids import OperatorRef
+    from statectl.statefmt.savepoint import load
 
     check_frame_output(fmt, output)
     sp = load(savepoint)
@@ -74,8 +74,8 @@ def sql(
     master: Optional[str] = typer.Option(None, "--master", help=_MASTER_HELP),
 ) -> None:
     """Run a Spark SQL query over every state of a savepoint."""
-    from readers import SavepointReader
-    from statefmt.savepoint import load
+    from statectl.readers import SavepointReader
+    from statectl.statefmt.savepoint import load
 
     check_frame_output(fmt, output)
     sp = load(savepoint)
@@ -88,7 +88,7 @@ def filtered(df, where: str):
     """*df* filtered by a SQL condition; a condition Spark cannot parse or resolve is a UsageError."""
     from pyspark.errors import PySparkException
 
-    from readers.reader import spark_message
+    from statectl.readers.reader import spark_message
 
     try:
         return df.filter(where)

@@ -33,9 +33,9 @@ def rescale(
     A new parallelism alone keeps the keyed files (they are indexed by key group);
     operator list and union state are dealt out again. Other operators are shallow copies.
     """
-    from statefmt.savepoint import check_output, load
-    from writers.rescale import choose_operators
-    from writers.rescale import rescale as run_rescale
+    from statectl.statefmt.savepoint import check_output, load
+    from statectl.writers.rescale import choose_operators
+    from statectl.writers.rescale import rescale as run_rescale
 
     check_output(output)
     choose_operators(load(savepoint), max_parallelism, parallelism, uid)  # fail before Spark starts

@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 
-from statefmt.errors import Interrupted, StatectlError
+from statectl.statefmt.errors import Interrupted, StatectlError
 
 from .options import debug_enabled
 
@@ -33,10 +33,6 @@ def spark_session(master: str | None = None, app_name: str = "statectl"):
     """A SparkSession: *master* if given, else SPARK_MASTER / spark-submit's, else local[*]."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    # Python workers start as `python -m pyspark.daemon`, which would put the current
-    # directory first on sys.path: a folder there named like one of statectl's
-    # packages (a checkout of another version, say) would shadow the installed one.
-    os.environ.setdefault("PYTHONSAFEPATH", "1")
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name)
@@ -123,7 +119,7 @@ def spark_errors():
             raise Interrupted("interrupted") from None
         if isinstance(e, StatectlError):
             raise
-        from readers.reader import spark_message
+        from statectl.readers.reader import spark_message
 
         hint = " (--debug shows Spark's own output)" if "JAVA_GATEWAY" in str(e) else ""
         raise StatectlError(f"Spark failed: {spark_message(e)}{hint}") from None

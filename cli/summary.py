@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from statefmt.model import DataFile, Operator, Savepoint
-from statefmt.savepoint import file_location
-from statefmt.types import type_str
+from statectl.statefmt.model import DataFile, Operator, Savepoint
+from statectl.statefmt.savepoint import file_location
+from statectl.statefmt.types import type_str
 
 
 def _files(files) -> dict:

@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from statefmt.errors import UsageError
+from statectl.statefmt.errors import UsageError
 
 from .spark import MASTER_HELP as _MASTER_HELP
 from .spark import spark_errors, start_spark
@@ -40,9 +40,9 @@ def bootstrap(
     json_: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
 ) -> None:
     """Write a savepoint from data files (Parquet, CSV, JSON lines) described by a spec."""
-    from statefmt.savepoint import check_output, load
-    from writers import SavepointWriter
-    from writers.spec import load_spec
+    from statectl.statefmt.savepoint import check_output, load
+    from statectl.writers import SavepointWriter
+    from statectl.writers.spec import load_spec
 
     parsed = load_spec(spec)
     physical = fmt or parsed.format
@@ -70,8 +70,8 @@ def modify(
     json_: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
 ) -> None:
     """Derive a savepoint by metadata alone: remove or rename operators, or copy it whole."""
-    from statefmt.savepoint import check_output
-    from writers import SavepointWriter
+    from statectl.statefmt.savepoint import check_output
+    from statectl.writers import SavepointWriter
 
     check_output(output)
     writer = SavepointWriter.from_existing(base)
@@ -86,7 +86,7 @@ def modify(
 
 
 def _check_format(physical: str) -> None:
-    from statefmt.model import PHYSICAL_FORMATS
+    from statectl.statefmt.model import PHYSICAL_FORMATS
 
     if physical not in PHYSICAL_FORMATS:
         raise UsageError(f"unknown format {physical!r}; known: canonical, rocksdb")
@@ -99,7 +99,7 @@ def progress(spark, quiet: bool):
     """A progress bar on stderr fed by the Spark jobs; yields the writer's on_job callback."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from writers.progress import ProgressWatcher
+    from statectl.writers.progress import ProgressWatcher
 
     if quiet:
         yield None

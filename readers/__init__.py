@@ -1,6 +1,6 @@
 """Savepoints as Spark DataFrames: every kind of state, read by Spark's own Parquet reader.
 
-    from readers import open_savepoint
+    from statectl.readers import open_savepoint
     sp = open_savepoint(spark, "s3://bucket/savepoints/sp-42")
     sp.catalogue().show()
     sp.keyed("counter", states=["count"]).groupBy("count").count().show()

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from statefmt.model import Savepoint
-from statefmt.types import map_of, type_str
+from statectl.statefmt.model import Savepoint
+from statectl.statefmt.types import map_of, type_str
 
 from .resolve import KEYED, OPERATOR_STATE, TIMERS, TableChoice
 

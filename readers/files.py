@@ -14,10 +14,10 @@ from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 
-from statefmt.fs import Location
-from statefmt.model import DataFile, Savepoint
-from statefmt.savepoint import file_location
-from statefmt.types import from_arrow, quote_identifier, to_spark_ddl
+from statectl.statefmt.fs import Location
+from statectl.statefmt.model import DataFile, Savepoint
+from statectl.statefmt.savepoint import file_location
+from statectl.statefmt.types import from_arrow, quote_identifier, to_spark_ddl
 
 _GLOB_CHARS = re.compile(r"([\\{}\[\]*?])")
 # pyarrow and Hadoop spell some schemes differently.

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from statefmt.canonical import TIMER_DOMAINS, files_for_range, keyed_schema, timers_schema
-from statefmt.errors import UsageError
-from statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, ROCKSDB, Operator, Savepoint
+from statectl.statefmt.canonical import TIMER_DOMAINS, files_for_range, keyed_schema, timers_schema
+from statectl.statefmt.errors import UsageError
+from statectl.statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, ROCKSDB, Operator, Savepoint
 
 from .files import read_splits, splits
 

@@ -1,7 +1,7 @@
 """Native (RocksDB) savepoints into DataFrames: a Python Data Source, one partition per subtask.
 
 Spark cannot read RocksDB files, so a Python Data Source decodes them
-(`statefmt.native_read`) and yields Arrow batches with the canonical table's
+(`statectl.statefmt.native_read`) and yields Arrow batches with the canonical table's
 schema; the DataFrame is then the one a canonical savepoint gives. Files are
 verified (size, sha256) inside the tasks as they are fetched.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from statefmt.canonical import keyed_schema, timers_schema
-from statefmt.model import Operator, Savepoint
+from statectl.statefmt.canonical import keyed_schema, timers_schema
+from statectl.statefmt.model import Operator, Savepoint
 
 from .files import spark_ddl
 
@@ -45,14 +45,14 @@ class NativeReader(DataSourceReader):
         self.timers = options["table"] == "timers"
 
     def _operator(self) -> tuple[Savepoint, Operator]:
-        from statefmt.ids import OperatorRef
-        from statefmt.savepoint import load
+        from statectl.statefmt.ids import OperatorRef
+        from statectl.statefmt.savepoint import load
 
         sp = load(self.location)
         return sp, sp.operator(OperatorRef(operator_id=self.operator_id))
 
     def partitions(self):
-        from statefmt.native import subtask_databases
+        from statectl.statefmt.native import subtask_databases
 
         _, op = self._operator()
         return [SubtaskPartition(lo, hi) for lo, hi in sorted(subtask_databases(op))]
@@ -60,7 +60,7 @@ class NativeReader(DataSourceReader):
     def read(self, partition):
         import pyarrow as pa
 
-        from statefmt.native_read import read_subtask
+        from statectl.statefmt.native_read import read_subtask
 
         sp, op = self._operator()
         for batch in read_subtask(sp, op, (partition.first, partition.last), self.timers):

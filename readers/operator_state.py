@@ -8,8 +8,8 @@ once, not once per subtask). Broadcast state: one copy of the map, ``key`` and
 
 from __future__ import annotations
 
-from statefmt.canonical import operator_state_schema
-from statefmt.model import OperatorState, Savepoint
+from statectl.statefmt.canonical import operator_state_schema
+from statectl.statefmt.model import OperatorState, Savepoint
 
 from .files import read_splits, splits
 

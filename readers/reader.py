@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 
-from statefmt.canonical import keyed_schema, operator_state_schema, timers_schema
-from statefmt.errors import UnknownStateError, UsageError
-from statefmt.fs import Location
-from statefmt.ids import OperatorRef
-from statefmt.model import CANONICAL, Operator, Savepoint
-from statefmt.savepoint import load
-from statefmt.validate import files_with_schemas
+from statectl.statefmt.canonical import keyed_schema, operator_state_schema, timers_schema
+from statectl.statefmt.errors import UnknownStateError, UsageError
+from statectl.statefmt.fs import Location
+from statectl.statefmt.ids import OperatorRef
+from statectl.statefmt.model import CANONICAL, Operator, Savepoint
+from statectl.statefmt.savepoint import load
+from statectl.statefmt.validate import files_with_schemas
 
 from .catalogue import View, catalogue_frame, views
 from .files import Split, spark_file_key, split_key, splits
@@ -108,7 +108,7 @@ class SavepointReader:
         return [v.name for v in views(self.savepoint)]
 
     def register_views(self) -> list[str]:
-        """Register every state as a temporary view (names: see `readers.catalogue`).
+        """Register every state as a temporary view (names: see `statectl.readers.catalogue`).
 
         Every file of the savepoint is checked first, in one Spark job.
         """

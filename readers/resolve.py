@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from statefmt.errors import UnknownStateError, UsageError
-from statefmt.ids import OperatorRef
-from statefmt.model import Operator, Savepoint
+from statectl.statefmt.errors import UnknownStateError, UsageError
+from statectl.statefmt.ids import OperatorRef
+from statectl.statefmt.model import Operator, Savepoint
 
 KEYED = "keyed"
 TIMERS = "timers"

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from statefmt import errors
-from statefmt.canonical import check_parquet
-from statefmt.errors import StatectlError
-from statefmt.integrity import verify_file
+from statectl.statefmt import errors
+from statectl.statefmt.canonical import check_parquet
+from statectl.statefmt.errors import StatectlError
+from statectl.statefmt.integrity import verify_file
 
 from .files import Split
 

@@ -4,6 +4,7 @@ Pure Python and pyarrow; never imports Spark, so `statectl info` and
 `validate` and the job-side state backends start without a JVM.
 """
 
+from .. import __version__
 from .errors import StatectlError
 from .ids import OperatorRef, operator_id_for_uid
 from .keygroups import (
@@ -27,8 +28,6 @@ from .model import (
     Savepoint,
 )
 from .savepoint import commit, file_location, load
-
-__version__ = "0.1.0"
 
 __all__ = [
     "StatectlError", "OperatorRef", "operator_id_for_uid", "MAX_MAX_PARALLELISM",

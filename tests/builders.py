@@ -7,10 +7,10 @@ from decimal import Decimal
 
 import pyarrow as pa
 
-from statefmt.build import write_keyed_files, write_operator_state_file
-from statefmt.fs import Location
-from statefmt.ids import operator_id_for_uid
-from statefmt.model import (
+from statectl.statefmt.build import write_keyed_files, write_operator_state_file
+from statectl.statefmt.fs import Location
+from statectl.statefmt.ids import operator_id_for_uid
+from statectl.statefmt.model import (
     Field,
     KeyedSection,
     KeyedStateDescriptor,
@@ -18,8 +18,8 @@ from statefmt.model import (
     OperatorState,
     Savepoint,
 )
-from statefmt.savepoint import commit, new_savepoint_id, now_iso
-from statefmt.types import from_arrow, to_arrow
+from statectl.statefmt.savepoint import commit, new_savepoint_id, now_iso
+from statectl.statefmt.types import from_arrow, to_arrow
 
 UTC = dt.timezone.utc
 TS_UTC = {"timestamp": {"unit": "us", "tz": "UTC"}}

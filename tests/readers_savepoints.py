@@ -17,10 +17,10 @@ import datetime as dt
 
 import pyarrow as pa
 
-from statefmt.build import write_keyed_files, write_operator_state_file
-from statefmt.fs import Location
-from statefmt.ids import operator_id_for_uid
-from statefmt.model import (
+from statectl.statefmt.build import write_keyed_files, write_operator_state_file
+from statectl.statefmt.fs import Location
+from statectl.statefmt.ids import operator_id_for_uid
+from statectl.statefmt.model import (
     Field,
     KeyedSection,
     KeyedStateDescriptor,
@@ -28,8 +28,8 @@ from statefmt.model import (
     OperatorState,
     Savepoint,
 )
-from statefmt.savepoint import commit, load, merge_lineage, new_savepoint_id, now_iso, shallow_copy
-from statefmt.types import to_arrow
+from statectl.statefmt.savepoint import commit, load, merge_lineage, new_savepoint_id, now_iso, shallow_copy
+from statectl.statefmt.types import to_arrow
 
 UTC = dt.timezone.utc
 ACC = {"struct": [{"name": "sum", "type": "float64"}, {"name": "n", "type": "int64"}]}

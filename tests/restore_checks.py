@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from writers import ListState, MapState, ReducingState, Timers, ValueState
+from statectl.writers import ListState, MapState, ReducingState, Timers, ValueState
 
 N = 300
 

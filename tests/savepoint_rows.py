@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 import os
 
-from statefmt.canonical import keyed_schema, operator_state_schema, read_file, timers_schema
-from statefmt.keygroups import key_group_for_key, key_group_range, subtask_for_key_group
-from statefmt.savepoint import file_location, load
+from statectl.statefmt.canonical import keyed_schema, operator_state_schema, read_file, timers_schema
+from statectl.statefmt.keygroups import key_group_for_key, key_group_range, subtask_for_key_group
+from statectl.statefmt.savepoint import file_location, load
 
 
 def _read(sp, files, schema) -> list[dict]:

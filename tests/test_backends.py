@@ -6,11 +6,11 @@ import pyarrow as pa
 import pytest
 
 from builders import KEYED_STATES, build_full_savepoint, keyed_rows, timer_rows
-from statefmt.backends import HeapBackend, RocksDBBackend, commit_snapshots
-from statefmt.canonical import keyed_schema, read_file, timers_schema
-from statefmt.errors import LimitError, UsageError
-from statefmt.keygroups import key_group_for_key, subtask_for_key_group
-from statefmt.savepoint import file_location, load
+from statectl.statefmt.backends import HeapBackend, RocksDBBackend, commit_snapshots
+from statectl.statefmt.canonical import keyed_schema, read_file, timers_schema
+from statectl.statefmt.errors import LimitError, UsageError
+from statectl.statefmt.keygroups import key_group_for_key, subtask_for_key_group
+from statectl.statefmt.savepoint import file_location, load
 
 BACKENDS = [HeapBackend, RocksDBBackend]
 MAX_P = 16

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from statefmt.backends.codec import (
+from statectl.statefmt.backends.codec import (
     KeyLayout,
     ValueCodec,
     key_group_prefix,
@@ -18,8 +18,8 @@ from statefmt.backends.codec import (
     split_timer,
     timer_key,
 )
-from statefmt.errors import DataFileError, UsageError
-from statefmt.types import to_arrow
+from statectl.statefmt.errors import DataFileError, UsageError
+from statectl.statefmt.types import to_arrow
 
 UTC = dt.timezone.utc
 PRIMITIVES = {

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from statefmt.backends import HeapBackend, RocksDBBackend
+from statectl.statefmt.backends import HeapBackend, RocksDBBackend
 from restore_checks import BOOT_TIMERS, ROWS_DDL, boot_states, expected, restored, rows
-from statefmt.savepoint import load
-from writers import KeyedData, OperatorData, SavepointWriter
+from statectl.statefmt.savepoint import load
+from statectl.writers import KeyedData, OperatorData, SavepointWriter
 
 
 @pytest.fixture(scope="module")

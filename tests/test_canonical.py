@@ -7,19 +7,19 @@ import pyarrow.compute as pc
 import pytest
 
 from builders import build_full_savepoint, keyed_rows, keyed_section, timer_rows
-from statefmt.build import write_keyed_files, write_operator_state_file
-from statefmt.canonical import (
+from statectl.statefmt.build import write_keyed_files, write_operator_state_file
+from statectl.statefmt.canonical import (
     keyed_schema,
     operator_state_schema,
     read_file,
     read_key_group_range,
     timers_schema,
 )
-from statefmt.errors import UsageError
-from statefmt.fs import Location
-from statefmt.keygroups import key_group_for_key, key_group_range
-from statefmt.model import KEY_GROUP_COLUMN, OperatorState
-from statefmt.savepoint import file_location, load
+from statectl.statefmt.errors import UsageError
+from statectl.statefmt.fs import Location
+from statectl.statefmt.keygroups import key_group_for_key, key_group_range
+from statectl.statefmt.model import KEY_GROUP_COLUMN, OperatorState
+from statectl.statefmt.savepoint import file_location, load
 
 
 def _read_all(sp, files, schema):

@@ -9,7 +9,7 @@ import pytest
 
 from builders import build_full_savepoint
 from conftest import statectl
-from statefmt.savepoint import commit, load, shallow_copy
+from statectl.statefmt.savepoint import commit, load, shallow_copy
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Value and list state grouped per key inside the writing tasks (writers.grouping).
+"""Value and list state grouped per key inside the writing tasks (statectl.writers.grouping).
 
 The task-side grouping must give exactly what Spark's aggregate plan gives:
 the same rows, and the same error naming the same key.
@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.savepoint_rows import keyed_rows
-from writers import (
+from statectl.writers import (
     DuplicateKeyError,
     KeyedData,
     ListState,
@@ -24,7 +24,7 @@ from writers import (
     SavepointWriter,
     ValueState,
 )
-from writers.grouping import LIST, VALUE, GroupedState, TaskGrouping, key_repr
+from statectl.writers.grouping import LIST, VALUE, GroupedState, TaskGrouping, key_repr
 
 GROUPING = TaskGrouping(
     group_columns=("_key_group", "k", "namespace"), key=("k",), tag_column="_tag",

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from statefmt.errors import KeyTypeError
-from statefmt.keygroups import check_key_type, hash_key, key_group_for_key, key_group_sql
+from statectl.statefmt.errors import KeyTypeError
+from statectl.statefmt.keygroups import check_key_type, hash_key, key_group_for_key, key_group_sql
 
 UTC_TS = {"timestamp": {"unit": "us", "tz": "UTC"}}
 NAIVE_TS = {"timestamp": {"unit": "us", "tz": None}}

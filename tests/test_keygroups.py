@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from statefmt.errors import LimitError, UsageError
-from statefmt.ids import OperatorRef, check_operator_id, operator_id_for_uid
-from statefmt.keygroups import (
+from statectl.statefmt.errors import LimitError, UsageError
+from statectl.statefmt.ids import OperatorRef, check_operator_id, operator_id_for_uid
+from statectl.statefmt.keygroups import (
     MAX_MAX_PARALLELISM,
     check_parallelism,
     default_max_parallelism,
@@ -102,7 +102,7 @@ def test_limits_are_enforced_with_clear_messages():
 @settings(max_examples=300)
 @given(st.integers(0, 5000), st.integers(1, 300))
 def test_even_split_hands_out_every_entry_once_in_order(n, p):
-    from statefmt.keygroups import even_split
+    from statectl.statefmt.keygroups import even_split
 
     slices = [even_split(n, p, i) for i in range(p)]
     assert slices[0][0] == 0 and slices[-1][1] == n

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from builders import build_full_savepoint
-from statefmt.errors import (
+from statectl.statefmt.errors import (
     LimitError,
     MetadataError,
     NotASavepointError,
@@ -18,11 +18,11 @@ from statefmt.errors import (
     UnsupportedVersionError,
     UsageError,
 )
-from statefmt.ids import OperatorRef, operator_id_for_uid
-from statefmt.metadata import decode, encode
-from statefmt.model import DataFile, FileRef, LineageEntry
-from statefmt.refs import check_relative_path
-from statefmt.savepoint import commit, load, prune_lineage, shallow_copy
+from statectl.statefmt.ids import OperatorRef, operator_id_for_uid
+from statectl.statefmt.metadata import decode, encode
+from statectl.statefmt.model import DataFile, FileRef, LineageEntry
+from statectl.statefmt.refs import check_relative_path
+from statectl.statefmt.savepoint import commit, load, prune_lineage, shallow_copy
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +142,7 @@ def test_file_references_into_another_savepoint_need_a_lineage_entry():
 
 
 def test_file_uris_work_like_paths(full):
-    from statefmt.validate import validate
+    from statectl.statefmt.validate import validate
 
     uri = "file://" + full.location
     sp = load(uri)

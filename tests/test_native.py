@@ -18,12 +18,12 @@ from test_backends import (
     handles,
     state_of,
 )
-from statefmt.backends import HeapBackend, RocksDBBackend, commit_snapshots
-from statefmt.canonical import keyed_schema, read_file
-from statefmt.errors import IntegrityError, MetadataError
-from statefmt.metadata import decode
-from statefmt.savepoint import file_location, load
-from statefmt.validate import validate
+from statectl.statefmt.backends import HeapBackend, RocksDBBackend, commit_snapshots
+from statectl.statefmt.canonical import keyed_schema, read_file
+from statectl.statefmt.errors import IntegrityError, MetadataError
+from statectl.statefmt.metadata import decode
+from statectl.statefmt.savepoint import file_location, load
+from statectl.statefmt.validate import validate
 
 
 def native_copy(sp, out, parallelism):
@@ -59,7 +59,7 @@ def test_native_savepoint_is_described_and_valid(savepoints):
     report = validate(nat.location)
     assert report.valid, report.problems
     # the codec round trip keeps every field, the file names included
-    from statefmt.metadata import encode
+    from statectl.statefmt.metadata import encode
     assert decode(encode(nat)) == nat
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from builders import build_full_savepoint
-from readers import open_savepoint
-from statefmt.backends import RocksDBBackend, commit_snapshots
+from statectl.readers import open_savepoint
+from statectl.statefmt.backends import RocksDBBackend, commit_snapshots
 
 MAX_P = 16
 

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from readers import open_savepoint
+from statectl.readers import open_savepoint
 from readers_savepoints import (
     HIDDEN_ID,
     OFFSETS,
@@ -14,15 +14,15 @@ from readers_savepoints import (
     build_base,
     build_derived,
 )
-from statefmt.errors import (
+from statectl.statefmt.errors import (
     IntegrityError,
     MissingFileError,
     UnknownOperatorError,
     UnknownStateError,
     UsageError,
 )
-from statefmt.ids import OperatorRef, operator_id_for_uid
-from statefmt.savepoint import load
+from statectl.statefmt.ids import OperatorRef, operator_id_for_uid
+from statectl.statefmt.savepoint import load
 
 OPERATORS = f"src, proc, win, rules, {HIDDEN_ID} (no uid)"
 
@@ -278,9 +278,9 @@ def test_a_gone_base_is_a_missing_file_error(spark, tmp_path):
 
 def test_files_are_checked_in_executors_too(spark, tmp_path):
     """Local mode checks in driver threads; a cluster in executors: both find the same."""
-    from readers.files import splits
-    from readers.verify import verify_splits
-    from statefmt.canonical import keyed_schema
+    from statectl.readers.files import splits
+    from statectl.readers.verify import verify_splits
+    from statectl.statefmt.canonical import keyed_schema
 
     sp = build_base(tmp_path / "sp")
     keyed = sp.operator("proc").keyed

@@ -7,14 +7,14 @@ import json
 import pytest
 
 from conftest import statectl
-from readers import open_savepoint
-from statefmt.canonical import read_file
-from statefmt.errors import LimitError, UnknownOperatorError, UnknownStateError, UsageError
-from statefmt.keygroups import key_group_for_key, key_group_range, subtask_for_key_group
-from statefmt.model import KEY_GROUP_COLUMN
-from statefmt.savepoint import file_location, load
-from statefmt.validate import validate
-from writers import (
+from statectl.readers import open_savepoint
+from statectl.statefmt.canonical import read_file
+from statectl.statefmt.errors import LimitError, UnknownOperatorError, UnknownStateError, UsageError
+from statectl.statefmt.keygroups import key_group_for_key, key_group_range, subtask_for_key_group
+from statectl.statefmt.model import KEY_GROUP_COLUMN
+from statectl.statefmt.savepoint import file_location, load
+from statectl.statefmt.validate import validate
+from statectl.writers import (
     BroadcastState,
     KeyedData,
     ListState,
@@ -26,7 +26,7 @@ from writers import (
     UnionListState,
     ValueState,
 )
-from writers.rescale import rescale
+from statectl.writers.rescale import rescale
 
 KEYS = 300
 
@@ -70,7 +70,7 @@ def _check_placement(sp, max_p, p):
     ranges = [key_group_range(max_p, p, s) for s in range(p)]
     rows = 0
     for files, schema_of in ((op.keyed.files, "keyed"), (op.keyed.timers, "timers")):
-        from statefmt.canonical import keyed_schema, timers_schema
+        from statectl.statefmt.canonical import keyed_schema, timers_schema
 
         schema = keyed_schema(op.keyed) if schema_of == "keyed" else timers_schema(op.keyed)
         for f in files:
@@ -88,7 +88,7 @@ def _check_placement(sp, max_p, p):
 
 def _key_groups(sp):
     op = sp.operator("proc")
-    from statefmt.canonical import keyed_schema
+    from statectl.statefmt.canonical import keyed_schema
 
     out = set()
     for f in op.keyed.files:
@@ -149,7 +149,7 @@ def test_parallelism_change_redistributes_list_and_union_state(spark, base, tmp_
     members_before = sorted(r.value for r in reader0.union_state("both", "members").collect())
     # the list in restore order: subtask by subtask, each subtask's entries in order
     import pyarrow as pa
-    from statefmt.canonical import operator_state_schema
+    from statectl.statefmt.canonical import operator_state_schema
 
     state0 = sp0.operator("both").operator_state("offsets")
     entries = pa.concat_tables([read_file(file_location(sp0, f.ref), f, operator_state_schema(state0))

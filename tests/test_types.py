@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from statefmt.errors import MetadataError, UsageError
-from statefmt.types import (
+from statectl.statefmt.errors import MetadataError, UsageError
+from statectl.statefmt.types import (
     PRIMITIVES,
     from_arrow,
     to_arrow,

@@ -13,12 +13,12 @@ from decimal import Decimal
 import pytest
 from pyspark import cloudpickle
 
-from readers import open_savepoint
-from statefmt.errors import MissingFileError, SavepointExistsError, UnknownOperatorError
-from statefmt.savepoint import load
-from statefmt.validate import validate
+from statectl.readers import open_savepoint
+from statectl.statefmt.errors import MissingFileError, SavepointExistsError, UnknownOperatorError
+from statectl.statefmt.savepoint import load
+from statectl.statefmt.validate import validate
 from tests.savepoint_rows import files_below, keyed_rows, state_rows, timer_rows, tree_digest
-from writers import (
+from statectl.writers import (
     AggregatingState,
     BroadcastState,
     DuplicateKeyError,
@@ -39,7 +39,7 @@ from writers import (
     ValueState,
     WriteFailedError,
 )
-from writers.partitioning import Chunks
+from statectl.writers.partitioning import Chunks
 
 UTC = dt.timezone.utc
 

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 from pyspark import cloudpickle
 
-from readers import open_savepoint
+from statectl.readers import open_savepoint
 from restore_checks import BOOT_TIMERS, ROWS_DDL, boot_states, expected, restored, rows
-from statefmt.backends import HeapBackend, RocksDBBackend
-from statefmt.errors import UsageError
-from statefmt.native import subtask_databases
-from statefmt.savepoint import load
-from statefmt.validate import validate
+from statectl.statefmt.backends import HeapBackend, RocksDBBackend
+from statectl.statefmt.errors import UsageError
+from statectl.statefmt.native import subtask_databases
+from statectl.statefmt.savepoint import load
+from statectl.statefmt.validate import validate
 from tests.conftest import REPO, statectl
-from writers import (
+from statectl.writers import (
     AggregatingState,
     KeyedData,
     KeyedFunction,

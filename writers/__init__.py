@@ -1,6 +1,6 @@
 """Writing savepoints from Spark DataFrames: bootstrap new ones, derive modified ones.
 
-    from writers import SavepointWriter, OperatorData, KeyedData, ValueState, ListState
+    from statectl.writers import SavepointWriter, OperatorData, KeyedData, ValueState, ListState
 
     writer = SavepointWriter.new(max_parallelism=128)
     writer.with_operator(OperatorData("proc", parallelism=2, keyed=KeyedData(

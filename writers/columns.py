@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from statefmt.errors import StatectlError
-from statefmt.keygroups import check_key_type
-from statefmt.types import DataType, from_arrow, quote_identifier, to_spark_ddl, type_str
+from statectl.statefmt.errors import StatectlError
+from statectl.statefmt.keygroups import check_key_type
+from statectl.statefmt.types import DataType, from_arrow, quote_identifier, to_spark_ddl, type_str
 
 from .errors import InputError
 

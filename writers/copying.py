@@ -13,11 +13,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow.fs as pafs
 
-from statefmt.errors import StatectlError
-from statefmt.fs import Location
-from statefmt.integrity import verify_file
-from statefmt.model import DataFile, FileRef, Savepoint
-from statefmt.savepoint import file_location
+from statectl.statefmt.errors import StatectlError
+from statectl.statefmt.fs import Location
+from statectl.statefmt.integrity import verify_file
+from statectl.statefmt.model import DataFile, FileRef, Savepoint
+from statectl.statefmt.savepoint import file_location
 
 _TOKEN = re.compile(r"-w[0-9a-f]{12}")
 THREADS = 8

@@ -1,7 +1,7 @@
 """What a user asks to write: operators and their states, as plain values.
 
 These describe *where state comes from* (DataFrames and their columns, or a
-per-key function); :mod:`writers.savepoint_writer` turns them into files.
+per-key function); :mod:`statectl.writers.savepoint_writer` turns them into files.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ class KeyedFunction:
 
     ``key`` is a tuple of the key's values, ``rows`` a ``pyarrow.Table`` of that
     key's rows (sorted by ``order_by`` if given), ``ctx`` a
-    :class:`writers.function.KeyContext` with the declared states and the timer
+    :class:`statectl.writers.function.KeyContext` with the declared states and the timer
     service. ``namespace_type`` is needed only if the function sets namespaces.
     """
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from statefmt import errors as fmt_errors
-from statefmt.errors import StatectlError, UsageError
+from statectl.statefmt import errors as fmt_errors
+from statectl.statefmt.errors import StatectlError, UsageError
 
 
 class SpecError(UsageError):

@@ -16,16 +16,16 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
-from statefmt.canonical import keyed_schema, timers_schema
-from statefmt.errors import StatectlError
-from statefmt.model import (
+from statectl.statefmt.canonical import keyed_schema, timers_schema
+from statectl.statefmt.errors import StatectlError
+from statectl.statefmt.model import (
     KEY_GROUP_COLUMN,
     NAMESPACE_COLUMN,
     Field,
     KeyedSection,
     KeyedStateDescriptor,
 )
-from statefmt.types import from_arrow, validate_type
+from statectl.statefmt.types import from_arrow, validate_type
 
 from .columns import key_types, require_columns
 from .definitions import AGGREGATE_FUNCTIONS, REDUCE_FUNCTIONS, KeyedFunction

@@ -8,7 +8,7 @@ vectorized Arrow and numpy operations: a run's one value, or its non-null
 values as a list (null when there are none). A value state given two rows of
 one key fails the write, with the same message the Spark plan raises.
 
-This is the same result as :mod:`writers.keyed`'s aggregate plan, for less
+This is the same result as :mod:`statectl.writers.keyed`'s aggregate plan, for less
 work: a Spark sort-based aggregate with ``collect_list`` costs about as much as
 the sort itself.
 """
@@ -125,7 +125,7 @@ def _list(values: pa.Array, mine: np.ndarray, run_of_row: np.ndarray, runs: int)
 def key_repr(key: dict[str, pa.Scalar]) -> str:
     """A key as ``user=alice, n=3``, each value shown as Spark's ``CAST(v AS STRING)`` shows it.
 
-    The Python twin of :func:`writers.sql.key_repr_sql`, so both plans name a key alike.
+    The Python twin of :func:`statectl.writers.sql.key_repr_sql`, so both plans name a key alike.
     """
     return ", ".join(f"{name}={_spark_string(value)}" for name, value in key.items())
 

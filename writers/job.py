@@ -16,9 +16,9 @@ import socket
 import time
 import uuid
 
-from statefmt.errors import StatectlError
-from statefmt.fs import Location
-from statefmt.model import DataFile
+from statectl.statefmt.errors import StatectlError
+from statectl.statefmt.fs import Location
+from statectl.statefmt.model import DataFile
 
 from .errors import WriteFailedError, from_spark_error
 from .tasks import data_file_from_handle, write_token

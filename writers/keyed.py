@@ -6,19 +6,19 @@ their key-group chunk, grouped per key there (no second shuffle: grouping is
 on a superset of the partitioning), each state computed with an aggregate
 ``FILTER (WHERE tag = i)``, sorted by key group, and written by the tasks.
 Duplicates, null keys and null map keys fail the job with a message naming
-the key (see :func:`writers.sql.raise_sql`).
+the key (see :func:`statectl.writers.sql.raise_sql`).
 
 When every state is a plain value state or an unordered list state, the
 aggregate is left out: the rows are only sorted by (key group, key, namespace)
-and the writing tasks group them (:mod:`writers.grouping`), which is cheaper.
+and the writing tasks group them (:mod:`statectl.writers.grouping`), which is cheaper.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, Field, KeyedStateDescriptor
-from statefmt.types import DataType, type_str
+from statectl.statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, Field, KeyedStateDescriptor
+from statectl.statefmt.types import DataType, type_str
 
 from .columns import cast_to, key_types, require_columns, require_numeric, spark_field_type
 from .definitions import (
@@ -112,7 +112,7 @@ def plan_keyed(keyed: KeyedData, uid: str, max_parallelism: int, chunks: Chunks,
 
     With *group_in_tasks*, an operator whose states are all plain value states and
     unordered list states leaves the grouping per key to the writing tasks
-    (:mod:`writers.grouping`); the plan's ``grouping`` then says how. Timers are
+    (:mod:`statectl.writers.grouping`); the plan's ``grouping`` then says how. Timers are
     then also sorted only, and their repeats dropped by the tasks (``timer_grouping``).
     """
     what = f"operator {uid!r}"

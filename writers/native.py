@@ -4,7 +4,7 @@ Rows reach one task per subtask (``Chunks(max_p, p, 1)``). The task encodes
 them with the RocksDB backend's own tables and timer keys (`docs/FORMAT.md`
 §11), writes each column family as one SST file, ingests the files into a new
 database and uploads a checkpoint of it exactly as the backend's native
-snapshot does (``statefmt.native.upload_checkpoint``), into a folder carrying
+snapshot does (``statectl.statefmt.native.upload_checkpoint``), into a folder carrying
 the write's token so a failed write is cleaned up like any other.
 
 SST files need strictly ascending keys, and Spark's sort order is not the
@@ -26,13 +26,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from statefmt import native
-from statefmt.backends.codec import KeyLayout, key_group_prefix, timer_key
-from statefmt.backends.rocks import STATE_CF_PREFIX, TIMERS_CF, RocksTable, cf_options, db_options
-from statefmt.canonical import conform
-from statefmt.errors import StatectlError
-from statefmt.fs import Location
-from statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, DataFile, KeyedSection
+from statectl.statefmt import native
+from statectl.statefmt.backends.codec import KeyLayout, key_group_prefix, timer_key
+from statectl.statefmt.backends.rocks import STATE_CF_PREFIX, TIMERS_CF, RocksTable, cf_options, db_options
+from statectl.statefmt.canonical import conform
+from statectl.statefmt.errors import StatectlError
+from statectl.statefmt.fs import Location
+from statectl.statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, DataFile, KeyedSection
 
 from .errors import DuplicateKeyError, WriteFailedError
 from .partitioning import Chunks

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from functools import partial
 
-from statefmt.canonical import operator_state_schema
-from statefmt.model import OperatorState
+from statectl.statefmt.canonical import operator_state_schema
+from statectl.statefmt.model import OperatorState
 
 from .columns import require_columns, require_numeric, spark_field_type
 from .definitions import BroadcastState, OperatorListState, OperatorStateData

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import partial
 
-from statefmt.canonical import keyed_schema, timers_schema
-from statefmt.ids import operator_id_for_uid
-from statefmt.model import CANONICAL, ROCKSDB, KeyedSection, Operator, OperatorState
+from statectl.statefmt.canonical import keyed_schema, timers_schema
+from statectl.statefmt.ids import operator_id_for_uid
+from statectl.statefmt.model import CANONICAL, ROCKSDB, KeyedSection, Operator, OperatorState
 
 from .definitions import KeyedData, KeyedFunction, OperatorData
 from .function import plan_function

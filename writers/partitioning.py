@@ -16,8 +16,8 @@ from functools import cached_property
 
 import mmh3
 
-from statefmt.keygroups import check_parallelism, key_group_range
-from statefmt.types import quote_identifier
+from statectl.statefmt.keygroups import check_parallelism, key_group_range
+from statectl.statefmt.types import quote_identifier
 
 SPARK_HASH_SEED = 42  # Spark's HashPartitioning: pmod(murmur3_32(value, 42), n)
 

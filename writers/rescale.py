@@ -24,18 +24,18 @@ from functools import partial
 
 import pyarrow as pa
 
-from statefmt.canonical import keyed_schema, operator_state_schema, read_file, timers_schema
-from statefmt.errors import UnknownStateError, UsageError
-from statefmt.fs import Location
-from statefmt.ids import OperatorRef
-from statefmt.keygroups import (
+from statectl.statefmt.canonical import keyed_schema, operator_state_schema, read_file, timers_schema
+from statectl.statefmt.errors import UnknownStateError, UsageError
+from statectl.statefmt.fs import Location
+from statectl.statefmt.ids import OperatorRef
+from statectl.statefmt.keygroups import (
     check_max_parallelism,
     check_parallelism,
     even_split,
     key_group_sql,
 )
-from statefmt.model import CANONICAL, KEY_GROUP_COLUMN, DataFile, Operator, OperatorState, Savepoint
-from statefmt.savepoint import file_location, load
+from statectl.statefmt.model import CANONICAL, KEY_GROUP_COLUMN, DataFile, Operator, OperatorState, Savepoint
+from statectl.statefmt.savepoint import file_location, load
 
 from .operators import OperatorPlan, chunked_job, target_tasks
 from .partitioning import Chunks
@@ -130,7 +130,7 @@ def _plan(spark, base: Savepoint, choice: RescaleChoice, copy: Operator, target:
 
 def _rekey_jobs(spark, base: Savepoint, choice: RescaleChoice, target: dict,
                 plan: OperatorPlan) -> None:
-    from readers import open_savepoint
+    from statectl.readers import open_savepoint
 
     op, section = choice.operator, choice.operator.keyed
     reader = open_savepoint(spark, base)

@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from statefmt.errors import UnknownOperatorError, UsageError
-from statefmt.fs import Location
-from statefmt.ids import OperatorRef, operator_id_for_uid
-from statefmt.keygroups import check_max_parallelism, check_parallelism, default_max_parallelism
-from statefmt.model import CANONICAL, PHYSICAL_FORMATS, Operator, Savepoint
-from statefmt.savepoint import (
+from statectl.statefmt.errors import UnknownOperatorError, UsageError
+from statectl.statefmt.fs import Location
+from statectl.statefmt.ids import OperatorRef, operator_id_for_uid
+from statectl.statefmt.keygroups import check_max_parallelism, check_parallelism, default_max_parallelism
+from statectl.statefmt.model import CANONICAL, PHYSICAL_FORMATS, Operator, Savepoint
+from statectl.statefmt.savepoint import (
     check_output,
     commit,
     load,

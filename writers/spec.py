@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
-from statefmt.errors import StatectlError
-from statefmt.fs import Location
-from statefmt.model import CANONICAL
+from statectl.statefmt.errors import StatectlError
+from statectl.statefmt.fs import Location
+from statectl.statefmt.model import CANONICAL
 
 from .definitions import (
     AggregatingState,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from statefmt.keygroups import key_group_sql
-from statefmt.types import quote_identifier
+from statectl.statefmt.keygroups import key_group_sql
+from statectl.statefmt.types import quote_identifier
 
 from .errors import NullKeyError, sql_error_prefix
 

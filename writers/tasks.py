@@ -15,11 +15,11 @@ from typing import Callable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from statefmt.canonical import ROW_GROUP_ROWS, FileWriter, conform
-from statefmt.errors import StatectlError
-from statefmt.fs import Location
-from statefmt.model import KEY_GROUP_COLUMN, DataFile, FileRef
-from statefmt.savepoint import data_file_path
+from statectl.statefmt.canonical import ROW_GROUP_ROWS, FileWriter, conform
+from statectl.statefmt.errors import StatectlError
+from statectl.statefmt.fs import Location
+from statectl.statefmt.model import KEY_GROUP_COLUMN, DataFile, FileRef
+from statectl.statefmt.savepoint import data_file_path
 
 from .errors import task_error_text
 
@@ -197,7 +197,7 @@ def guarded(sinks: list, body: Callable[[], None]) -> Iterator[pa.RecordBatch]:
     """Run *body* (which feeds *sinks*), then close the sinks and yield their handles.
 
     On any failure every file the sinks began is deleted, and a StatectlError
-    leaves the task as marked text (see :mod:`writers.errors`).
+    leaves the task as marked text (see :mod:`statectl.writers.errors`).
     """
     try:
         body()

@@ -25,9 +25,9 @@ import argparse
 import os
 import sys
 
-from statefmt.backends import HeapBackend, RocksDBBackend, commit_snapshots
-from statefmt.errors import StatectlError
-from statefmt.savepoint import load
+from statectl.statefmt.backends import HeapBackend, RocksDBBackend, commit_snapshots
+from statectl.statefmt.errors import StatectlError
+from statectl.statefmt.savepoint import load
 
 UID = "user-activity"
 PARALLELISM = 2

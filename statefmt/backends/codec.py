@@ -1,6 +1,6 @@
 """The binary encoding of typed values, and the key layouts built from it.
 
-Every logical type (`statefmt.types`) has one compact, self-delimiting
+Every logical type (`statectl.statefmt.types`) has one compact, self-delimiting
 encoding, so that concatenated values parse back without separators. No
 pickle: decoding only ever builds the plain values Arrow's ``to_pylist``
 yields (int, float, str, bytes, date, datetime, Decimal, list, dict, tuples).
