@@ -70,3 +70,11 @@ class KeyTypeError(StatectlError):
 
 class SavepointExistsError(StatectlError):
     """The output location already holds a savepoint."""
+
+
+class FlinkFormatError(StatectlError):
+    """An Apache Flink savepoint file is malformed: truncated, corrupt, inconsistent."""
+
+
+class UnsupportedFlinkFeature(StatectlError):
+    """An Apache Flink savepoint uses something this reader does not decode."""

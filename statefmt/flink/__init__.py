@@ -1,0 +1,8 @@
+"""Apache Flink savepoints and retained checkpoints, read without a JVM.
+
+`binary` reads Java's big-endian encodings; `metadata` parses `_metadata` into
+handles; `serializers` turns serializer snapshots into types that decode
+columns; `headers` parses the state meta info at the start of each stream;
+`streams` finds every entry of a stream; `tables` turns them into Arrow;
+`savepoint` ties it together behind :func:`open_flink_savepoint`.
+"""
