@@ -1,0 +1,131 @@
+"""The state meta info at the head of keyed and operator streams.
+
+Keyed (`KeyedBackendSerializationProxy`, also a RocksDB snapshot's meta file):
+``int version, bool compressed, key snapshot, short n, n × StateMetaInfoSnapshot``.
+Operator (`OperatorBackendSerializationProxy`): ``int version, [bool compressed],
+short n × meta, short n × broadcast meta``. The state id used in keyed data is
+the state's position in its stream's own header.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import FlinkFormatError
+from .binary import Reader
+from .serializers import read_top_snapshot
+from . import types as T
+
+BACKEND_STATE_TYPES = {0: "KEY_VALUE", 1: "OPERATOR", 2: "BROADCAST", 3: "PRIORITY_QUEUE"}
+KEYED_KINDS = {"VALUE": "value", "LIST": "list", "MAP": "map", "REDUCING": "reducing",
+               "AGGREGATING": "aggregating", "FOLDING": "folding"}
+
+
+@dataclass(frozen=True)
+class StateMeta:
+    """One state of a stream header.
+
+    *kind*: value, list, map, reducing, aggregating (keyed), timers (a timer
+    service's priority queue), list, union or broadcast (operator state).
+    """
+    name: str
+    kind: str
+    value: T.FlinkType
+    namespace: T.FlinkType | None = None
+    user_key: T.FlinkType | None = None  # map states: the map key; broadcast: the key
+    snapshot_class: str = ""
+
+    @property
+    def ttl(self) -> bool:
+        v = self.value.value if isinstance(self.value, T.Map) else self.value
+        return isinstance(v, T.Ttl)
+
+    @property
+    def serializer(self) -> str:
+        return self.value.serializer
+
+
+@dataclass(frozen=True)
+class KeyedHeader:
+    version: int
+    compressed: bool
+    key: T.FlinkType
+    states: tuple[StateMeta, ...]
+    length: int  # bytes the header takes
+
+
+@dataclass(frozen=True)
+class OperatorHeader:
+    version: int
+    compressed: bool
+    states: tuple[StateMeta, ...]
+    length: int
+
+
+def _options(r: Reader) -> dict[str, str]:
+    return {r.utf(): r.utf() for _ in range(r.int())}
+
+
+def _meta(r: Reader, version: int) -> tuple[str, int, dict[str, str], dict[str, T.FlinkType]]:
+    name = r.utf()
+    state_type = r.int()
+    if state_type not in BACKEND_STATE_TYPES:
+        raise r.error(f"unknown state type {state_type} for state {name!r}", r.pos - 4)
+    options = _options(r)
+    serializers = {}
+    for _ in range(r.int()):
+        key = r.utf()
+        serializers[key] = read_top_snapshot(r)
+    return name, state_type, options, serializers
+
+
+def _keyed_state(name: str, state_type: int, options: dict[str, str], ser: dict[str, T.FlinkType],
+                 source: str) -> StateMeta:
+    value = ser.get("VALUE_SERIALIZER")
+    if value is None:
+        raise FlinkFormatError(f"{source}: state {name!r} has no value serializer")
+    if BACKEND_STATE_TYPES[state_type] == "PRIORITY_QUEUE":
+        ns = value.namespace if isinstance(value, T.Timer) else None
+        return StateMeta(name, "timers", value, ns, None, value.serializer)
+    kind = KEYED_KINDS.get(options.get("KEYED_STATE_TYPE", ""), "value")
+    namespace = ser.get("NAMESPACE_SERIALIZER")
+    user_key = None
+    if kind == "map" and isinstance(value, T.Map):
+        user_key = value.key
+    return StateMeta(name, kind, value, namespace, user_key, value.serializer)
+
+
+def read_keyed_header(data: bytes, source: str) -> KeyedHeader:
+    r = Reader(data, source)
+    version = r.int()
+    if version < 4 or version > 6:
+        raise FlinkFormatError(f"{source}: keyed state stream version {version} is not supported (4 to 6)")
+    compressed = r.bool() if version >= 2 else False
+    key = read_top_snapshot(r)
+    n = r.short()
+    if n < 0:
+        raise r.error(f"negative state count {n}", r.pos - 2)
+    states = tuple(_keyed_state(*_meta(r, version), source) for _ in range(n))
+    return KeyedHeader(version, compressed, key, states, r.pos)
+
+
+def read_operator_header(data: bytes, source: str) -> OperatorHeader:
+    r = Reader(data, source)
+    version = r.int()
+    if version < 4 or version > 6:
+        raise FlinkFormatError(f"{source}: operator state stream version {version} is not supported (4 to 6)")
+    compressed = r.bool() if version >= 6 else False
+    states = []
+    for _ in range(2):
+        n = r.short()
+        for _ in range(n):
+            name, state_type, options, ser = _meta(r, version)
+            mode = options.get("OPERATOR_STATE_DISTRIBUTION_MODE", "SPLIT_DISTRIBUTE")
+            if BACKEND_STATE_TYPES[state_type] == "BROADCAST":
+                states.append(StateMeta(name, "broadcast", ser["VALUE_SERIALIZER"], None,
+                                        ser.get("KEY_SERIALIZER"), ser["VALUE_SERIALIZER"].serializer))
+            else:
+                kind = {"UNION": "union", "BROADCAST": "broadcast"}.get(mode, "list")
+                states.append(StateMeta(name, kind, ser["VALUE_SERIALIZER"], None, None,
+                                        ser["VALUE_SERIALIZER"].serializer))
+    return OperatorHeader(version, compressed, tuple(states), r.pos)

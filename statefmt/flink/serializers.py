@@ -1,0 +1,227 @@
+"""Serializer snapshots (as stored in every stream header) to :mod:`types` values.
+
+A top-level snapshot is ``int 2, UTF class, int version, payload``; a nested
+one omits the leading ``2``. Composite snapshots carry their nested snapshots
+after an outer part; POJO snapshots carry their fields by name. Kryo, Avro and
+unknown classes become :class:`Opaque`: their payload is skipped where its
+layout is known, and refused (naming the class) where it is not.
+"""
+
+from __future__ import annotations
+
+from ..errors import UnsupportedFlinkFeature
+from .binary import Reader
+from . import types as T
+
+COMPOSITE_MAGIC = 911108
+NESTED_MAGIC = 1333245
+LINKED_OPTIONAL_MAP_MAGIC = 0x4F2C69A3D70
+PROXY_VERSION = 2
+
+_BASE = "org.apache.flink.api.common.typeutils.base."
+_ARRAY = _BASE + "array."
+
+SIMPLE: dict[str, T.FlinkType] = {}
+
+
+def _simple(serializer: str, snapshot: str, t: T.FlinkType) -> None:
+    SIMPLE[snapshot] = t
+
+
+for _kind, _name in [("long", "Long"), ("int", "Int"), ("short", "Short"), ("byte", "Byte"),
+                     ("double", "Double"), ("float", "Float"), ("boolean", "Boolean")]:
+    _simple(_name, f"{_BASE}{_name}Serializer${_name}SerializerSnapshot",
+            T.Scalar(_kind, f"{_BASE}{_name}Serializer"))
+    _elem = T.Scalar(_kind, f"{_BASE}{_name}Serializer")
+    if _name != "Byte":
+        _cls = f"{_ARRAY}{_name}PrimitiveArraySerializer"
+        SIMPLE[f"{_cls}${_name}PrimitiveArraySerializerSnapshot"] = T.PrimitiveArray(_elem, _cls)
+SIMPLE[f"{_BASE}CharSerializer$CharSerializerSnapshot"] = T.Char(f"{_BASE}CharSerializer")
+SIMPLE[f"{_ARRAY}CharPrimitiveArraySerializer$CharPrimitiveArraySerializerSnapshot"] = \
+    T.PrimitiveArray(T.Char(f"{_BASE}CharSerializer"), f"{_ARRAY}CharPrimitiveArraySerializer")
+SIMPLE[f"{_ARRAY}BytePrimitiveArraySerializer$BytePrimitiveArraySerializerSnapshot"] = \
+    T.Bytes(f"{_ARRAY}BytePrimitiveArraySerializer")
+SIMPLE[f"{_ARRAY}StringArraySerializer$StringArraySerializerSnapshot"] = \
+    T.List(T.String(f"{_BASE}StringSerializer"), f"{_ARRAY}StringArraySerializer")
+SIMPLE[f"{_BASE}StringSerializer$StringSerializerSnapshot"] = T.String(f"{_BASE}StringSerializer")
+for _name in ("Date", "SqlDate", "SqlTime"):
+    SIMPLE[f"{_BASE}{_name}Serializer${_name}SerializerSnapshot"] = T.Epoch(f"{_BASE}{_name}Serializer")
+SIMPLE[f"{_BASE}SqlTimestampSerializer$SqlTimestampSerializerSnapshot"] = \
+    T.SecondsNanos(True, f"{_BASE}SqlTimestampSerializer")
+SIMPLE[f"{_BASE}InstantSerializer$InstantSerializerSnapshot"] = T.SecondsNanos(False, f"{_BASE}InstantSerializer")
+SIMPLE[f"{_BASE}LocalDateSerializer$LocalDateSerializerSnapshot"] = T.LocalDate(f"{_BASE}LocalDateSerializer")
+SIMPLE[f"{_BASE}LocalTimeSerializer$LocalTimeSerializerSnapshot"] = T.LocalTime(f"{_BASE}LocalTimeSerializer")
+SIMPLE[f"{_BASE}LocalDateTimeSerializer$LocalDateTimeSerializerSnapshot"] = \
+    T.LocalDateTime(f"{_BASE}LocalDateTimeSerializer")
+SIMPLE[f"{_BASE}BigIntSerializer$BigIntSerializerSnapshot"] = T.BigInteger(f"{_BASE}BigIntSerializer")
+SIMPLE[f"{_BASE}BigDecSerializer$BigDecSerializerSnapshot"] = T.BigDecimal(f"{_BASE}BigDecSerializer")
+SIMPLE["org.apache.flink.runtime.state.VoidNamespaceSerializer$VoidNamespaceSerializerSnapshot"] = \
+    T.VoidNamespace("org.apache.flink.runtime.state.VoidNamespaceSerializer")
+SIMPLE["org.apache.flink.streaming.api.windowing.windows.GlobalWindow$Serializer$GlobalWindowSerializerSnapshot"] = \
+    T.VoidNamespace("org.apache.flink.streaming.api.windowing.windows.GlobalWindow$Serializer")
+SIMPLE["org.apache.flink.streaming.api.windowing.windows.TimeWindow$Serializer$TimeWindowSerializerSnapshot"] = \
+    T.TimeWindow("org.apache.flink.streaming.api.windowing.windows.TimeWindow$Serializer")
+
+
+def _serializer_of(snapshot: str) -> str:
+    """The serializer class a snapshot class belongs to (its enclosing class, or the name less 'Snapshot')."""
+    if "$" in snapshot:
+        return snapshot.rsplit("$", 1)[0]
+    return snapshot[: -len("Snapshot")] if snapshot.endswith("Snapshot") else snapshot
+
+
+# Composite snapshots: class -> (how to read the outer part, how to build the type).
+def _outer_none(r: Reader, version: int):
+    return None
+
+
+def _outer_utf(r: Reader, version: int):
+    return r.utf()
+
+
+def _outer_int(r: Reader, version: int):
+    return r.int()
+
+
+def _outer_row(r: Reader, version: int):
+    return r.bool() if version >= 3 else None
+
+
+_J = "org.apache.flink.api.java.typeutils.runtime."
+COMPOSITES = {
+    _BASE + "ListSerializerSnapshot": (_outer_none, lambda o, n, s: T.List(n[0], _BASE + "ListSerializer")),
+    _BASE + "SetSerializerSnapshot": (_outer_none, lambda o, n, s: T.List(n[0], _BASE + "SetSerializer")),
+    _BASE + "MapSerializerSnapshot": (_outer_none, lambda o, n, s: T.Map(n[0], n[1], _BASE + "MapSerializer")),
+    _BASE + "GenericArraySerializerSnapshot": (_outer_utf, lambda o, n, s: T.List(n[0], _BASE + "GenericArraySerializer")),
+    _J + "TupleSerializerSnapshot": (_outer_utf, lambda o, n, s: T.Tuple(o, tuple(n), _J + "TupleSerializer")),
+    _J + "NullableSerializer$NullableSerializerSnapshot": (
+        _outer_int, lambda o, n, s: T.Nullable(n[0], o, _J + "NullableSerializer")),
+    _J + "JavaEitherSerializerSnapshot": (_outer_none, lambda o, n, s: T.Either(n[0], n[1], _J + "EitherSerializer")),
+    _J + "EitherSerializerSnapshot": (_outer_none, lambda o, n, s: T.Either(n[0], n[1], _J + "EitherSerializer")),
+    _J + "RowSerializer$RowSerializerSnapshot": (
+        _outer_row, lambda o, n, s: T.Row(tuple((f"f{i}", t) for i, t in enumerate(n)), _J + "RowSerializer")),
+    "org.apache.flink.runtime.state.ttl.TtlStateFactory$TtlSerializerSnapshot": (
+        _outer_none, lambda o, n, s: T.Ttl(n[1], "org.apache.flink.runtime.state.ttl.TtlStateFactory$TtlSerializer")),
+    "org.apache.flink.streaming.api.operators.TimerSerializerSnapshot": (
+        _outer_none, lambda o, n, s: T.Timer(n[0], n[1], "org.apache.flink.streaming.api.operators.TimerSerializer")),
+}
+
+POJO_SNAPSHOT = _J + "PojoSerializerSnapshot"
+KRYO_SNAPSHOT = "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot"
+ENUM_SNAPSHOT = _BASE + "EnumSerializer$EnumSerializerSnapshot"
+AVRO_SNAPSHOT = "org.apache.flink.formats.avro.typeutils.AvroSerializerSnapshot"
+VALUE_SNAPSHOT = _J + "ValueSerializer$ValueSerializerSnapshot"
+COPYABLE_SNAPSHOT = _J + "CopyableValueSerializer$CopyableValueSerializerSnapshot"
+
+
+def read_top_snapshot(r: Reader) -> T.FlinkType:
+    """A snapshot written by `TypeSerializerSnapshotSerializationUtil` (proxy version 2)."""
+    version = r.int()
+    if version != PROXY_VERSION:
+        raise r.error(f"unknown serializer snapshot format {version}", r.pos - 4)
+    return read_snapshot(r)
+
+
+def read_snapshot(r: Reader) -> T.FlinkType:
+    """A nested snapshot: UTF class, int version, payload."""
+    at = r.pos
+    cls = r.utf()
+    version = r.int()
+    if cls in SIMPLE:
+        return SIMPLE[cls]
+    if cls in COMPOSITES:
+        return _composite(r, cls, version)
+    if cls == POJO_SNAPSHOT:
+        return _pojo(r, version)
+    if cls == ENUM_SNAPSHOT:
+        enum_class = r.utf()
+        values = tuple(r.utf() for _ in range(r.int()))
+        return T.Enum(enum_class, values, _BASE + "EnumSerializer")
+    if cls == KRYO_SNAPSHOT:
+        return _kryo(r)
+    if cls == AVRO_SNAPSHOT:
+        r.utf()  # writer schema
+        r.utf()  # runtime class name
+        return T.Opaque(_serializer_of(cls), "Avro")
+    if cls in (VALUE_SNAPSHOT, COPYABLE_SNAPSHOT):
+        r.utf()  # value class
+        return T.Opaque(_serializer_of(cls), "a Value type")
+    if cls.endswith("SimpleTypeSerializerSnapshot") or version < 0:
+        pass
+    raise UnsupportedFlinkFeature(
+        f"{r.source}: serializer snapshot {cls} (version {version}) at offset {r.base + at} is not known; "
+        "the states after it cannot be located")
+
+
+def _composite(r: Reader, cls: str, version: int) -> T.FlinkType:
+    read_outer, build = COMPOSITES[cls]
+    if r.int() != COMPOSITE_MAGIC:
+        raise r.error(f"bad composite snapshot header in {cls}", r.pos - 4)
+    outer_version = r.int()
+    outer = read_outer(r, outer_version)
+    nested = _nested(r)
+    t = build(outer, nested, cls)
+    if not t.decodable and not isinstance(t, (T.Map, T.Ttl, T.Nullable)):
+        return T.Opaque(t.serializer, f"holds {', '.join(n.describe() for n in nested if not n.decodable)}")
+    return t
+
+
+def _nested(r: Reader) -> list[T.FlinkType]:
+    if r.int() != NESTED_MAGIC:
+        raise r.error("bad nested serializers header", r.pos - 4)
+    r.int()  # nested delegate version
+    return [read_snapshot(r) for _ in range(r.int())]
+
+
+def _framed(r: Reader) -> Reader:
+    n = r.int()
+    start = r.pos
+    r.skip(n)
+    return Reader(r.data, r.source, start, start + n, r.base)
+
+
+def _linked_optional_map(r: Reader, read_key, read_value) -> list[tuple[str, object, object]]:
+    if r.long() != LINKED_OPTIONAL_MAP_MAGIC:
+        raise r.error("bad POJO snapshot map header", r.pos - 8)
+    out = []
+    for _ in range(r.int()):
+        name = r.utf()
+        key = read_key(_framed(r)) if r.bool() else None
+        value = read_value(_framed(r)) if r.bool() else None
+        out.append((name, key, value))
+    return out
+
+
+def _pojo(r: Reader, version: int) -> T.FlinkType:
+    pojo_class = r.utf()
+
+    def field_key(fr: Reader):
+        return fr.utf(), fr.utf()
+
+    def nested_or_opaque(fr: Reader):
+        try:
+            return read_snapshot(fr)
+        except UnsupportedFlinkFeature as e:
+            return T.Opaque("unknown", str(e))
+
+    fields = _linked_optional_map(r, field_key, nested_or_opaque)
+    registered = _linked_optional_map(r, lambda fr: fr.utf(), nested_or_opaque)
+    others = _linked_optional_map(r, lambda fr: fr.utf(), nested_or_opaque)
+    typed = tuple((name, t if t is not None else T.Opaque("unknown", "field class missing"))
+                  for name, _, t in fields)
+    pojo = T.Pojo(pojo_class, typed, tuple(n for n, _, _ in registered + others), _J + "PojoSerializer")
+    if not pojo.decodable:
+        return T.Opaque(_J + "PojoSerializer",
+                        f"POJO {pojo_class} has fields without a known serializer")
+    return pojo
+
+
+def _kryo(r: Reader) -> T.FlinkType:
+    type_class = r.utf()
+
+    def skip(fr: Reader):
+        return None
+    _linked_optional_map(r, skip, skip)  # registrations
+    _linked_optional_map(r, skip, skip)  # default serializers
+    _linked_optional_map(r, skip, skip)  # default serializer classes
+    return T.Opaque("org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializer", f"Kryo, type {type_class}")
