@@ -1,0 +1,445 @@
+"""A Flink savepoint or retained checkpoint, opened without a JVM.
+
+:func:`open_flink_savepoint` parses `_metadata`, reads each stream's header
+once, and describes every operator and state (for `info`), with the
+:class:`FlinkSplit` units of work that :func:`read_split` decodes into Arrow
+(one Spark task per split). Nothing here reads state data until a split is read.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Iterable, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import FlinkFormatError, MissingFileError, NotASavepointError, StatectlError, UnsupportedFlinkFeature
+from ..fs import Location
+from . import tables as TB
+from .handles import (AbsoluteFile, IncrementalRocksDB, InlineStream, KeyGroupsStream, OperatorStream,
+                      RelativeFile, SegmentFile, StreamHandle)
+from .headers import KeyedHeader, OperatorHeader, StateMeta, read_keyed_header, read_operator_header
+from .metadata import FlinkMetadata, FlinkOperator, is_flink_metadata, parse_metadata
+from .streams import (StateRows, decode_canonical_state, decode_heap_native, decode_operator_state,
+                      prefix_bytes, raw_from_pairs, scan_canonical)
+from .types import Buf, FlinkType
+
+METADATA = "_metadata"
+SPLIT_BYTES = 64 * 1024 * 1024  # a canonical or heap stream is cut into key-group ranges of about this size
+BATCH_ROWS = 64 * 1024
+
+
+# --- stream bytes -----------------------------------------------------------------------
+
+def stream_location(base: Location, handle: StreamHandle) -> Location | None:
+    """Where a stream's bytes lie (None for inline streams)."""
+    if isinstance(handle, InlineStream):
+        return None
+    if isinstance(handle, RelativeFile):
+        return base.child(handle.relative_path)
+    path = handle.path
+    if path.startswith("file:") and not path.startswith("file://"):
+        path = "/" + path[len("file:"):].lstrip("/")
+    return Location.of(path)
+
+
+def stream_name(base: Location, handle: StreamHandle) -> str:
+    if isinstance(handle, InlineStream):
+        return f"{base.child(METADATA)} (inline stream {handle.name.rsplit('/', 1)[-1]})"
+    return str(stream_location(base, handle))
+
+
+def read_stream(base: Location, handle: StreamHandle) -> bytes:
+    """All bytes of a stream; a missing or short file is one error naming it."""
+    if isinstance(handle, InlineStream):
+        return handle.data
+    loc = stream_location(base, handle)
+    if not loc.exists():
+        raise MissingFileError(f"{loc}: file is missing (referenced by {base.child(METADATA)})")
+    if isinstance(handle, SegmentFile):
+        with loc.open_input_file() as f:
+            f.seek(handle.start)
+            data = f.read(handle.size)
+        if len(data) != handle.size:
+            raise FlinkFormatError(f"{loc}: segment [{handle.start}, {handle.start + handle.size}) "
+                                   f"runs past the end of the file")
+        return data
+    data = loc.read_bytes()
+    if len(data) != handle.size:
+        raise FlinkFormatError(f"{loc}: {len(data)} bytes, _metadata says {handle.size}")
+    return data
+
+
+# --- descriptions -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FlinkFile:
+    path: str
+    size: int
+
+
+@dataclass(frozen=True)
+class FlinkSplit:
+    """One unit of work: a subtask stream, or a key-group range of one keyed stream.
+
+    Picklable and self-contained (the handle carries inline bytes), so a Spark
+    task can decode it without `_metadata`.
+    """
+    savepoint: str
+    operator_id: str
+    subtask: int
+    max_parallelism: int
+    handle: KeyGroupsStream | IncrementalRocksDB | OperatorStream
+    key_groups: tuple[int, int] | None = None  # inclusive range, keyed splits only
+
+    @property
+    def kind(self) -> str:
+        return "operator" if isinstance(self.handle, OperatorStream) else "keyed"
+
+
+@dataclass(frozen=True)
+class FlinkStateInfo:
+    name: str
+    kind: str  # value, list, map, reducing, aggregating, timers, list (operator), union, broadcast
+    serializer: str
+    type: FlinkType
+    arrow_type: pa.DataType
+    ttl: bool
+    size: int  # bytes of the streams and files that hold this state
+
+
+@dataclass
+class FlinkOperatorInfo:
+    uid: str | None
+    operator_id: str
+    name: str | None
+    parallelism: int
+    max_parallelism: int
+    key_type: FlinkType | None
+    states: list[FlinkStateInfo]
+    files: list[FlinkFile]
+    keyed_splits: list[FlinkSplit]
+    operator_splits: list[FlinkSplit]
+    keyed_header: KeyedHeader | None = None
+    operator_states: dict[str, StateMeta] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return self.uid or self.operator_id
+
+    @cached_property
+    def keyed_schema(self) -> pa.Schema | None:
+        h = self.keyed_header
+        return None if h is None else TB.keyed_schema(h.key, h.states)
+
+    @cached_property
+    def timers_schema(self) -> pa.Schema | None:
+        h = self.keyed_header
+        return None if h is None or not TB.timer_states(h.states) else TB.timers_schema(h.key, h.states)
+
+    @property
+    def has_keyed_state(self) -> bool:
+        return self.keyed_header is not None and bool(TB.keyed_states(self.keyed_header.states))
+
+
+@dataclass
+class FlinkSavepoint:
+    location: Location
+    metadata: FlinkMetadata
+    operators: list[FlinkOperatorInfo]
+
+    def operator(self, uid_or_id: str) -> FlinkOperatorInfo:
+        for op in self.operators:
+            if uid_or_id in (op.uid, op.operator_id):
+                return op
+        from ..errors import UnknownOperatorError
+        raise UnknownOperatorError(f"{self.location}: no operator with uid or id {uid_or_id!r}")
+
+
+def is_flink_savepoint(location) -> bool:
+    loc = Location.of(location)
+    meta = loc.child(METADATA) if loc.is_dir() else loc
+    if not meta.exists():
+        return False
+    with meta.open_input_file() as f:
+        return is_flink_metadata(f.read(4))
+
+
+def open_flink_savepoint(location) -> FlinkSavepoint:
+    loc = Location.of(location)
+    if loc.name == METADATA and not loc.is_dir():
+        loc = Location.of(loc.uri.rsplit("/", 1)[0])
+    meta_loc = loc.child(METADATA)
+    if not meta_loc.exists():
+        raise NotASavepointError(f"{loc}: not a savepoint (no {METADATA} file)")
+    metadata = parse_metadata(meta_loc.read_bytes(), str(meta_loc))
+    return FlinkSavepoint(loc, metadata, [_describe(loc, op) for op in metadata.operators])
+
+
+def _keyed_header_stream(handle) -> StreamHandle:
+    return handle.stream if isinstance(handle, KeyGroupsStream) else handle.meta
+
+
+def _describe(base: Location, op: FlinkOperator) -> FlinkOperatorInfo:
+    files: dict[str, int] = {}
+    keyed_header: KeyedHeader | None = None
+    keyed_splits: list[FlinkSplit] = []
+    operator_splits: list[FlinkSplit] = []
+    op_states: dict[str, StateMeta] = {}
+    keyed_bytes = 0
+    op_bytes: dict[str, int] = {}
+    for sub in op.subtasks:
+        if sub.raw_keyed is not None or sub.raw_operator:
+            pass  # raw state is written by user code in its own format: not decodable, not listed
+        handle = sub.managed_keyed
+        if handle is not None:
+            stream = _keyed_header_stream(handle)
+            if stream is None:
+                raise FlinkFormatError(f"{base.child(METADATA)}: operator {op.label} subtask {sub.index}: "
+                                       "keyed state without a stream")
+            header_bytes = read_stream(base, stream)
+            header = read_keyed_header(header_bytes, stream_name(base, stream))
+            if keyed_header is None:
+                keyed_header = header
+            for name, size in _handle_files(base, handle):
+                files[name] = size
+                keyed_bytes += size
+            keyed_splits += _keyed_splits(base, op, sub.index, handle, header_bytes)
+        for oh in sub.managed_operator:
+            data = read_stream(base, oh.stream)
+            header = read_operator_header(data, stream_name(base, oh.stream))
+            for s in header.states:
+                op_states.setdefault(s.name, s)
+                op_bytes[s.name] = op_bytes.get(s.name, 0) + len(data)
+            if not isinstance(oh.stream, InlineStream):
+                files[str(stream_location(base, oh.stream))] = oh.stream.size
+            operator_splits.append(FlinkSplit(str(base), op.operator_id, sub.index, op.max_parallelism, oh))
+    states = []
+    if keyed_header is not None:
+        for s in keyed_header.states:
+            states.append(FlinkStateInfo(s.name, s.kind, s.serializer, s.value, TB.state_arrow_type(s),
+                                         s.ttl, keyed_bytes))
+    for s in op_states.values():
+        arrow = s.value.arrow() if s.kind != "broadcast" else pa.map_(s.user_key.arrow(), s.value.arrow())
+        states.append(FlinkStateInfo(s.name, s.kind, s.serializer, s.value, arrow, False, op_bytes[s.name]))
+    return FlinkOperatorInfo(
+        op.uid, op.operator_id, op.name, op.parallelism, op.max_parallelism,
+        keyed_header.key if keyed_header else None, states,
+        [FlinkFile(p, s) for p, s in sorted(files.items())], keyed_splits, operator_splits,
+        keyed_header, op_states)
+
+
+def _handle_files(base: Location, handle) -> list[tuple[str, int]]:
+    streams = [handle.stream] if isinstance(handle, KeyGroupsStream) else \
+        [handle.meta] + [s for _, s in handle.files]
+    out = []
+    for s in streams:
+        if isinstance(s, InlineStream):
+            continue
+        out.append((str(stream_location(base, s)), s.size))
+    return out
+
+
+def _keyed_splits(base: Location, op: FlinkOperator, subtask: int, handle, header: bytes) -> list[FlinkSplit]:
+    make = lambda rng: FlinkSplit(str(base), op.operator_id, subtask, op.max_parallelism, handle, rng)  # noqa: E731
+    if isinstance(handle, IncrementalRocksDB):
+        return [make((handle.start, handle.start + handle.count - 1))] if handle.count else []
+    blocks = _blocks(handle, _stream_size(handle.stream))
+    if not blocks:
+        return []
+    splits, lo, size = [], blocks[0][0], 0
+    for kg, start, end in blocks:
+        if size and size + (end - start) > SPLIT_BYTES:
+            splits.append(make((lo, kg - 1)))
+            lo, size = kg, 0
+        size += end - start
+    splits.append(make((lo, blocks[-1][0])))
+    return splits
+
+
+def _stream_size(handle: StreamHandle) -> int:
+    return handle.size
+
+
+def _blocks(handle: KeyGroupsStream, size: int, key_groups: tuple[int, int] | None = None
+            ) -> list[tuple[int, int, int]]:
+    """(key group, start, end) of every non-empty key group of a keyed stream, in the range."""
+    offsets = np.asarray(handle.offsets, dtype=np.int64)
+    groups = np.arange(handle.start, handle.start + len(offsets))
+    present = offsets > 0 if handle.layout == "canonical" else np.ones(len(offsets), bool)
+    starts = offsets[present]
+    g = groups[present]
+    ends = np.append(starts[1:], size)
+    if len(starts) and (np.diff(starts) < 0).any():
+        raise FlinkFormatError("key-group offsets are not increasing")
+    if key_groups is not None:
+        keep = (g >= key_groups[0]) & (g <= key_groups[1])
+        g, starts, ends = g[keep], starts[keep], ends[keep]
+    return list(zip(g.tolist(), starts.tolist(), ends.tolist()))
+
+
+# --- decoding splits -------------------------------------------------------------------
+
+def decode_keyed_split(split: FlinkSplit, key_groups: Iterable[int] | None = None
+                       ) -> tuple[KeyedHeader, dict[str, StateRows]]:
+    """Every keyed state's rows in a split (or only in *key_groups*, a key filter's groups)."""
+    base = Location.of(split.savepoint)
+    handle = split.handle
+    wanted = None if key_groups is None else set(key_groups)
+    prefix = prefix_bytes(split.max_parallelism)
+    if isinstance(handle, IncrementalRocksDB):
+        return _decode_rocksdb(base, split, wanted, prefix)
+    data = read_stream(base, handle.stream)
+    source = stream_name(base, handle.stream)
+    header = read_keyed_header(data, source)
+    blocks = _blocks(handle, len(data), split.key_groups)
+    if wanted is not None:
+        blocks = [b for b in blocks if b[0] in wanted]
+    if header.compressed:
+        data, blocks = _decompress_blocks(data, blocks, source)
+    buf = Buf(data, source)
+    if handle.layout == "native":
+        by_id = decode_heap_native(buf, header, blocks)
+        return header, {header.states[i].name: rows for i, rows in by_id.items()}
+    raw = scan_canonical(buf, header, blocks, prefix)
+    return header, {header.states[i].name: decode_canonical_state(header.states[i], header.key, r)
+                    for i, r in raw.items()}
+
+
+def _decompress_blocks(data: bytes, blocks, source: str):
+    """Each key group of a compressed stream is its own framed-snappy stream."""
+    from . import snappy
+    out, new_blocks, at = [], [], 0
+    for kg, start, end in blocks:
+        plain = snappy.decompress_framed(data[start:end], f"{source} key group {kg}")
+        out.append(plain)
+        new_blocks.append((kg, at, at + len(plain)))
+        at += len(plain)
+    return b"".join(out), new_blocks
+
+
+def _decode_rocksdb(base: Location, split: FlinkSplit, wanted, prefix: int):
+    handle: IncrementalRocksDB = split.handle
+    header_bytes = read_stream(base, handle.meta)
+    header = read_keyed_header(header_bytes, stream_name(base, handle.meta))
+    from . import rocksdb_native
+    tmp = tempfile.mkdtemp(prefix="statectl-flink-")
+    try:
+        files = []
+        for i, (local, stream) in enumerate(handle.files):
+            loc = stream_location(base, stream)
+            if loc is not None and loc.is_local and not isinstance(stream, SegmentFile):
+                if not loc.exists():
+                    raise MissingFileError(f"{loc}: file is missing (referenced by {base.child(METADATA)})")
+                if loc.size() != stream.size:
+                    raise FlinkFormatError(f"{loc}: {loc.size()} bytes, _metadata says {stream.size}")
+                files.append((local, loc.path))
+            else:
+                path = os.path.join(tmp, f"{i}-{os.path.basename(local)}")
+                with open(path, "wb") as f:
+                    f.write(read_stream(base, stream))
+                files.append((local, path))
+        pairs: dict[str, list[tuple[bytes, bytes]]] = {}
+        for cf, key, value in rocksdb_native.iterate(files):
+            pairs.setdefault(cf, []).append((key, value))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    source = stream_name(base, handle.meta)
+    out = {}
+    for meta in header.states:
+        entries = pairs.get(meta.name)
+        if not entries:
+            continue
+        raw = raw_from_pairs(entries, prefix, f"{source} column family {meta.name}")
+        keep = (raw.key_groups >= split.key_groups[0]) & (raw.key_groups <= split.key_groups[1])
+        if wanted is not None:
+            keep &= np.isin(raw.key_groups, list(wanted))
+        if not keep.all():
+            raw = type(raw)(raw.buf, *(a[keep] for a in (raw.key_groups, raw.key_starts, raw.key_ends,
+                                                          raw.value_starts, raw.value_ends)))
+        out[meta.name] = decode_canonical_state(meta, header.key, raw)
+    return header, out
+
+
+def read_split(split: FlinkSplit, table: str = "keyed", key_groups: Iterable[int] | None = None,
+               batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+    """The record batches of *table* in one split.
+
+    *table*: ``keyed`` or ``timers`` for keyed splits; an operator state's name
+    for operator splits. Keyed splits are bounded by key-group ranges of about
+    :data:`SPLIT_BYTES` of stream.
+    """
+    if split.kind == "operator":
+        yield from _operator_batches(split, table, batch_rows)
+        return
+    header, rows = decode_keyed_split(split, key_groups)
+    base = Location.of(split.savepoint)
+    source = f"{base} operator {split.operator_id} subtask {split.subtask}"
+    if table == "keyed":
+        schema = TB.keyed_schema(header.key, header.states)
+        t = TB.keyed_table(header.key, header.states, rows, schema, source)
+    elif table == "timers":
+        schema = TB.timers_schema(header.key, header.states)
+        t = TB.timers_table(header.key, header.states, rows, schema, source)
+    else:
+        raise StatectlError(f"unknown keyed table {table!r} (keyed or timers)")
+    yield from t.to_batches(max_chunksize=batch_rows)
+
+
+def _operator_batches(split: FlinkSplit, state: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    base = Location.of(split.savepoint)
+    handle: OperatorStream = split.handle
+    info = next((s for s in handle.states if s.name == state), None)
+    if info is None:
+        return
+    data = read_stream(base, handle.stream)
+    source = stream_name(base, handle.stream)
+    header = read_operator_header(data, source)
+    meta = next((s for s in header.states if s.name == state), None)
+    if meta is None:
+        raise FlinkFormatError(f"{source}: state {state!r} is in _metadata but not in the stream's header")
+    if header.compressed:
+        raise UnsupportedFlinkFeature(f"{source}: compressed operator state is not supported yet")
+    keys, values = decode_operator_state(meta, Buf(data, source), info.offsets)
+    if keys is not None:
+        t = pa.Table.from_arrays([keys, values], schema=TB.broadcast_schema(meta))
+    else:
+        subtask = pa.array(np.full(len(values), split.subtask, dtype=np.int32))
+        t = pa.Table.from_arrays([subtask, values], schema=TB.operator_list_schema(meta))
+    yield from t.to_batches(max_chunksize=batch_rows)
+
+
+# --- whole tables (for tests and small savepoints) --------------------------------------
+
+def keyed_table(sp: FlinkSavepoint, op: FlinkOperatorInfo, key_groups=None) -> pa.Table:
+    return _collect(op.keyed_splits, "keyed", op.keyed_schema, key_groups)
+
+
+def timers_table(sp: FlinkSavepoint, op: FlinkOperatorInfo, key_groups=None) -> pa.Table:
+    return _collect(op.keyed_splits, "timers", op.timers_schema, key_groups)
+
+
+def operator_state_table(sp: FlinkSavepoint, op: FlinkOperatorInfo, state: str) -> pa.Table:
+    meta = op.operator_states[state]
+    if meta.kind == "broadcast":
+        splits = op.operator_splits[:1]  # identical on every subtask: one copy
+        schema = TB.broadcast_schema(meta)
+    else:
+        splits = op.operator_splits
+        schema = TB.operator_list_schema(meta)
+    batches = [b for s in splits for b in read_split(s, state)]
+    return pa.Table.from_batches(batches, schema=schema)
+
+
+def _collect(splits, table, schema, key_groups) -> pa.Table:
+    if schema is None:
+        raise StatectlError(f"no {table} state")
+    batches = [b for s in splits for b in read_split(s, table, key_groups)]
+    out = [pa.Table.from_batches([b]).cast(schema) if b.schema != schema else pa.Table.from_batches([b])
+           for b in batches]
+    return pa.concat_tables(out) if out else schema.empty_table()

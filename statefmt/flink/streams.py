@@ -1,0 +1,309 @@
+"""Keyed and operator state streams to per-state Arrow columns.
+
+One pass finds the extent of every entry (key and value offsets); the
+columns are then decoded for all entries at once (:mod:`types`).
+
+A keyed state comes out as :class:`StateRows`: per row its key group, the raw
+bytes of key + namespace (the row identity shared by every state of the
+operator), and the state's column. Three layouts feed it:
+
+* canonical (handle 7) and native RocksDB: entries ``key-group prefix | key |
+  namespace [| map user key]`` → value, grouped per state and key group;
+* heap native (handles 3, 12): per key group every state as ``short id, int n,
+  n × (namespace, key, value)``, values written by the whole state serializer.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import FlinkFormatError, UnsupportedFlinkFeature
+from .headers import KeyedHeader, OperatorHeader, StateMeta
+from . import types as T
+from .types import Buf
+
+META_FOLLOWS = 0x80
+END_OF_KEY_GROUP = 0xFFFF
+LIST_DELIMITER = 0x2C
+_I32 = struct.Struct(">i")
+_U16 = struct.Struct(">H")
+
+
+def prefix_bytes(max_parallelism: int) -> int:
+    """Bytes of the key-group prefix of canonical and RocksDB keys."""
+    return 1 if max_parallelism <= 128 else 2
+
+
+@dataclass
+class RawEntries:
+    """Extents of one state's entries in *buf* (canonical layout); keys start after the prefix."""
+    buf: Buf
+    key_groups: np.ndarray
+    key_starts: np.ndarray
+    key_ends: np.ndarray
+    value_starts: np.ndarray
+    value_ends: np.ndarray
+
+
+@dataclass
+class StateRows:
+    key_groups: np.ndarray  # int32
+    keyns: pa.BinaryArray   # key bytes + namespace bytes
+    values: pa.Array        # the state's column (timers: int64 timestamps)
+
+
+def _entries(buf: Buf, lists: tuple[list, list, list, list, list]) -> RawEntries:
+    kg, ks, ke, vs, ve = (np.asarray(x, dtype=np.int64) for x in lists)
+    return RawEntries(buf, kg.astype(np.int32), ks, ke, vs, ve)
+
+
+# --- canonical -----------------------------------------------------------------------
+
+def scan_canonical(buf: Buf, header: KeyedHeader, blocks: list[tuple[int, int, int]],
+                   prefix: int) -> dict[int, RawEntries]:
+    """Entries of every state in the key-group *blocks* ``(key group, start, end)`` of *buf*."""
+    data, source = buf.data, buf.source
+    per_state: dict[int, tuple[list, list, list, list, list]] = {}
+    n_states = len(header.states)
+    for key_group, pos, end in blocks:
+        if pos + 2 > end:
+            raise FlinkFormatError(f"{source}: key group {key_group} ends early at offset {buf.base + pos}")
+        state_id = _U16.unpack_from(data, pos)[0]
+        pos += 2
+        while True:
+            if state_id >= n_states:
+                raise FlinkFormatError(f"{source}: unknown state id {state_id} in key group {key_group} "
+                                       f"at offset {buf.base + pos - 2}")
+            lists = per_state.get(state_id)
+            if lists is None:
+                lists = per_state[state_id] = ([], [], [], [], [])
+            kg_l, ks_l, ke_l, vs_l, ve_l = lists
+            while True:
+                if pos + 4 > end:
+                    raise FlinkFormatError(f"{source}: stream ends early in key group {key_group} "
+                                           f"at offset {buf.base + pos}")
+                key_len = _I32.unpack_from(data, pos)[0]
+                key_start = pos + 4
+                value_len_at = key_start + key_len
+                if key_len < prefix or value_len_at + 4 > end:
+                    raise FlinkFormatError(f"{source}: stream ends early in key group {key_group} "
+                                           f"at offset {buf.base + pos}")
+                value_len = _I32.unpack_from(data, value_len_at)[0]
+                value_start = value_len_at + 4
+                pos = value_start + value_len
+                if value_len < 0 or pos > end:
+                    raise FlinkFormatError(f"{source}: stream ends early in key group {key_group} "
+                                           f"at offset {buf.base + value_len_at}")
+                kg_l.append(key_group)
+                ks_l.append(key_start + prefix)
+                ke_l.append(value_len_at)
+                vs_l.append(value_start)
+                ve_l.append(pos)
+                if data[key_start] & META_FOLLOWS:
+                    break
+            if pos + 2 > end:
+                raise FlinkFormatError(f"{source}: stream ends early in key group {key_group} "
+                                       f"at offset {buf.base + pos}")
+            state_id = _U16.unpack_from(data, pos)[0]
+            pos += 2
+            if state_id == END_OF_KEY_GROUP:
+                break
+    return {sid: _entries(buf, lists) for sid, lists in per_state.items()}
+
+
+def raw_from_pairs(pairs: list[tuple[bytes, bytes]], prefix: int, source: str) -> RawEntries:
+    """Entries given as (key, value) byte pairs (RocksDB) in the canonical layout."""
+    keys = [k for k, _ in pairs]
+    values = [v for _, v in pairs]
+    key_lens = np.fromiter((len(k) for k in keys), dtype=np.int64, count=len(keys))
+    value_lens = np.fromiter((len(v) for v in values), dtype=np.int64, count=len(values))
+    data = b"".join(keys) + b"".join(values)
+    buf = Buf(data, source)
+    key_ends = np.cumsum(key_lens)
+    key_starts = key_ends - key_lens
+    value_ends = np.cumsum(value_lens) + int(key_lens.sum())
+    value_starts = value_ends - value_lens
+    if len(key_lens) and key_lens.min() < prefix:
+        raise FlinkFormatError(f"{source}: a key shorter than its key-group prefix")
+    kg = np.zeros(len(keys), dtype=np.int64)
+    for i in range(prefix):
+        kg = (kg << 8) | buf.arr[key_starts + i]
+    return RawEntries(buf, kg.astype(np.int32), key_starts + prefix, key_ends, value_starts, value_ends)
+
+
+def _split_key(key: T.FlinkType, ns: T.FlinkType, buf: Buf, starts: np.ndarray) -> np.ndarray:
+    """Where key + namespace end when a map user key follows them."""
+    if key.width is not None and ns.width is not None:
+        return starts + key.width + ns.width
+    _, key_ends = key.column(buf, starts, None)
+    _, ns_ends = ns.column(buf, key_ends, None)
+    return ns_ends
+
+
+def decode_canonical_state(meta: StateMeta, key: T.FlinkType, raw: RawEntries) -> StateRows:
+    buf = raw.buf
+    if meta.kind == "timers":
+        ts = T._as(buf.gather(raw.key_starts, 8), ">i8").astype("<i8") ^ np.int64(T.LONG_MIN)
+        keyns = buf.slices(raw.key_starts + 8, raw.key_ends)
+        return StateRows(raw.key_groups, keyns, pa.array(ts))
+    ns = meta.namespace
+    if meta.kind == "map":
+        split = _split_key(key, ns, buf, raw.key_starts)
+        keyns = buf.slices(raw.key_starts, split)
+        user_keys, _ = meta.value.key.column(buf, split, raw.key_ends)
+        values, _ = T._null_flagged(meta.value.value, buf, raw.value_starts, raw.value_ends)
+        return _group_map(raw.key_groups, keyns, user_keys, values, meta)
+    keyns = buf.slices(raw.key_starts, raw.key_ends)
+    if meta.kind == "list":
+        values = _delimited(meta.value.element, buf, raw.value_starts, raw.value_ends)
+    else:
+        values, _ = meta.value.column(buf, raw.value_starts, raw.value_ends)
+    return StateRows(raw.key_groups, keyns, values)
+
+
+def _group_map(key_groups, keyns, user_keys, values, meta: StateMeta) -> StateRows:
+    encoded = pc.dictionary_encode(keyns)
+    ids = encoded.indices.to_numpy(zero_copy_only=False)
+    order = np.argsort(ids, kind="stable")
+    counts = np.bincount(ids, minlength=len(encoded.dictionary))
+    offsets = np.zeros(len(counts) + 1, dtype=np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    take = pa.array(order)
+    maps = pa.MapArray.from_arrays(pa.array(offsets), user_keys.take(take), values.take(take))
+    first = order[offsets[:-1]]
+    return StateRows(key_groups[first], encoded.dictionary, maps)
+
+
+def _delimited(element: T.FlinkType, buf: Buf, starts: np.ndarray, ends: np.ndarray) -> pa.ListArray:
+    """Lists written as elements separated by ',' (RocksDB list state), all rows at once."""
+    if not element.decodable:
+        raise UnsupportedFlinkFeature(
+            f"{buf.source}: list elements of {element.serializer} cannot be delimited")
+    cursors = starts.copy()
+    rounds: list[tuple[np.ndarray, pa.Array]] = []
+    while True:
+        active = np.nonzero(cursors < ends)[0]
+        if not len(active):
+            break
+        values, e = element.column(buf, cursors[active], ends[active])
+        more = e < ends[active]
+        if more.any():
+            bad = buf.arr[e[more]] != LIST_DELIMITER
+            if bad.any():
+                at = int(e[more][bad][0])
+                raise FlinkFormatError(f"{buf.source}: list element not followed by ',' at offset {buf.base + at}")
+        if (e > ends[active]).any():
+            raise FlinkFormatError(f"{buf.source}: a list element runs past its value")
+        cursors[active] = np.where(more, e + 1, e)
+        rounds.append((active, values))
+    counts = np.zeros(len(starts), dtype=np.int64)
+    for active, _ in rounds:
+        counts[active] += 1
+    offsets = np.zeros(len(starts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    perm = np.empty(int(offsets[-1]), dtype=np.int64)
+    base = 0
+    for k, (active, _) in enumerate(rounds):
+        perm[offsets[active] + k] = base + np.arange(len(active))
+        base += len(active)
+    flat = pa.concat_arrays([v for _, v in rounds]).take(pa.array(perm)) if rounds \
+        else pa.array([], element.arrow())
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), flat)
+
+
+# --- heap native ----------------------------------------------------------------------
+
+def decode_heap_native(buf: Buf, header: KeyedHeader, blocks: list[tuple[int, int, int]]
+                       ) -> dict[int, StateRows]:
+    """Every state of the key-group *blocks* of a heap-native stream."""
+    if not blocks:
+        return {}
+    key = header.key
+    groups = np.array([b[0] for b in blocks], dtype=np.int64)
+    cursors = np.array([b[1] for b in blocks], dtype=np.int64)
+    stored = T._as(buf.gather(cursors, 4), ">i4")
+    if (stored != groups).any():
+        i = int(np.argmax(stored != groups))
+        raise FlinkFormatError(f"{buf.source}: key group {int(groups[i])} expected at offset "
+                               f"{buf.base + int(cursors[i])}, found {int(stored[i])}")
+    cursors += 4
+    parts: dict[int, list[StateRows]] = {}
+    for _ in range(len(header.states)):
+        ids = T._as(buf.gather(cursors, 2), ">u2").astype(np.int64)
+        counts = T._as(buf.gather(cursors + 2, 4), ">i4").astype(np.int64)
+        if (ids >= len(header.states)).any() or (counts < 0).any():
+            i = int(np.argmax((ids >= len(header.states)) | (counts < 0)))
+            raise FlinkFormatError(f"{buf.source}: bad state block in key group {int(groups[i])} "
+                                   f"at offset {buf.base + int(cursors[i])}")
+        cursors += 6
+        for sid in np.unique(ids).tolist():
+            sel = np.nonzero(ids == sid)[0]
+            meta = header.states[sid]
+            rows, ends = _heap_entries(meta, key, buf, cursors[sel], counts[sel], groups[sel])
+            cursors[sel] = ends
+            parts.setdefault(sid, []).append(rows)
+    return {sid: _concat_rows(rs) for sid, rs in parts.items()}
+
+
+def _heap_entries(meta: StateMeta, key: T.FlinkType, buf: Buf, starts, counts, groups):
+    timers = meta.kind == "timers"
+
+    def one(cursors):
+        if timers:
+            key_start = cursors + 8
+            _, key_end = key.column(buf, key_start)
+            _, ns_end = meta.namespace.column(buf, key_end)
+            ts = T._as(buf.gather(cursors, 8), ">i8").astype("<i8") ^ np.int64(T.LONG_MIN)
+            return (pa.array(key_start), pa.array(key_end), pa.array(key_end), pa.array(ns_end),
+                    pa.array(ts)), ns_end
+        ns_start = cursors
+        _, ns_end = meta.namespace.column(buf, ns_start)
+        _, key_end = key.column(buf, ns_end)
+        values, value_end = meta.value.column(buf, key_end)
+        return (pa.array(ns_end), pa.array(key_end), pa.array(ns_start), pa.array(ns_end), values), value_end
+
+    cols, offsets, ends = T._rounds(one, buf, starts, counts)
+    kg = np.repeat(groups, counts).astype(np.int32)
+    if not cols:
+        return StateRows(kg, pa.array([], pa.binary()), pa.array([], pa.int64() if timers else meta.value.arrow())), ends
+    ks, ke, ns_s, ns_e, values = cols
+    key_bytes = buf.slices(ks.to_numpy(), ke.to_numpy())
+    ns_bytes = buf.slices(ns_s.to_numpy(), ns_e.to_numpy())
+    keyns = key_bytes if timers else pc.binary_join_element_wise(key_bytes, ns_bytes, b"")
+    return StateRows(kg, keyns, values), ends
+
+
+def _concat_rows(rows: list[StateRows]) -> StateRows:
+    if len(rows) == 1:
+        return rows[0]
+    return StateRows(np.concatenate([r.key_groups for r in rows]),
+                     pa.concat_arrays([r.keyns for r in rows]),
+                     pa.concat_arrays([r.values for r in rows]))
+
+
+# --- operator state ---------------------------------------------------------------------
+
+def decode_operator_state(meta: StateMeta, buf: Buf, offsets: tuple[int, ...]) -> tuple[pa.Array | None, pa.Array]:
+    """(keys or None, values) of one operator state in one subtask's stream."""
+    starts = np.asarray(offsets, dtype=np.int64)
+    if meta.kind == "broadcast":
+        if len(starts) != 1:
+            raise FlinkFormatError(f"{buf.source}: broadcast state {meta.name!r} has {len(starts)} offsets, not 1")
+        counts = T._counts(buf, starts)
+
+        def one(cursors):
+            k, e = meta.user_key.column(buf, cursors)
+            v, e = meta.value.column(buf, e)
+            return (k, v), e
+        cols, _, _ = T._rounds(one, buf, starts + 4, counts)
+        if not cols:
+            return pa.array([], meta.user_key.arrow()), pa.array([], meta.value.arrow())
+        return cols[0], cols[1]
+    limits = np.append(starts[1:], len(buf.data)) if len(starts) else starts
+    values, _ = meta.value.column(buf, starts, limits)
+    return None, values
