@@ -70,3 +70,7 @@ class KeyTypeError(StatectlError):
 
 class SavepointExistsError(StatectlError):
     """The output location already holds a savepoint."""
+
+
+class FlinkFormatError(StatectlError):
+    """An Apache Flink savepoint file is malformed: truncated, corrupt, inconsistent."""
