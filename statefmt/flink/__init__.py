@@ -1,8 +1,10 @@
 """Apache Flink savepoints and retained checkpoints, read without a JVM.
 
 `binary` reads Java's big-endian encodings; `metadata` parses `_metadata` into
-handles; `serializers` turns serializer snapshots into types that decode
+handles; `serializers` turns serializer snapshots into `types` that decode
 columns; `headers` parses the state meta info at the start of each stream;
 `streams` finds every entry of a stream; `tables` turns them into Arrow;
-`savepoint` ties it together behind :func:`open_flink_savepoint`.
+`savepoint` ties it together behind :func:`open_flink_savepoint`. `keyhash`
+is Flink's key-group hash; `rocksdb_native` opens native RocksDB snapshots.
+`docs/FLINK.md` describes what is supported. No Spark here.
 """

@@ -1,0 +1,188 @@
+"""One subtask of a native RocksDB Flink snapshot, opened read-only with rocksdict.
+
+Flink's native RocksDB snapshots (handle ``IncrementalRemoteKeyedStateHandle``)
+store a subtask's database files under UUID names and record each one's RocksDB
+*local name* (``000034.sst``, ``MANIFEST-000005``, ``CURRENT``,
+``OPTIONS-000031``). :func:`open_rocksdb_snapshot` puts the files into a fresh
+temporary directory under their local names (a symbolic link for a local file, a
+download otherwise), opens it read-only and yields the raw entries of every
+column family but ``default``: one per state, timers included. Keys and values
+are Flink's bytes, undecoded.
+
+Flink's list states are RocksDB ``MERGE`` operands of ``StringAppendTESTOperator``.
+rocksdict's default options have no merge operator, and then a list column family
+reads as empty without any error; the column-family options therefore come from
+the snapshot's own OPTIONS file (``Options.load_latest``), which names that
+operator, and every scan ends with a check of the iterator's status.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from typing import Iterable, Iterator
+
+from rocksdict import AccessType, Options, Rdict
+
+from ..errors import FlinkFormatError, StatectlError, UnknownStateError, UnsafeReferenceError
+from ..fs import Location
+from ..keygroups import check_max_parallelism
+
+DEFAULT_CF = "default"
+TEMP_PREFIX = "statectl-flink-rocksdb-"
+
+
+def key_group_prefix_bytes(max_parallelism: int) -> int:
+    """Bytes of the key-group prefix of Flink's RocksDB keys: 1 up to max parallelism
+    128, else 2 (``CompositeKeySerializationUtils.computeRequiredBytesInKeyGroupPrefix``)."""
+    return 1 if check_max_parallelism(max_parallelism) <= 128 else 2
+
+
+def _check_local_name(name: str) -> str:
+    if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name \
+            or "\0" in name:
+        raise UnsafeReferenceError(
+            f"RocksDB file name {name!r} in a Flink snapshot is not a plain file name")
+    return name
+
+
+def _place(local_name: str, source: Location, directory: str) -> None:
+    """Put *source* into *directory* as *local_name*: linked if local, else downloaded."""
+    target = os.path.join(directory, local_name)
+    if source.is_local and "://" not in source.uri:
+        if not os.path.isfile(source.path):
+            source.size()  # raises MissingFileError naming the file
+        try:
+            os.symlink(os.path.abspath(source.path), target)
+            return
+        except OSError:
+            pass  # no symbolic links here: copy below
+    with open(target, "wb") as out:
+        for chunk in source.iter_chunks():
+            out.write(chunk)
+
+
+class RocksDBSnapshot:
+    """An opened native RocksDB snapshot; use :func:`open_rocksdb_snapshot`."""
+
+    def __init__(self, directory: str, description: str):
+        self.directory = directory
+        self._description = description
+        self._db = None
+        try:
+            db_options, cf_options = Options.load_latest(directory)
+            self._db = Rdict(directory, db_options, column_families=cf_options,
+                             access_type=AccessType.read_only())
+            # in creation order, as the MANIFEST lists them
+            self.column_families: list[str] = [
+                n for n in Rdict.list_cf(directory, db_options) if n != DEFAULT_CF]
+        except Exception as e:  # rocksdict raises plain exceptions
+            self.close()
+            raise FlinkFormatError(f"cannot open the RocksDB snapshot {description}: {e}") from None
+
+    def entries(self, column_family: str | None = None,
+                key_groups: tuple[int, int] | None = None,
+                max_parallelism: int | None = None) -> Iterator[tuple[str, bytes, bytes]]:
+        """``(column family, key, value)`` of every live entry, merges resolved, in key
+        order per column family; one column family if named. *key_groups* ``(first,
+        last)`` (with *max_parallelism*, which sets the prefix width) keeps only keys
+        whose key-group prefix lies in that inclusive range."""
+        if column_family is None:
+            names = self.column_families
+        elif column_family in self.column_families:
+            names = [column_family]
+        else:
+            raise UnknownStateError(
+                f"the RocksDB snapshot {self._description} has no column family "
+                f"{column_family!r}; it has {', '.join(self.column_families) or 'none'}")
+        start = stop = None
+        if key_groups is not None:
+            if max_parallelism is None:
+                raise TypeError("entries(key_groups=...) needs max_parallelism")
+            width = key_group_prefix_bytes(max_parallelism)
+            first, last = key_groups
+            start = first.to_bytes(width, "big")
+            stop = (last + 1).to_bytes(width, "big") if last + 1 < 1 << (8 * width) else None
+        for name in names:
+            yield from self._scan(name, start, stop)
+
+    def _scan(self, name: str, start: bytes | None, stop: bytes | None):
+        cf = self._db.get_column_family(name)
+        last = None
+        try:
+            # items() is twice as fast as stepping an iterator from Python, but it ends
+            # silently on an error; _check_end tells the true end from an error.
+            for key, value in cf.items(from_key=start):
+                if stop is not None and key >= stop:
+                    return
+                last = key
+                yield name, key, value
+            self._check_end(cf, name, start, last)
+        finally:
+            del cf
+
+    def _check_end(self, cf, name: str, start: bytes | None, last: bytes | None) -> None:
+        """Step past the last key read: an iterator that stopped at an error stops there
+        again, and its status says why."""
+        it = cf.iter()
+        try:
+            if last is not None:
+                it.seek(last)
+                if it.valid():
+                    it.next()
+            elif start is not None:
+                it.seek(start)
+            else:
+                it.seek_to_first()
+            if it.valid():  # only possible if an entry was skipped: never silently
+                raise FlinkFormatError(
+                    f"RocksDB snapshot {self._description}: column family {name!r} ended "
+                    "before its last entry")
+            try:
+                it.status()
+            except Exception as e:
+                raise FlinkFormatError(
+                    f"RocksDB snapshot {self._description}: cannot read column family "
+                    f"{name!r}: {e}") from None
+        finally:
+            del it
+
+    def close(self) -> None:
+        db, self._db = getattr(self, "_db", None), None
+        if db is not None:
+            db.close()
+            del db
+
+
+@contextmanager
+def open_rocksdb_snapshot(files: Iterable[tuple[str, "Location | str | os.PathLike"]],
+                          workdir: "str | os.PathLike | None" = None) -> Iterator[RocksDBSnapshot]:
+    """Open one subtask's RocksDB snapshot from ``(local name, file)`` pairs.
+
+    The files go into a new temporary directory (below *workdir* if given), which is
+    removed on exit, also after an error."""
+    pairs = [(_check_local_name(n), Location.of(src)) for n, src in files]
+    names = [n for n, _ in pairs]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise FlinkFormatError(f"a Flink RocksDB snapshot names {', '.join(duplicates)} twice")
+    current = dict(pairs).get("CURRENT")
+    if current is None:
+        raise FlinkFormatError(f"a Flink RocksDB snapshot of {len(pairs)} files has no CURRENT file")
+    description = f"({len(pairs)} files, CURRENT is {current.uri})"
+    directory = tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=workdir)
+    snapshot = None
+    try:
+        for name, source in pairs:
+            try:
+                _place(name, source, directory)
+            except OSError as e:
+                raise StatectlError(f"cannot copy {source.uri} into {directory}: {e}") from None
+        snapshot = RocksDBSnapshot(directory, description)
+        yield snapshot
+    finally:
+        if snapshot is not None:
+            snapshot.close()
+        shutil.rmtree(directory, ignore_errors=True)
