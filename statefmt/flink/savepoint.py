@@ -326,40 +326,43 @@ def _decompress_blocks(data: bytes, blocks, source: str):
 def _decode_rocksdb(base: Location, split: FlinkSplit, wanted, prefix: int):
     handle: IncrementalRocksDB = split.handle
     header_bytes = read_stream(base, handle.meta)
-    header = read_keyed_header(header_bytes, stream_name(base, handle.meta))
-    from . import rocksdb_native
+    source = stream_name(base, handle.meta)
+    header = read_keyed_header(header_bytes, source)
+    from .rocksdb_native import open_rocksdb_snapshot
     tmp = tempfile.mkdtemp(prefix="statectl-flink-")
+    pairs: dict[str, list[tuple[bytes, bytes]]] = {}
     try:
         files = []
         for i, (local, stream) in enumerate(handle.files):
-            loc = stream_location(base, stream)
-            if loc is not None and loc.is_local and not isinstance(stream, SegmentFile):
-                if not loc.exists():
-                    raise MissingFileError(f"{loc}: file is missing (referenced by {base.child(METADATA)})")
-                if loc.size() != stream.size:
-                    raise FlinkFormatError(f"{loc}: {loc.size()} bytes, _metadata says {stream.size}")
-                files.append((local, loc.path))
-            else:
+            if isinstance(stream, (InlineStream, SegmentFile)):
                 path = os.path.join(tmp, f"{i}-{os.path.basename(local)}")
                 with open(path, "wb") as f:
                     f.write(read_stream(base, stream))
                 files.append((local, path))
-        pairs: dict[str, list[tuple[bytes, bytes]]] = {}
-        for cf, key, value in rocksdb_native.iterate(files):
-            pairs.setdefault(cf, []).append((key, value))
+                continue
+            loc = stream_location(base, stream)
+            size = loc.size() if loc.exists() else None
+            if size is None:
+                raise MissingFileError(f"{loc}: file is missing (referenced by {base.child(METADATA)})")
+            if size != stream.size:
+                raise FlinkFormatError(f"{loc}: {size} bytes, _metadata says {stream.size}")
+            files.append((local, loc))
+        with open_rocksdb_snapshot(files, workdir=tmp) as db:
+            names = {m.name for m in header.states}
+            for cf in db.column_families:
+                if cf not in names:
+                    continue
+                pairs[cf] = [(k, v) for _, k, v in db.entries(cf, split.key_groups, split.max_parallelism)]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    source = stream_name(base, handle.meta)
     out = {}
     for meta in header.states:
         entries = pairs.get(meta.name)
         if not entries:
             continue
         raw = raw_from_pairs(entries, prefix, f"{source} column family {meta.name}")
-        keep = (raw.key_groups >= split.key_groups[0]) & (raw.key_groups <= split.key_groups[1])
         if wanted is not None:
-            keep &= np.isin(raw.key_groups, list(wanted))
-        if not keep.all():
+            keep = np.isin(raw.key_groups, list(wanted))
             raw = type(raw)(raw.buf, *(a[keep] for a in (raw.key_groups, raw.key_starts, raw.key_ends,
                                                           raw.value_starts, raw.value_ends)))
         out[meta.name] = decode_canonical_state(meta, header.key, raw)
