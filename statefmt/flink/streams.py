@@ -272,9 +272,13 @@ def _heap_entries(meta: StateMeta, key: T.FlinkType, buf: Buf, starts, counts, g
     if not cols:
         return StateRows(kg, pa.array([], pa.binary()), pa.array([], pa.int64() if timers else meta.value.arrow())), ends
     ks, ke, ns_s, ns_e, values = cols
-    key_bytes = buf.slices(ks.to_numpy(), ke.to_numpy())
-    ns_bytes = buf.slices(ns_s.to_numpy(), ns_e.to_numpy())
-    keyns = key_bytes if timers else pc.binary_join_element_wise(key_bytes, ns_bytes, b"")
+    if not timers:
+        key_bytes = buf.slices(ks.to_numpy(), ke.to_numpy())
+        ns_bytes = buf.slices(ns_s.to_numpy(), ns_e.to_numpy())
+    if timers:  # a timer is timestamp, key, namespace: key and namespace are adjacent
+        keyns = buf.slices(ks.to_numpy(), ns_e.to_numpy())
+    else:
+        keyns = pc.binary_join_element_wise(key_bytes, ns_bytes, b"")
     return StateRows(kg, keyns, values), ends
 
 
