@@ -84,7 +84,8 @@ def _outer_int(r: Reader, version: int):
 
 
 def _outer_row(r: Reader, version: int):
-    return r.bool() if version >= 3 else None
+    """Whether rows carry their RowKind: not before outer version 3, always in 3, a flag after."""
+    return version == 3 or (version > 3 and r.bool())
 
 
 _J = "org.apache.flink.api.java.typeutils.runtime."
@@ -99,7 +100,7 @@ COMPOSITES = {
     _J + "JavaEitherSerializerSnapshot": (_outer_none, lambda o, n, s: T.Either(n[0], n[1], _J + "EitherSerializer")),
     _J + "EitherSerializerSnapshot": (_outer_none, lambda o, n, s: T.Either(n[0], n[1], _J + "EitherSerializer")),
     _J + "RowSerializer$RowSerializerSnapshot": (
-        _outer_row, lambda o, n, s: T.Row(tuple((f"f{i}", t) for i, t in enumerate(n)), _J + "RowSerializer")),
+        _outer_row, lambda o, n, s: T.Row(tuple((f"f{i}", t) for i, t in enumerate(n)), 2 if o else 0, _J + "RowSerializer")),
     "org.apache.flink.runtime.state.ttl.TtlStateFactory$TtlSerializerSnapshot": (
         _outer_none, lambda o, n, s: T.Ttl(n[1], "org.apache.flink.runtime.state.ttl.TtlStateFactory$TtlSerializer")),
     "org.apache.flink.streaming.api.operators.TimerSerializerSnapshot": (

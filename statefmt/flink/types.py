@@ -227,6 +227,22 @@ class LocalDate(FlinkType):
         month, day = r.byte(), r.byte()
         return None if year == -(1 << 31) else datetime.date(year, month, day)
 
+    @staticmethod
+    def days(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Days since the epoch and the null mask of LocalDate bytes."""
+        year = _as(m[:, :4], ">i4").astype(np.int64)
+        null = year == -(1 << 31)
+        year = np.where(null, 1970, year)
+        month = np.where(null, 1, m[:, 4].astype(np.int64))
+        day = np.where(null, 1, m[:, 5].astype(np.int64))
+        months = (year - 1970) * 12 + (month - 1)
+        first = months.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
+        return first + day - 1, null
+
+    def from_matrix(self, m):
+        days, null = self.days(m)
+        return pa.array(days.astype(np.int32), pa.int32(), mask=null).cast(pa.date32())
+
 
 @dataclass(frozen=True)
 class LocalTime(FlinkType):
@@ -242,6 +258,18 @@ class LocalTime(FlinkType):
         if hour == -128:
             return None
         return ((hour * 60 + minute) * 60 + second) * 1_000_000_000 + nano
+
+    @staticmethod
+    def nanos(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        hour = m[:, 0].astype(np.int8).astype(np.int64)
+        null = hour == -128
+        nano = _as(m[:, 3:7], ">i4").astype(np.int64)
+        value = ((hour * 60 + m[:, 1].astype(np.int64)) * 60 + m[:, 2].astype(np.int64)) * 1_000_000_000 + nano
+        return np.where(null, 0, value), null
+
+    def from_matrix(self, m):
+        value, null = self.nanos(m)
+        return pa.array(value, pa.int64(), mask=null).cast(pa.time64("ns"))
 
 
 @dataclass(frozen=True)
@@ -259,6 +287,11 @@ class LocalDateTime(FlinkType):
             return None
         days = (date - datetime.date(1970, 1, 1)).days
         return days * 86_400_000_000_000 + time
+
+    def from_matrix(self, m):
+        days, null = LocalDate.days(m[:, :6])
+        nanos, _ = LocalTime.nanos(m[:, 6:])
+        return pa.array(days * 86_400_000_000_000 + nanos, pa.int64(), mask=null).cast(pa.timestamp("ns"))
 
 
 def _read_big_integer(r: Reader):
@@ -571,8 +604,10 @@ class Pojo(FlinkType):
 
 @dataclass(frozen=True)
 class Row(FlinkType):
-    """Row (RowSerializer, non-legacy): a RowKind-and-null bitmask, then the non-null fields."""
+    """Row (RowSerializer): a bitmask, most significant bit first, of the RowKind (2 bits,
+    when the snapshot says rows carry it) and one null flag per field; then the non-null fields."""
     fields: tuple[tuple[str, FlinkType], ...]
+    kind_bits: int = 2
     serializer: str = ""
 
     def arrow(self):
@@ -580,12 +615,12 @@ class Row(FlinkType):
 
     def read(self, r):
         n = len(self.fields)
-        mask_bytes = r.bytes((n + 2 + 7) // 8)
-        bits = int.from_bytes(mask_bytes, "big")  # Flink writes the mask MSB first
+        mask_bytes = r.bytes((n + self.kind_bits + 7) // 8)
+        bits = int.from_bytes(mask_bytes, "big")
         total = len(mask_bytes) * 8
         out = {}
         for i, (name, f) in enumerate(self.fields):
-            bit = total - 1 - (i + 2)
+            bit = total - 1 - (i + self.kind_bits)
             out[name] = None if (bits >> bit) & 1 else f.read(r)
         return out
 
