@@ -146,7 +146,7 @@ def test_type_names_and_aliases():
     assert java_hash_code(5, "int") == java_hash_code(5, "Integer") == 5
 
 
-@pytest.mark.parametrize("value, java, message", [
+BAD_KEYS = [
     (None, "Long", "a Flink key cannot be null"),
     (1, "BigDecimal", "cannot compute Flink's hash of a key of Java type 'BigDecimal'; supported: "
                       "Long, Integer, Short, Byte, Boolean, Character, Double, Float, String "
@@ -160,7 +160,11 @@ def test_type_names_and_aliases():
     (("a",), ("String", "Integer"), "('a',) is not a Tuple2<String, Integer> (a sequence of 2 fields)"),
     ((0,) * 26, ("Integer",) * 26, "Flink tuples have at most 25 fields, got a key type with 26"),
     (1e39, "Float", "1e+39 is too large for a Java Float"),
-])
+    (10**400, "Double", f"{10**400!r} is too large for a Java Double"),
+]
+
+
+@pytest.mark.parametrize("value, java, message", BAD_KEYS, ids=[f"{t}" for _, t, _ in BAD_KEYS])
 def test_bad_keys_are_one_clear_error(value, java, message):
     with pytest.raises(KeyTypeError) as e:
         java_hash_code(value, java)
@@ -177,6 +181,17 @@ def test_bad_arrays_are_one_clear_error():
         java_hash_codes(np.array([1]), ("String", "Integer"))
     with pytest.raises(KeyTypeError, match="^Character keys must be strings of one UTF-16 code unit each$"):
         java_hash_codes(pa.array(["a", "😀"]), "Character")
+    with pytest.raises(KeyTypeError, match=r"^keys of Arrow type bool are not Java Long values$"):
+        java_hash_codes(np.array([True]), "Long")
+    with pytest.raises(KeyTypeError, match=r"^keys of Arrow type int64 are not Java Boolean values$"):
+        java_hash_codes(np.array([1]), "Boolean")
+    with pytest.raises(KeyTypeError, match=r"^keys of Arrow type double are not Java Integer values$"):
+        java_hash_codes(np.array([1.5]), "Integer")
+    with pytest.raises(KeyTypeError, match=r"^keys are not all Java Float values: a value is too large "
+                                           r"for a Java Float$"):
+        java_hash_codes(np.array([1.0, 1e300]), "Float")
+    assert java_hash_codes(np.array([1.0, np.inf, np.nan]), "Float").tolist() == [
+        1065353216, 2139095040, 2143289344]
     with pytest.raises(LimitError):
         flink_key_groups(np.array([1]), "Long", 0)
 

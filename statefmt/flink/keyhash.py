@@ -148,13 +148,12 @@ def _hash_code(value, t: JavaType) -> int:
     if t in ("Double", "Float"):
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise KeyTypeError(f"{value!r} is not a Java {t}")
-        if t == "Double":
-            bits = _DOUBLE_NAN_BITS if math.isnan(value) else struct.unpack(">q", struct.pack(">d", value))[0]
-            return _long_hash(bits)
         try:
-            packed = struct.pack(">f", value)
+            packed = struct.pack(">d" if t == "Double" else ">f", float(value))
         except OverflowError:
-            raise KeyTypeError(f"{value!r} is too large for a Java Float") from None
+            raise KeyTypeError(f"{value!r} is too large for a Java {t}") from None
+        if t == "Double":
+            return _long_hash(_DOUBLE_NAN_BITS if math.isnan(value) else struct.unpack(">q", packed)[0])
         return _FLOAT_NAN_BITS if math.isnan(value) else struct.unpack(">i", packed)[0]
     raise AssertionError(t)
 
@@ -242,6 +241,15 @@ def _cast(arr: pa.Array, target: pa.DataType, t: str) -> pa.Array:
         raise KeyTypeError(f"keys of Arrow type {arr.type} are not all Java {t} values: {e}") from None
 
 
+def _check_family(arr: pa.Array, t: str) -> None:
+    """Numbers for numeric types, booleans for Boolean: no silent bool/number casts."""
+    kind = arr.type
+    ok = (pa.types.is_boolean(kind) if t == "Boolean"
+          else pa.types.is_integer(kind) or (t in ("Double", "Float") and pa.types.is_floating(kind)))
+    if not ok:
+        raise KeyTypeError(f"keys of Arrow type {kind} are not Java {t} values")
+
+
 def _long_hashes(bits: np.ndarray) -> np.ndarray:
     u = bits.view(np.uint64)
     return (u ^ (u >> np.uint64(32))).astype(np.uint32).view(np.int32)
@@ -291,8 +299,14 @@ def _array_hashes(arr: pa.Array, t: JavaType) -> np.ndarray:
         if np.any(lengths[np.asarray(arr.is_valid())] != 1):
             raise KeyTypeError("Character keys must be strings of one UTF-16 code unit each")
     else:
+        _check_family(arr, t)
         values = _cast(arr, _ARROW_TYPES[t], t).fill_null(False if t == "Boolean" else 0)
         v = values.to_numpy(zero_copy_only=False)
+        if t == "Float" and pa.types.is_floating(arr.type):
+            before = np.isfinite(arr.fill_null(0).to_numpy(zero_copy_only=False))
+            if np.any(before & ~np.isfinite(v)):
+                raise KeyTypeError("keys are not all Java Float values: a value is too large "
+                                   "for a Java Float")
         if t == "Long":
             codes = _long_hashes(v)
         elif t == "Double":

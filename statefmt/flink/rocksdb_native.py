@@ -51,7 +51,7 @@ def _check_local_name(name: str) -> str:
 def _place(local_name: str, source: Location, directory: str) -> None:
     """Put *source* into *directory* as *local_name*: linked if local, else downloaded."""
     target = os.path.join(directory, local_name)
-    if source.is_local and "://" not in source.uri:
+    if "://" not in source.uri:  # a local path
         if not os.path.isfile(source.path):
             source.size()  # raises MissingFileError naming the file
         try:
