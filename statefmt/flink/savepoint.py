@@ -316,7 +316,7 @@ def _decompress_blocks(data: bytes, blocks, source: str):
     from . import snappy
     out, new_blocks, at = [], [], 0
     for kg, start, end in blocks:
-        plain = snappy.decompress_framed(data[start:end], f"{source} key group {kg}")
+        plain = snappy.decompress_framed(data, start=start, end=end, name=f"{source} key group {kg}")
         out.append(plain)
         new_blocks.append((kg, at, at + len(plain)))
         at += len(plain)
@@ -406,15 +406,29 @@ def _operator_batches(split: FlinkSplit, state: str, batch_rows: int) -> Iterato
     meta = next((s for s in header.states if s.name == state), None)
     if meta is None:
         raise FlinkFormatError(f"{source}: state {state!r} is in _metadata but not in the stream's header")
+    offsets = info.offsets
     if header.compressed:
-        raise UnsupportedFlinkFeature(f"{source}: compressed operator state is not supported yet")
-    keys, values = decode_operator_state(meta, Buf(data, source), info.offsets)
+        data, offsets = _decompress_elements(data, offsets, source)
+    keys, values = decode_operator_state(meta, Buf(data, source), offsets)
     if keys is not None:
         t = pa.Table.from_arrays([keys, values], schema=TB.broadcast_schema(meta))
     else:
         subtask = pa.array(np.full(len(values), split.subtask, dtype=np.int32))
         t = pa.Table.from_arrays([subtask, values], schema=TB.operator_list_schema(meta))
     yield from t.to_batches(max_chunksize=batch_rows)
+
+
+def _decompress_elements(data: bytes, offsets: tuple[int, ...], source: str) -> tuple[bytes, tuple[int, ...]]:
+    """Compressed operator state: each offset starts the snappy chunks of one element."""
+    from . import snappy
+    out, new_offsets, at = [], [], 0
+    ends = list(offsets[1:]) + [len(data)]
+    for start, end in zip(offsets, ends):
+        plain = snappy.decompress_framed(data, start=start, end=end, identifier=False, name=source)
+        out.append(plain)
+        new_offsets.append(at)
+        at += len(plain)
+    return b"".join(out), tuple(new_offsets)
 
 
 # --- whole tables (for tests and small savepoints) --------------------------------------
