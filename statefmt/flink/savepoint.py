@@ -18,12 +18,12 @@ from typing import Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from ..errors import FlinkFormatError, MissingFileError, NotASavepointError, StatectlError, UnsupportedFlinkFeature
+from ..errors import FlinkFormatError, MissingFileError, NotASavepointError, StatectlError
 from ..fs import Location
 from . import tables as TB
-from .handles import (AbsoluteFile, IncrementalRocksDB, InlineStream, KeyGroupsStream, OperatorStream,
+from .handles import (IncrementalRocksDB, InlineStream, KeyGroupsStream, OperatorStream,
                       RelativeFile, SegmentFile, StreamHandle)
-from .headers import KeyedHeader, OperatorHeader, StateMeta, read_keyed_header, read_operator_header
+from .headers import KeyedHeader, StateMeta, read_keyed_header, read_operator_header
 from .metadata import FlinkMetadata, FlinkOperator, is_flink_metadata, parse_metadata
 from .streams import (StateRows, decode_canonical_state, decode_heap_native, decode_operator_state,
                       prefix_bytes, raw_from_pairs, scan_canonical)

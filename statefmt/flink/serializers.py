@@ -21,17 +21,11 @@ PROXY_VERSION = 2
 _BASE = "org.apache.flink.api.common.typeutils.base."
 _ARRAY = _BASE + "array."
 
-SIMPLE: dict[str, T.FlinkType] = {}
-
-
-def _simple(serializer: str, snapshot: str, t: T.FlinkType) -> None:
-    SIMPLE[snapshot] = t
-
+SIMPLE: dict[str, T.FlinkType] = {}  # snapshot class -> type, for snapshots without a payload
 
 for _kind, _name in [("long", "Long"), ("int", "Int"), ("short", "Short"), ("byte", "Byte"),
                      ("double", "Double"), ("float", "Float"), ("boolean", "Boolean")]:
-    _simple(_name, f"{_BASE}{_name}Serializer${_name}SerializerSnapshot",
-            T.Scalar(_kind, f"{_BASE}{_name}Serializer"))
+    SIMPLE[f"{_BASE}{_name}Serializer${_name}SerializerSnapshot"] = T.Scalar(_kind, f"{_BASE}{_name}Serializer")
     _elem = T.Scalar(_kind, f"{_BASE}{_name}Serializer")
     if _name != "Byte":
         _cls = f"{_ARRAY}{_name}PrimitiveArraySerializer"
@@ -147,8 +141,6 @@ def read_snapshot(r: Reader) -> T.FlinkType:
     if cls in (VALUE_SNAPSHOT, COPYABLE_SNAPSHOT):
         r.utf()  # value class
         return T.Opaque(_serializer_of(cls), "a Value type")
-    if cls.endswith("SimpleTypeSerializerSnapshot") or version < 0:
-        pass
     raise UnsupportedFlinkFeature(
         f"{r.source}: serializer snapshot {cls} (version {version}) at offset {r.base + at} is not known; "
         "the states after it cannot be located")

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import FlinkFormatError, UnsupportedFlinkFeature
-from .headers import KeyedHeader, OperatorHeader, StateMeta
+from .headers import KeyedHeader, StateMeta
 from . import types as T
 from .types import Buf
 
@@ -148,7 +148,7 @@ def _split_key(key: T.FlinkType, ns: T.FlinkType, buf: Buf, starts: np.ndarray) 
 def decode_canonical_state(meta: StateMeta, key: T.FlinkType, raw: RawEntries) -> StateRows:
     buf = raw.buf
     if meta.kind == "timers":
-        ts = T._as(buf.gather(raw.key_starts, 8), ">i8").astype("<i8") ^ np.int64(T.LONG_MIN)
+        ts = T.as_dtype(buf.gather(raw.key_starts, 8), ">i8").astype("<i8") ^ np.int64(T.LONG_MIN)
         keyns = buf.slices(raw.key_starts + 8, raw.key_ends)
         return StateRows(raw.key_groups, keyns, pa.array(ts))
     ns = meta.namespace
@@ -156,7 +156,7 @@ def decode_canonical_state(meta: StateMeta, key: T.FlinkType, raw: RawEntries) -
         split = _split_key(key, ns, buf, raw.key_starts)
         keyns = buf.slices(raw.key_starts, split)
         user_keys, _ = meta.value.key.column(buf, split, raw.key_ends)
-        values, _ = T._null_flagged(meta.value.value, buf, raw.value_starts, raw.value_ends)
+        values, _ = T.null_flagged(meta.value.value, buf, raw.value_starts, raw.value_ends)
         return _group_map(raw.key_groups, keyns, user_keys, values, meta)
     keyns = buf.slices(raw.key_starts, raw.key_ends)
     if meta.kind == "list":
@@ -226,7 +226,7 @@ def decode_heap_native(buf: Buf, header: KeyedHeader, blocks: list[tuple[int, in
     key = header.key
     groups = np.array([b[0] for b in blocks], dtype=np.int64)
     cursors = np.array([b[1] for b in blocks], dtype=np.int64)
-    stored = T._as(buf.gather(cursors, 4), ">i4")
+    stored = T.as_dtype(buf.gather(cursors, 4), ">i4")
     if (stored != groups).any():
         i = int(np.argmax(stored != groups))
         raise FlinkFormatError(f"{buf.source}: key group {int(groups[i])} expected at offset "
@@ -234,8 +234,8 @@ def decode_heap_native(buf: Buf, header: KeyedHeader, blocks: list[tuple[int, in
     cursors += 4
     parts: dict[int, list[StateRows]] = {}
     for _ in range(len(header.states)):
-        ids = T._as(buf.gather(cursors, 2), ">u2").astype(np.int64)
-        counts = T._as(buf.gather(cursors + 2, 4), ">i4").astype(np.int64)
+        ids = T.as_dtype(buf.gather(cursors, 2), ">u2").astype(np.int64)
+        counts = T.as_dtype(buf.gather(cursors + 2, 4), ">i4").astype(np.int64)
         if (ids >= len(header.states)).any() or (counts < 0).any():
             i = int(np.argmax((ids >= len(header.states)) | (counts < 0)))
             raise FlinkFormatError(f"{buf.source}: bad state block in key group {int(groups[i])} "
@@ -258,7 +258,7 @@ def _heap_entries(meta: StateMeta, key: T.FlinkType, buf: Buf, starts, counts, g
             key_start = cursors + 8
             _, key_end = key.column(buf, key_start)
             _, ns_end = meta.namespace.column(buf, key_end)
-            ts = T._as(buf.gather(cursors, 8), ">i8").astype("<i8") ^ np.int64(T.LONG_MIN)
+            ts = T.as_dtype(buf.gather(cursors, 8), ">i8").astype("<i8") ^ np.int64(T.LONG_MIN)
             return (pa.array(key_start), pa.array(key_end), pa.array(key_end), pa.array(ns_end),
                     pa.array(ts)), ns_end
         ns_start = cursors
@@ -267,7 +267,7 @@ def _heap_entries(meta: StateMeta, key: T.FlinkType, buf: Buf, starts, counts, g
         values, value_end = meta.value.column(buf, key_end)
         return (pa.array(ns_end), pa.array(key_end), pa.array(ns_start), pa.array(ns_end), values), value_end
 
-    cols, offsets, ends = T._rounds(one, buf, starts, counts)
+    cols, offsets, ends = T.decode_rounds(one, buf, starts, counts)
     kg = np.repeat(groups, counts).astype(np.int32)
     if not cols:
         return StateRows(kg, pa.array([], pa.binary()), pa.array([], pa.int64() if timers else meta.value.arrow())), ends
@@ -298,13 +298,13 @@ def decode_operator_state(meta: StateMeta, buf: Buf, offsets: tuple[int, ...]) -
     if meta.kind == "broadcast":
         if len(starts) != 1:
             raise FlinkFormatError(f"{buf.source}: broadcast state {meta.name!r} has {len(starts)} offsets, not 1")
-        counts = T._counts(buf, starts)
+        counts = T.collection_sizes(buf, starts)
 
         def one(cursors):
             k, e = meta.user_key.column(buf, cursors)
             v, e = meta.value.column(buf, e)
             return (k, v), e
-        cols, _, _ = T._rounds(one, buf, starts + 4, counts)
+        cols, _, _ = T.decode_rounds(one, buf, starts + 4, counts)
         if not cols:
             return pa.array([], meta.user_key.arrow()), pa.array([], meta.value.arrow())
         return cols[0], cols[1]

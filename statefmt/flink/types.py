@@ -10,11 +10,11 @@ composite ones decode field by field, each field as one column.
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass, field
+import decimal
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..errors import FlinkFormatError, UnsupportedFlinkFeature
 from .binary import Reader, utf16_units_to_str
@@ -57,7 +57,7 @@ class Buf:
         ).cast(pa.binary())
 
 
-def _as(m: np.ndarray, dtype: str) -> np.ndarray:
+def as_dtype(m: np.ndarray, dtype: str) -> np.ndarray:
     return np.ascontiguousarray(m).view(dtype).ravel()
 
 
@@ -135,7 +135,7 @@ class Scalar(FlinkType):
         if self.kind == "boolean":
             return pa.array(m[:, 0] != 0)
         dtype = _SCALARS[self.kind][2]
-        return pa.array(_as(m, dtype).astype(dtype.replace(">", "<")))
+        return pa.array(as_dtype(m, dtype).astype(dtype.replace(">", "<")))
 
     def describe(self):
         return self.kind
@@ -153,7 +153,7 @@ class Char(FlinkType):
         return utf16_units_to_str([r.ushort()])
 
     def from_matrix(self, m):
-        return pa.array([utf16_units_to_str([u]) for u in _as(m, ">u2").tolist()], pa.string())
+        return pa.array([utf16_units_to_str([u]) for u in as_dtype(m, ">u2").tolist()], pa.string())
 
 
 @dataclass(frozen=True)
@@ -184,7 +184,7 @@ class Epoch(FlinkType):
         return None if v == LONG_MIN else v
 
     def from_matrix(self, m):
-        v = _as(m, ">i8").astype("<i8")
+        v = as_dtype(m, ">i8").astype("<i8")
         return pa.array(v, pa.int64(), mask=v == LONG_MIN).cast(pa.timestamp("ms"))
 
 
@@ -209,8 +209,8 @@ class SecondsNanos(FlinkType):
         return int(self._ns(first, nanos))
 
     def from_matrix(self, m):
-        first = _as(m[:, :8], ">i8").astype("<i8")
-        nanos = _as(m[:, 8:], ">i4").astype("<i8")
+        first = as_dtype(m[:, :8], ">i8").astype("<i8")
+        nanos = as_dtype(m[:, 8:], ">i4").astype("<i8")
         return pa.array(self._ns(first, nanos), pa.int64(), mask=first == LONG_MIN).cast(pa.timestamp("ns"))
 
 
@@ -230,7 +230,7 @@ class LocalDate(FlinkType):
     @staticmethod
     def days(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Days since the epoch and the null mask of LocalDate bytes."""
-        year = _as(m[:, :4], ">i4").astype(np.int64)
+        year = as_dtype(m[:, :4], ">i4").astype(np.int64)
         null = year == -(1 << 31)
         year = np.where(null, 1970, year)
         month = np.where(null, 1, m[:, 4].astype(np.int64))
@@ -263,7 +263,7 @@ class LocalTime(FlinkType):
     def nanos(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         hour = m[:, 0].astype(np.int8).astype(np.int64)
         null = hour == -128
-        nano = _as(m[:, 3:7], ">i4").astype(np.int64)
+        nano = as_dtype(m[:, 3:7], ">i4").astype(np.int64)
         value = ((hour * 60 + m[:, 1].astype(np.int64)) * 60 + m[:, 2].astype(np.int64)) * 1_000_000_000 + nano
         return np.where(null, 0, value), null
 
@@ -329,7 +329,6 @@ class BigDecimal(FlinkType):
         if unscaled is None:
             return None
         scale = r.int()
-        import decimal
         return str(decimal.Decimal(unscaled).scaleb(-scale))
 
 
@@ -348,7 +347,7 @@ class Enum(FlinkType):
         return self.values[i] if 0 <= i < len(self.values) else str(i)
 
     def from_matrix(self, m):
-        ordinals = _as(m, ">i4").astype(np.int64)
+        ordinals = as_dtype(m, ">i4").astype(np.int64)
         if len(ordinals) and (ordinals.min() < 0 or ordinals.max() >= len(self.values)):
             raise FlinkFormatError(f"enum {self.enum_class}: ordinal out of range")
         return pa.array(self.values, pa.string()).take(pa.array(ordinals))
@@ -390,7 +389,7 @@ class TimeWindow(FlinkType):
 
     def from_matrix(self, m):
         return pa.StructArray.from_arrays(
-            [pa.array(_as(m[:, :8], ">i8").astype("<i8")), pa.array(_as(m[:, 8:], ">i8").astype("<i8"))],
+            [pa.array(as_dtype(m[:, :8], ">i8").astype("<i8")), pa.array(as_dtype(m[:, 8:], ">i8").astype("<i8"))],
             names=["start", "end"])
 
     def describe(self):
@@ -461,7 +460,7 @@ class PrimitiveArray(FlinkType):
 
     def column(self, buf, starts, limits=None):
         starts = np.asarray(starts, dtype=np.int64)
-        counts = _as(buf.gather(starts, 4), ">i4").astype(np.int64)
+        counts = as_dtype(buf.gather(starts, 4), ">i4").astype(np.int64)
         if len(counts) and counts.min() < 0:
             raise FlinkFormatError(f"{buf.source}: negative array length")
         w = self.element.width
@@ -482,7 +481,7 @@ def _expand(subset: pa.Array, present: np.ndarray) -> pa.Array:
     return subset.take(pa.array(idx, mask=~present))
 
 
-def _null_flagged(t: FlinkType, buf: Buf, starts: np.ndarray, limits=None) -> tuple[pa.Array, np.ndarray]:
+def null_flagged(t: FlinkType, buf: Buf, starts: np.ndarray, limits=None) -> tuple[pa.Array, np.ndarray]:
     """A bool isNull flag, then the value when not null."""
     null = buf.gather(starts, 1)[:, 0] != 0
     present = ~null
@@ -585,7 +584,7 @@ class Pojo(FlinkType):
         at = starts[present] + 1
         arrays = []
         for name, f in self.fields:
-            a, at = _null_flagged(f, buf, at)
+            a, at = null_flagged(f, buf, at)
             arrays.append(a)
         ends = starts + 1
         ends[present] = at
@@ -649,7 +648,7 @@ class Nullable(FlinkType):
 
     def column(self, buf, starts, limits=None):
         starts = np.asarray(starts, dtype=np.int64)
-        values, ends = _null_flagged(self.inner, buf, starts, limits)
+        values, ends = null_flagged(self.inner, buf, starts, limits)
         null = buf.gather(starts, 1)[:, 0] != 0
         ends[null] += self.padding
         return values, ends
@@ -658,7 +657,7 @@ class Nullable(FlinkType):
         return self.inner.describe()
 
 
-def _rounds(elem_cols, buf: Buf, starts: np.ndarray, counts: np.ndarray):
+def decode_rounds(elem_cols, buf: Buf, starts: np.ndarray, counts: np.ndarray):
     """Decode *counts[i]* consecutive elements from each start, one element index at a time.
 
     *elem_cols(cursors)* decodes one element for every cursor and returns
@@ -691,8 +690,8 @@ def _rounds(elem_cols, buf: Buf, starts: np.ndarray, counts: np.ndarray):
     return columns, offsets, cursors
 
 
-def _counts(buf: Buf, starts: np.ndarray) -> np.ndarray:
-    counts = _as(buf.gather(starts, 4), ">i4").astype(np.int64)
+def collection_sizes(buf: Buf, starts: np.ndarray) -> np.ndarray:
+    counts = as_dtype(buf.gather(starts, 4), ">i4").astype(np.int64)
     if len(counts) and counts.min() < 0:
         raise FlinkFormatError(f"{buf.source}: negative collection size at offset "
                                f"{buf.base + int(starts[np.argmin(counts)])}")
@@ -717,7 +716,7 @@ class List(FlinkType):
 
     def column(self, buf, starts, limits=None):
         starts = np.asarray(starts, dtype=np.int64)
-        counts = _counts(buf, starts)
+        counts = collection_sizes(buf, starts)
         if self.element.width is not None:
             return PrimitiveArray(self.element).column(buf, starts)
 
@@ -726,7 +725,7 @@ class List(FlinkType):
             return (a,), e
         if not len(starts):
             return pa.array([], self.arrow()), starts
-        cols, offsets, ends = _rounds(one, buf, starts + 4, counts)
+        cols, offsets, ends = decode_rounds(one, buf, starts + 4, counts)
         values = cols[0] if cols else pa.array([], self.element.arrow())
         return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values), ends
 
@@ -757,15 +756,15 @@ class Map(FlinkType):
 
     def column(self, buf, starts, limits=None):
         starts = np.asarray(starts, dtype=np.int64)
-        counts = _counts(buf, starts)
+        counts = collection_sizes(buf, starts)
 
         def one(cursors):
             k, e = self.key.column(buf, cursors)
-            v, e = _null_flagged(self.value, buf, e)
+            v, e = null_flagged(self.value, buf, e)
             return (k, v), e
         if not len(starts):
             return pa.array([], self.arrow()), starts
-        cols, offsets, ends = _rounds(one, buf, starts + 4, counts)
+        cols, offsets, ends = decode_rounds(one, buf, starts + 4, counts)
         if not cols:
             cols = [pa.array([], self.key.arrow()), pa.array([], self.value.arrow())]
         return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), cols[0], cols[1]), ends
@@ -817,14 +816,14 @@ class Ttl(FlinkType):
 
     def from_matrix(self, m):
         return pa.StructArray.from_arrays(
-            [pa.array(_as(m[:, :8], ">i8").astype("<i8")), self.inner.from_matrix(m[:, 8:])],
+            [pa.array(as_dtype(m[:, :8], ">i8").astype("<i8")), self.inner.from_matrix(m[:, 8:])],
             fields=list(self.arrow()))
 
     def column(self, buf, starts, limits=None):
         starts = np.asarray(starts, dtype=np.int64)
         if self.width is not None:
             return super().column(buf, starts)
-        ts = pa.array(_as(buf.gather(starts, 8), ">i8").astype("<i8"))
+        ts = pa.array(as_dtype(buf.gather(starts, 8), ">i8").astype("<i8"))
         v, ends = self.inner.column(buf, starts + 8, limits)
         return pa.StructArray.from_arrays([ts, v], fields=list(self.arrow())), ends
 
@@ -848,7 +847,7 @@ class Timer(FlinkType):
 
     def column(self, buf, starts, limits=None):
         starts = np.asarray(starts, dtype=np.int64)
-        ts = pa.array(_as(buf.gather(starts, 8), ">i8").astype("<i8") ^ np.int64(LONG_MIN))
+        ts = pa.array(as_dtype(buf.gather(starts, 8), ">i8").astype("<i8") ^ np.int64(LONG_MIN))
         k, e = self.key.column(buf, starts + 8)
         ns, e = self.namespace.column(buf, e, limits)
         return pa.StructArray.from_arrays([ts, k, ns], fields=list(self.arrow())), e
