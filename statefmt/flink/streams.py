@@ -57,63 +57,65 @@ class StateRows:
     values: pa.Array        # the state's column (timers: int64 timestamps)
 
 
-def _entries(buf: Buf, lists: tuple[list, list, list, list, list]) -> RawEntries:
-    kg, ks, ke, vs, ve = (np.asarray(x, dtype=np.int64) for x in lists)
-    return RawEntries(buf, kg.astype(np.int32), ks, ke, vs, ve)
-
-
 # --- canonical -----------------------------------------------------------------------
 
 def scan_canonical(buf: Buf, header: KeyedHeader, blocks: list[tuple[int, int, int]],
                    prefix: int) -> dict[int, RawEntries]:
-    """Entries of every state in the key-group *blocks* ``(key group, start, end)`` of *buf*."""
+    """Entries of every state in the key-group *blocks* ``(key group, start, end)`` of *buf*.
+
+    The loop only walks entry starts; every other offset is computed afterwards
+    with numpy, and checked against the block ends there.
+    """
     data, source = buf.data, buf.source
-    per_state: dict[int, tuple[list, list, list, list, list]] = {}
+    unpack_i32, unpack_u16 = _I32.unpack_from, _U16.unpack_from
     n_states = len(header.states)
+    positions: dict[int, list[int]] = {}
+    block_ends: dict[int, list[int]] = {}
+    groups: dict[int, list[int]] = {}
     for key_group, pos, end in blocks:
-        if pos + 2 > end:
-            raise FlinkFormatError(f"{source}: key group {key_group} ends early at offset {buf.base + pos}")
-        state_id = _U16.unpack_from(data, pos)[0]
-        pos += 2
-        while True:
-            if state_id >= n_states:
-                raise FlinkFormatError(f"{source}: unknown state id {state_id} in key group {key_group} "
-                                       f"at offset {buf.base + pos - 2}")
-            lists = per_state.get(state_id)
-            if lists is None:
-                lists = per_state[state_id] = ([], [], [], [], [])
-            kg_l, ks_l, ke_l, vs_l, ve_l = lists
-            while True:
-                if pos + 4 > end:
-                    raise FlinkFormatError(f"{source}: stream ends early in key group {key_group} "
-                                           f"at offset {buf.base + pos}")
-                key_len = _I32.unpack_from(data, pos)[0]
-                key_start = pos + 4
-                value_len_at = key_start + key_len
-                if key_len < prefix or value_len_at + 4 > end:
-                    raise FlinkFormatError(f"{source}: stream ends early in key group {key_group} "
-                                           f"at offset {buf.base + pos}")
-                value_len = _I32.unpack_from(data, value_len_at)[0]
-                value_start = value_len_at + 4
-                pos = value_start + value_len
-                if value_len < 0 or pos > end:
-                    raise FlinkFormatError(f"{source}: stream ends early in key group {key_group} "
-                                           f"at offset {buf.base + value_len_at}")
-                kg_l.append(key_group)
-                ks_l.append(key_start + prefix)
-                ke_l.append(value_len_at)
-                vs_l.append(value_start)
-                ve_l.append(pos)
-                if data[key_start] & META_FOLLOWS:
-                    break
-            if pos + 2 > end:
-                raise FlinkFormatError(f"{source}: stream ends early in key group {key_group} "
-                                       f"at offset {buf.base + pos}")
-            state_id = _U16.unpack_from(data, pos)[0]
+        try:
+            state_id = unpack_u16(data, pos)[0]
             pos += 2
-            if state_id == END_OF_KEY_GROUP:
-                break
-    return {sid: _entries(buf, lists) for sid, lists in per_state.items()}
+            while True:
+                if state_id >= n_states or pos > end:
+                    if state_id >= n_states:
+                        raise FlinkFormatError(f"{source}: unknown state id {state_id} in key group {key_group} "
+                                               f"at offset {buf.base + pos - 2}")
+                    raise struct.error
+                state_positions = positions.setdefault(state_id, [])
+                first = len(state_positions)
+                while True:
+                    key_len = unpack_i32(data, pos)[0]
+                    value_len = unpack_i32(data, pos + 4 + key_len)[0]
+                    if key_len < prefix or value_len < 0 or pos + 8 + key_len + value_len > end:
+                        raise struct.error
+                    state_positions.append(pos)
+                    meta_follows = data[pos + 4] & META_FOLLOWS
+                    pos += 8 + key_len + value_len
+                    if meta_follows:
+                        break
+                count = len(state_positions) - first
+                groups.setdefault(state_id, []).append((key_group, count))
+                state_id = unpack_u16(data, pos)[0]
+                pos += 2
+                if state_id == END_OF_KEY_GROUP:
+                    break
+        except struct.error:
+            raise FlinkFormatError(f"{source}: stream ends early in key group {key_group} "
+                                   f"at offset {buf.base + min(pos, end)}") from None
+    out = {}
+    for sid, plist in positions.items():
+        pos = np.asarray(plist, dtype=np.int64)
+        key_lens = as_i32(buf, pos)
+        key_ends = pos + 4 + key_lens
+        kg = np.repeat(*map(np.asarray, zip(*groups[sid]))).astype(np.int32)
+        out[sid] = RawEntries(buf, kg, pos + 4 + prefix, key_ends, key_ends + 4,
+                              key_ends + 4 + as_i32(buf, key_ends))
+    return out
+
+
+def as_i32(buf: Buf, starts: np.ndarray) -> np.ndarray:
+    return T.as_dtype(buf.gather(starts, 4), ">i4").astype(np.int64)
 
 
 def raw_from_pairs(pairs: list[tuple[bytes, bytes]], prefix: int, source: str) -> RawEntries:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import FlinkFormatError, UnsupportedFlinkFeature
 from .binary import Reader, utf16_units_to_str
@@ -42,19 +43,34 @@ class Buf:
             bad = int(starts[np.argmax(starts + width > len(self.data))])
             raise FlinkFormatError(f"{self.source}: ends early: a {width}-byte value at offset "
                                    f"{self.base + bad} runs past the end")
-        return self.arr[starts[:, None] + np.arange(width, dtype=np.int64)]
+        if width == 0 or not len(starts):
+            return np.zeros((len(starts), width), dtype=np.uint8)
+        return np.lib.stride_tricks.sliding_window_view(self.arr, width)[starts]
 
     def slices(self, starts: np.ndarray, ends: np.ndarray) -> pa.BinaryArray:
         """The bytes [start, end) of every row, as one binary column, without a Python loop."""
         lengths = (ends - starts).astype(np.int64)
+        if len(lengths) and (lengths.min() < 0 or int(ends.max()) > len(self.data)):
+            raise FlinkFormatError(f"{self.source}: a value runs past the end of its bytes")
         offsets = np.zeros(len(starts) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         total = int(offsets[-1])
-        idx = np.repeat(starts - offsets[:-1], lengths) + np.arange(total, dtype=np.int64)
-        data = self.arr[idx] if total else np.zeros(0, np.uint8)
-        return pa.LargeBinaryArray.from_buffers(
-            pa.large_binary(), len(starts), [None, pa.py_buffer(offsets), pa.py_buffer(data.tobytes())]
-        ).cast(pa.binary())
+        if total == 0:
+            data = b""
+        elif lengths.min() == lengths.max():
+            data = self.gather(starts, int(lengths[0])).tobytes()
+        else:
+            # byte indices as one cumulative sum: +1 inside a row, a jump at each row's start
+            nz = np.nonzero(lengths)[0]
+            s, n, o = starts[nz], lengths[nz], offsets[:-1][nz]
+            step = np.ones(total, dtype=np.int64)
+            step[o[0]] = s[0]
+            step[o[1:]] = s[1:] - (s[:-1] + n[:-1] - 1)
+            data = self.arr[np.cumsum(step)].tobytes()
+        large = offsets[-1] > 2**31 - 1
+        return pa.Array.from_buffers(
+            pa.large_binary() if large else pa.binary(), len(starts),
+            [None, pa.py_buffer(offsets if large else offsets.astype(np.int32)), pa.py_buffer(data)])
 
 
 def as_dtype(m: np.ndarray, dtype: str) -> np.ndarray:
@@ -165,6 +181,28 @@ class String(FlinkType):
 
     def read(self, r):
         return r.string_value()
+
+    def column(self, buf, starts, limits=None):
+        """ASCII strings shorter than 127 characters (one length byte) without a Python loop."""
+        starts = np.asarray(starts, dtype=np.int64)
+        if not len(starts):
+            return pa.array([], pa.string()), starts
+        first = buf.gather(starts, 1)[:, 0].astype(np.int64)
+        if first.max() >= 0x80:
+            return super().column(buf, starts, limits)
+        null = first == 0
+        lengths = np.where(null, 0, first - 1)
+        ends = starts + 1 + lengths
+        if int(ends.max()) > len(buf.data):
+            return super().column(buf, starts, limits)  # reports where it runs off the end
+        raw = buf.slices(starts + 1, ends)
+        chars = np.frombuffer(raw.buffers()[2], dtype=np.uint8) if raw.buffers()[2] is not None else None
+        if chars is not None and len(chars) and chars[: int(lengths.sum())].max() >= 0x80:
+            return super().column(buf, starts, limits)
+        strings = pa.Array.from_buffers(pa.string(), len(raw), raw.buffers()[:1] + raw.buffers()[1:])
+        if null.any():
+            strings = pc.if_else(pa.array(null), pa.scalar(None, pa.string()), strings)
+        return strings, ends
 
     def describe(self):
         return "String"
