@@ -95,14 +95,14 @@ def test_compressed_keyed_state_reads_the_same(pair):
     plain, compressed = pair
     for uid in ("lk-proc", "lk-win"):
         assert compressed.operator(uid).keyed_header.compressed
-        assert keyed_table(compressed, compressed.operator(uid)) == keyed_table(plain, plain.operator(uid))
-        assert timers_table(compressed, compressed.operator(uid)) == timers_table(plain, plain.operator(uid))
-        assert keyed_table(plain, plain.operator(uid)).num_rows > 0
+        assert keyed_table(compressed.operator(uid)) == keyed_table(plain.operator(uid))
+        assert timers_table(compressed.operator(uid)) == timers_table(plain.operator(uid))
+        assert keyed_table(plain.operator(uid)).num_rows > 0
 
 
 def test_compressed_operator_state_reads_the_same(pair):
     plain, compressed = pair
     for uid, state in (("lk-bcast", "rules"), ("lk-union-op", "union-counts")):
-        got = operator_state_table(compressed, compressed.operator(uid), state)
-        assert got == operator_state_table(plain, plain.operator(uid), state)
+        got = operator_state_table(compressed.operator(uid), state)
+        assert got == operator_state_table(plain.operator(uid), state)
         assert got.num_rows > 0

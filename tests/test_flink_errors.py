@@ -34,7 +34,7 @@ def error_of(sp: Path, read=False) -> str:
     with pytest.raises((FlinkFormatError, UnsupportedFlinkFeature, MissingFileError, NotASavepointError)) as e:
         opened = open_flink_savepoint(sp)
         if read:
-            keyed_table(opened, opened.operator("lk-proc"))
+            keyed_table(opened.operator("lk-proc"))
     return str(e.value).replace(str(sp), "SP")
 
 

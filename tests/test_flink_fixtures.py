@@ -88,7 +88,7 @@ def test_keyed_state(fixture):
         if "keyed_state" not in exp:
             continue
         op = sp.operator(uid)
-        table = keyed_table(sp, op)
+        table = keyed_table(op)
         key_names = [f.name for f in table.schema][1:1 + (1 if "key" in table.schema.names else 2)]
         rows = table.to_pylist()
         # every row's key group is the one real Flink gave its key
@@ -136,7 +136,7 @@ def test_timers(fixture):
         if "timers" not in exp:
             continue
         op = sp.operator(uid)
-        table = timers_table(sp, op)
+        table = timers_table(op)
         key_names = [n for n in table.schema.names if n not in ("_key_group", "namespace", "timestamp",
                                                                  "domain", "service")]
         rows = table.to_pylist()
@@ -164,7 +164,7 @@ def test_operator_state(fixture):
     for uid, exp in expected["operators"].items():
         op = sp.operator(uid) if not exp.get("stateless") else None
         for name, state in exp.get("operator_state", {}).items():
-            rows = operator_state_table(sp, op, name).to_pylist()
+            rows = operator_state_table(op, name).to_pylist()
             got = {}
             for r in rows:
                 got.setdefault(str(r["subtask"]), []).append(r["value"])
@@ -172,7 +172,7 @@ def test_operator_state(fixture):
             assert op.operator_states[name].kind == {"UNION": "union", "SPLIT_DISTRIBUTE": "list"}[
                 state["distribution"]]
         for name, state in exp.get("broadcast_state", {}).items():
-            rows = operator_state_table(sp, op, name).to_pylist()
+            rows = operator_state_table(op, name).to_pylist()
             assert {r["key"]: r["value"] for r in rows} == state["subtasks"]["0"]
             assert all(s == state["subtasks"]["0"] for s in state["subtasks"].values())
 

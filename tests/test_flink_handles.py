@@ -68,7 +68,7 @@ def test_moved_streams_read_the_same(tmp_path, fixture, make_handle, handle_type
         streams = [split.handle.stream] if hasattr(split.handle, "stream") else \
             [split.handle.meta] + [s for _, s in split.handle.files]
         assert all(isinstance(s, handle_type) for s in streams)
-        expected = keyed_table(plain, plain.operator(uid))
+        expected = keyed_table(plain.operator(uid))
         assert expected.num_rows > 0
-        assert keyed_table(moved, moved.operator(uid)) == expected
-        assert timers_table(moved, moved.operator(uid)) == timers_table(plain, plain.operator(uid))
+        assert keyed_table(moved.operator(uid)) == expected
+        assert timers_table(moved.operator(uid)) == timers_table(plain.operator(uid))

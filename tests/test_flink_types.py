@@ -195,3 +195,26 @@ def test_pojo_field_with_unknown_serializer_makes_the_pojo_opaque():
     snap = pojo_snapshot([("a", INT), ("b", simple("com.example.X$Snapshot"))])
     t = read_snapshot(Reader(snap, "s"))
     assert isinstance(t, T.Opaque) and "x.P" in t.reason
+
+
+def test_keys_of_rows_with_namespaces_of_two_types():
+    """A window operator's per-window and global state: the namespace column keeps the bytes."""
+    from statectl.statefmt.flink.headers import StateMeta
+    from statectl.statefmt.flink.streams import StateRows
+    from statectl.statefmt.flink.tables import keyed_schema, keyed_table
+    key = read_snapshot(Reader(STRING, "s"))
+    window = T.TimeWindow("TimeWindow$Serializer")
+    void = T.VoidNamespace("VoidNamespaceSerializer")
+    long_ = read_snapshot(Reader(LONG, "s"))
+    states = (StateMeta("per_window", "value", long_, window), StateMeta("global", "value", long_, void))
+    schema = keyed_schema(key, states)
+    assert schema.field("namespace").type == pa.binary()
+    ns = i64(0) + i64(10)
+    rows = {
+        "per_window": StateRows(np.array([5], np.int32), pa.array([sv("k") + ns]), pa.array([1])),
+        "global": StateRows(np.array([5], np.int32), pa.array([sv("k") + b"\x00"]), pa.array([2])),
+    }
+    assert keyed_table(key, states, rows, schema, "t").to_pylist() == [
+        {"_key_group": 5, "key": "k", "namespace": ns, "per_window": 1, "global": None},
+        {"_key_group": 5, "key": "k", "namespace": b"\x00", "per_window": None, "global": 2},
+    ]

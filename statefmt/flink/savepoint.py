@@ -285,15 +285,19 @@ def _blocks(handle: KeyGroupsStream, size: int, key_groups: tuple[int, int] | No
 
 # --- decoding splits -------------------------------------------------------------------
 
-def decode_keyed_split(split: FlinkSplit, key_groups: Iterable[int] | None = None
+def decode_keyed_split(split: FlinkSplit, key_groups: Iterable[int] | None = None, timers: bool | None = None
                        ) -> tuple[KeyedHeader, dict[str, StateRows]]:
-    """Every keyed state's rows in a split (or only in *key_groups*, a key filter's groups)."""
+    """Every keyed state's rows in a split (or only in *key_groups*, a key filter's groups).
+
+    *timers*: True for the timer states only, False for the others, None for all
+    (heap-native streams are walked whole either way: they have no entry lengths).
+    """
     base = Location.of(split.savepoint)
     handle = split.handle
     wanted = None if key_groups is None else set(key_groups)
     prefix = prefix_bytes(split.max_parallelism)
     if isinstance(handle, IncrementalRocksDB):
-        return _decode_rocksdb(base, split, wanted, prefix)
+        return _decode_rocksdb(base, split, wanted, prefix, timers)
     data = read_stream(base, handle.stream)
     source = stream_name(base, handle.stream)
     header = read_keyed_header(data, source)
@@ -308,7 +312,11 @@ def decode_keyed_split(split: FlinkSplit, key_groups: Iterable[int] | None = Non
         return header, {header.states[i].name: rows for i, rows in by_id.items()}
     raw = scan_canonical(buf, header, blocks, prefix)
     return header, {header.states[i].name: decode_canonical_state(header.states[i], header.key, r)
-                    for i, r in raw.items()}
+                    for i, r in raw.items() if _wanted(header.states[i], timers)}
+
+
+def _wanted(meta: StateMeta, timers: bool | None) -> bool:
+    return timers is None or (meta.kind == "timers") == timers
 
 
 def _decompress_blocks(data: bytes, blocks, source: str):
@@ -323,7 +331,7 @@ def _decompress_blocks(data: bytes, blocks, source: str):
     return b"".join(out), new_blocks
 
 
-def _decode_rocksdb(base: Location, split: FlinkSplit, wanted, prefix: int):
+def _decode_rocksdb(base: Location, split: FlinkSplit, wanted, prefix: int, timers: bool | None):
     handle: IncrementalRocksDB = split.handle
     header_bytes = read_stream(base, handle.meta)
     source = stream_name(base, handle.meta)
@@ -348,7 +356,7 @@ def _decode_rocksdb(base: Location, split: FlinkSplit, wanted, prefix: int):
                 raise FlinkFormatError(f"{loc}: {size} bytes, _metadata says {stream.size}")
             files.append((local, loc))
         with open_rocksdb_snapshot(files, workdir=tmp) as db:
-            names = {m.name for m in header.states}
+            names = {m.name for m in header.states if _wanted(m, timers)}
             for cf in db.column_families:
                 if cf not in names:
                     continue
@@ -380,17 +388,17 @@ def read_split(split: FlinkSplit, table: str = "keyed", key_groups: Iterable[int
     if split.kind == "operator":
         yield from _operator_batches(split, table, batch_rows)
         return
-    header, rows = decode_keyed_split(split, key_groups)
+    if table not in ("keyed", "timers"):
+        raise StatectlError(f"unknown keyed table {table!r} (keyed or timers)")
+    header, rows = decode_keyed_split(split, key_groups, timers=table == "timers")
     base = Location.of(split.savepoint)
     source = f"{base} operator {split.operator_id} subtask {split.subtask}"
     if table == "keyed":
         schema = TB.keyed_schema(header.key, header.states)
         t = TB.keyed_table(header.key, header.states, rows, schema, source)
-    elif table == "timers":
+    else:
         schema = TB.timers_schema(header.key, header.states)
         t = TB.timers_table(header.key, header.states, rows, schema, source)
-    else:
-        raise StatectlError(f"unknown keyed table {table!r} (keyed or timers)")
     yield from t.to_batches(max_chunksize=batch_rows)
 
 
@@ -433,15 +441,15 @@ def _decompress_elements(data: bytes, offsets: tuple[int, ...], source: str) -> 
 
 # --- whole tables (for tests and small savepoints) --------------------------------------
 
-def keyed_table(sp: FlinkSavepoint, op: FlinkOperatorInfo, key_groups=None) -> pa.Table:
+def keyed_table(op: FlinkOperatorInfo, key_groups=None) -> pa.Table:
     return _collect(op.keyed_splits, "keyed", op.keyed_schema, key_groups)
 
 
-def timers_table(sp: FlinkSavepoint, op: FlinkOperatorInfo, key_groups=None) -> pa.Table:
+def timers_table(op: FlinkOperatorInfo, key_groups=None) -> pa.Table:
     return _collect(op.keyed_splits, "timers", op.timers_schema, key_groups)
 
 
-def operator_state_table(sp: FlinkSavepoint, op: FlinkOperatorInfo, state: str) -> pa.Table:
+def operator_state_table(op: FlinkOperatorInfo, state: str) -> pa.Table:
     meta = op.operator_states[state]
     if meta.kind == "broadcast":
         splits = op.operator_splits[:1]  # identical on every subtask: one copy

@@ -114,11 +114,14 @@ def _buf_of(binary: pa.Array, source: str) -> tuple[Buf, np.ndarray, np.ndarray]
     return Buf(raw, source), offsets[:-1], offsets[1:]
 
 
-def decode_keys(key: T.FlinkType, namespace: T.FlinkType, keyns: pa.Array, ns_field: pa.Field | None,
+def decode_keys(key: T.FlinkType, namespace: T.FlinkType | None, keyns: pa.Array, ns_field: pa.Field | None,
                 source: str) -> list[pa.Array]:
-    """Key column(s) and, when *ns_field* is set, the namespace column of each key + namespace."""
+    """Key column(s) and, when *ns_field* is set, the namespace column of each key + namespace.
+
+    *namespace* None: the rows' namespaces are of several types (kept as bytes).
+    """
     buf, starts, ends = _buf_of(keyns, source)
-    ns_width = namespace.width
+    ns_width = None if namespace is None else namespace.width
     limits = ends - ns_width if ns_width is not None else None
     keys, key_ends = key.column(buf, starts, limits)
     if isinstance(keys, pa.StructArray):
@@ -126,7 +129,7 @@ def decode_keys(key: T.FlinkType, namespace: T.FlinkType, keyns: pa.Array, ns_fi
     else:
         columns = [keys]
     if ns_field is not None:
-        if pa.types.is_binary(ns_field.type):
+        if namespace is None or pa.types.is_binary(ns_field.type):
             columns.append(buf.slices(key_ends, ends))
         else:
             ns, _ = namespace.column(buf, key_ends, ends)
@@ -181,7 +184,8 @@ def keyed_table(key: T.FlinkType, states: tuple[StateMeta, ...], rows: dict[str,
     rank = np.empty(n_rows, dtype=np.int64)
     rank[order] = np.arange(n_rows)
     keyns = encoded.dictionary.take(pa.array(order))
-    namespace = next(s.namespace for s in kept)
+    kinds = {s.namespace.describe() for s in kept}
+    namespace = kept[0].namespace if len(kinds) == 1 else None
     ns_field = schema.field(NAMESPACE_COLUMN) if NAMESPACE_COLUMN in schema.names else None
     columns = {KEY_GROUP_COLUMN: pa.array(groups[order])}
     key_arrays = decode_keys(key, namespace, keyns, ns_field, source)
