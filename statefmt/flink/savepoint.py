@@ -17,6 +17,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 from ..errors import FlinkFormatError, MissingFileError, NotASavepointError, StatectlError
 from ..fs import Location
@@ -56,23 +57,36 @@ def stream_name(base: Location, handle: StreamHandle) -> str:
 
 def read_stream(base: Location, handle: StreamHandle) -> bytes:
     """All bytes of a stream; a missing or short file is one error naming it."""
+    return read_range(base, handle, 0, handle.size)
+
+
+def read_range(base: Location, handle: StreamHandle, start: int, end: int) -> bytes:
+    """Bytes [start, end) of a stream, after checking its file is there with its recorded size."""
     if isinstance(handle, InlineStream):
-        return handle.data
+        return handle.data[start:end]
     loc = stream_location(base, handle)
-    if not loc.exists():
+    info = loc.info()
+    if info.type == pafs.FileType.NotFound:
         raise MissingFileError(f"{loc}: file is missing (referenced by {base.child(METADATA)})")
     if isinstance(handle, SegmentFile):
-        with loc.open_input_file() as f:
-            f.seek(handle.start)
-            data = f.read(handle.size)
-        if len(data) != handle.size:
+        if info.size < handle.start + handle.size:
             raise FlinkFormatError(f"{loc}: segment [{handle.start}, {handle.start + handle.size}) "
-                                   f"runs past the end of the file")
-        return data
-    data = loc.read_bytes()
-    if len(data) != handle.size:
-        raise FlinkFormatError(f"{loc}: {len(data)} bytes, _metadata says {handle.size}")
+                                   f"runs past the end of the file ({info.size} bytes)")
+        start, end = start + handle.start, end + handle.start
+    elif info.size != handle.size:
+        raise FlinkFormatError(f"{loc}: {info.size} bytes, _metadata says {handle.size}")
+    with loc.open_input_file() as f:
+        f.seek(start)
+        data = f.read(end - start)
+    if len(data) != end - start:
+        raise FlinkFormatError(f"{loc}: ends early: bytes [{start}, {end}) expected")
     return data
+
+
+def header_length(handle: KeyGroupsStream) -> int:
+    """Where a keyed stream's data starts: its first key group's offset (the header precedes it)."""
+    present = [o for o in handle.offsets if o > 0]
+    return min(present) if present else handle.stream.size
 
 
 # --- descriptions -----------------------------------------------------------------------
@@ -202,20 +216,24 @@ def _describe(base: Location, op: FlinkOperator) -> FlinkOperatorInfo:
             if stream is None:
                 raise FlinkFormatError(f"{base.child(METADATA)}: operator {op.label} subtask {sub.index}: "
                                        "keyed state without a stream")
-            header_bytes = read_stream(base, stream)
+            if isinstance(handle, KeyGroupsStream):
+                header_bytes = read_range(base, stream, 0, header_length(handle))
+            else:
+                header_bytes = read_stream(base, stream)
             header = read_keyed_header(header_bytes, stream_name(base, stream))
             if keyed_header is None:
                 keyed_header = header
             for name, size in _handle_files(base, handle):
                 files[name] = size
                 keyed_bytes += size
-            keyed_splits += _keyed_splits(base, op, sub.index, handle, header_bytes)
+            keyed_splits += _keyed_splits(base, op, sub.index, handle)
         for oh in sub.managed_operator:
-            data = read_stream(base, oh.stream)
+            offsets = [o for st in oh.states for o in st.offsets]
+            data = read_range(base, oh.stream, 0, min(offsets) if offsets else oh.stream.size)
             header = read_operator_header(data, stream_name(base, oh.stream))
             for s in header.states:
                 op_states.setdefault(s.name, s)
-                op_bytes[s.name] = op_bytes.get(s.name, 0) + len(data)
+                op_bytes[s.name] = op_bytes.get(s.name, 0) + oh.stream.size
             if not isinstance(oh.stream, InlineStream):
                 files[str(stream_location(base, oh.stream))] = oh.stream.size
             operator_splits.append(FlinkSplit(str(base), op.operator_id, sub.index, op.max_parallelism, oh))
@@ -245,11 +263,11 @@ def _handle_files(base: Location, handle) -> list[tuple[str, int]]:
     return out
 
 
-def _keyed_splits(base: Location, op: FlinkOperator, subtask: int, handle, header: bytes) -> list[FlinkSplit]:
+def _keyed_splits(base: Location, op: FlinkOperator, subtask: int, handle) -> list[FlinkSplit]:
     make = lambda rng: FlinkSplit(str(base), op.operator_id, subtask, op.max_parallelism, handle, rng)  # noqa: E731
     if isinstance(handle, IncrementalRocksDB):
         return [make((handle.start, handle.start + handle.count - 1))] if handle.count else []
-    blocks = _blocks(handle, _stream_size(handle.stream))
+    blocks = _blocks(handle, handle.stream.size)
     if not blocks:
         return []
     splits, lo, size = [], blocks[0][0], 0
@@ -260,10 +278,6 @@ def _keyed_splits(base: Location, op: FlinkOperator, subtask: int, handle, heade
         size += end - start
     splits.append(make((lo, blocks[-1][0])))
     return splits
-
-
-def _stream_size(handle: StreamHandle) -> int:
-    return handle.size
 
 
 def _blocks(handle: KeyGroupsStream, size: int, key_groups: tuple[int, int] | None = None
@@ -298,15 +312,19 @@ def decode_keyed_split(split: FlinkSplit, key_groups: Iterable[int] | None = Non
     prefix = prefix_bytes(split.max_parallelism)
     if isinstance(handle, IncrementalRocksDB):
         return _decode_rocksdb(base, split, wanted, prefix, timers)
-    data = read_stream(base, handle.stream)
-    source = stream_name(base, handle.stream)
-    header = read_keyed_header(data, source)
-    blocks = _blocks(handle, len(data), split.key_groups)
+    stream = handle.stream
+    source = stream_name(base, stream)
+    header = read_keyed_header(read_range(base, stream, 0, header_length(handle)), source)
+    blocks = _blocks(handle, stream.size, split.key_groups)
     if wanted is not None:
         blocks = [b for b in blocks if b[0] in wanted]
+    start = blocks[0][1] if blocks else 0
+    data = read_range(base, stream, start, blocks[-1][2] if blocks else 0)  # only this split's key groups
+    blocks = [(kg, s - start, e - start) for kg, s, e in blocks]
     if header.compressed:
-        data, blocks = _decompress_blocks(data, blocks, source)
-    buf = Buf(data, source)
+        data, blocks = _decompress_blocks(data, blocks, source, start)
+        start = 0
+    buf = Buf(data, source, base=start)
     if handle.layout == "native":
         by_id = decode_heap_native(buf, header, blocks)
         return header, {header.states[i].name: rows for i, rows in by_id.items()}
@@ -319,12 +337,13 @@ def _wanted(meta: StateMeta, timers: bool | None) -> bool:
     return timers is None or (meta.kind == "timers") == timers
 
 
-def _decompress_blocks(data: bytes, blocks, source: str):
+def _decompress_blocks(data: bytes, blocks, source: str, base: int):
     """Each key group of a compressed stream is its own framed-snappy stream."""
     from . import snappy
     out, new_blocks, at = [], [], 0
     for kg, start, end in blocks:
-        plain = snappy.decompress_framed(data, start=start, end=end, name=f"{source} key group {kg}")
+        plain = snappy.decompress_framed(data, start=start, end=end, name=f"{source} key group {kg}",
+                                         base_offset=base)
         out.append(plain)
         new_blocks.append((kg, at, at + len(plain)))
         at += len(plain)
