@@ -222,66 +222,73 @@ def _delimited(element: T.FlinkType, buf: Buf, starts: np.ndarray, ends: np.ndar
 
 def decode_heap_native(buf: Buf, header: KeyedHeader, blocks: list[tuple[int, int, int]]
                        ) -> dict[int, StateRows]:
-    """Every state of the key-group *blocks* of a heap-native stream."""
-    if not blocks:
-        return {}
-    key = header.key
-    groups = np.array([b[0] for b in blocks], dtype=np.int64)
-    cursors = np.array([b[1] for b in blocks], dtype=np.int64)
-    stored = T.as_dtype(buf.gather(cursors, 4), ">i4")
-    if (stored != groups).any():
-        i = int(np.argmax(stored != groups))
-        raise FlinkFormatError(f"{buf.source}: key group {int(groups[i])} expected at offset "
-                               f"{buf.base + int(cursors[i])}, found {int(stored[i])}")
-    cursors += 4
-    parts: dict[int, list[StateRows]] = {}
-    for _ in range(len(header.states)):
-        ids = T.as_dtype(buf.gather(cursors, 2), ">u2").astype(np.int64)
-        counts = T.as_dtype(buf.gather(cursors + 2, 4), ">i4").astype(np.int64)
-        if (ids >= len(header.states)).any() or (counts < 0).any():
-            i = int(np.argmax((ids >= len(header.states)) | (counts < 0)))
-            raise FlinkFormatError(f"{buf.source}: bad state block in key group {int(groups[i])} "
-                                   f"at offset {buf.base + int(cursors[i])}")
-        cursors += 6
-        for sid in np.unique(ids).tolist():
-            sel = np.nonzero(ids == sid)[0]
-            meta = header.states[sid]
-            rows, ends = _heap_entries(meta, key, buf, cursors[sel], counts[sel], groups[sel])
-            cursors[sel] = ends
-            parts.setdefault(sid, []).append(rows)
-    return {sid: _concat_rows(rs) for sid, rs in parts.items()}
+    """Every state of the key-group *blocks* of a heap-native stream.
 
-
-def _heap_entries(meta: StateMeta, key: T.FlinkType, buf: Buf, starts, counts, groups):
-    timers = meta.kind == "timers"
-
-    def one(cursors):
-        if timers:
-            key_start = cursors + 8
-            _, key_end = key.column(buf, key_start)
-            _, ns_end = meta.namespace.column(buf, key_end)
-            ts = T.as_dtype(buf.gather(cursors, 8), ">i8").astype("<i8") ^ np.int64(T.LONG_MIN)
-            return (pa.array(key_start), pa.array(key_end), pa.array(key_end), pa.array(ns_end),
-                    pa.array(ts)), ns_end
-        ns_start = cursors
-        _, ns_end = meta.namespace.column(buf, ns_start)
-        _, key_end = key.column(buf, ns_end)
-        values, value_end = meta.value.column(buf, key_end)
-        return (pa.array(ns_end), pa.array(key_end), pa.array(ns_start), pa.array(ns_end), values), value_end
-
-    cols, offsets, ends = T.decode_rounds(one, buf, starts, counts)
-    kg = np.repeat(groups, counts).astype(np.int32)
-    if not cols:
-        return StateRows(kg, pa.array([], pa.binary()), pa.array([], pa.int64() if timers else meta.value.arrow())), ends
-    ks, ke, ns_s, ns_e, values = cols
-    if not timers:
-        key_bytes = buf.slices(ks.to_numpy(), ke.to_numpy())
-        ns_bytes = buf.slices(ns_s.to_numpy(), ns_e.to_numpy())
-    if timers:  # a timer is timestamp, key, namespace: key and namespace are adjacent
-        keyns = buf.slices(ks.to_numpy(), ns_e.to_numpy())
-    else:
-        keyns = pc.binary_join_element_wise(key_bytes, ns_bytes, b"")
-    return StateRows(kg, keyns, values), ends
+    Entries carry no lengths, so one walk finds where each namespace, key and
+    value starts (fixed-width parts are stepped over, others skipped by their
+    type); the columns are then decoded with those offsets, all entries at once.
+    """
+    data, source = buf.data, buf.source
+    n_states = len(header.states)
+    key_skip = header.key.skipper(buf)
+    skips = []
+    for meta in header.states:
+        ns_skip = meta.namespace.skipper(buf) if meta.namespace is not None else None
+        skips.append((ns_skip, None if meta.kind == "timers" else meta.value.skipper(buf)))
+    marks: dict[int, tuple[list, list, list, list]] = {}
+    for key_group, pos, end in blocks:
+        try:
+            stored = _I32.unpack_from(data, pos)[0]
+            if stored != key_group:
+                raise FlinkFormatError(f"{source}: key group {key_group} expected at offset "
+                                       f"{buf.base + pos}, found {stored}")
+            pos += 4
+            for _ in range(n_states):
+                sid = _U16.unpack_from(data, pos)[0]
+                count = _I32.unpack_from(data, pos + 2)[0]
+                if sid >= n_states or count < 0:
+                    raise FlinkFormatError(f"{source}: bad state block in key group {key_group} "
+                                           f"at offset {buf.base + pos}")
+                pos += 6
+                if not count:
+                    continue
+                kgs, first, second, third = marks.setdefault(sid, ([], [], [], []))
+                kgs.append((key_group, count))
+                ns_skip, value_skip = skips[sid]
+                if value_skip is None:  # a timer: timestamp, key, namespace
+                    for _ in range(count):
+                        first.append(pos)
+                        pos = key_skip(pos + 8)
+                        second.append(pos)
+                        pos = ns_skip(pos)
+                        third.append(pos)
+                else:  # namespace, key, value
+                    for _ in range(count):
+                        first.append(pos)
+                        pos = ns_skip(pos)
+                        second.append(pos)
+                        pos = key_skip(pos)
+                        third.append(pos)
+                        pos = value_skip(pos)
+            if pos > end:
+                raise IndexError
+        except (IndexError, struct.error):
+            raise FlinkFormatError(f"{source}: stream ends early in key group {key_group} "
+                                   f"at offset {buf.base + min(pos, end)}") from None
+    out = {}
+    for sid, (kgs, first, second, third) in marks.items():
+        meta = header.states[sid]
+        kg = np.repeat(*map(np.asarray, zip(*kgs))).astype(np.int32)
+        a, b_, c = (np.asarray(x, dtype=np.int64) for x in (first, second, third))
+        if meta.kind == "timers":
+            ts = T.as_dtype(buf.gather(a, 8), ">i8").astype("<i8") ^ np.int64(T.LONG_MIN)
+            out[sid] = StateRows(kg, buf.slices(a + 8, c), pa.array(ts))
+        else:
+            # the row identity is key + namespace: here they come as namespace, key
+            keyns = buf.slices(np.column_stack([b_, a]).ravel(), np.column_stack([c, b_]).ravel(), parts=2)
+            values, _ = meta.value.column(buf, c)
+            out[sid] = StateRows(kg, keyns, values)
+    return out
 
 
 def _concat_rows(rows: list[StateRows]) -> StateRows:

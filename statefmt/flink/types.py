@@ -10,6 +10,7 @@ composite ones decode field by field, each field as one column.
 from __future__ import annotations
 
 import datetime
+import struct
 import decimal
 from dataclasses import dataclass
 
@@ -47,8 +48,11 @@ class Buf:
             return np.zeros((len(starts), width), dtype=np.uint8)
         return np.lib.stride_tricks.sliding_window_view(self.arr, width)[starts]
 
-    def slices(self, starts: np.ndarray, ends: np.ndarray) -> pa.BinaryArray:
-        """The bytes [start, end) of every row, as one binary column, without a Python loop."""
+    def slices(self, starts: np.ndarray, ends: np.ndarray, parts: int = 1) -> pa.BinaryArray:
+        """The bytes [start, end) of every row, as one binary column, without a Python loop.
+
+        With *parts* > 1, each row is that many consecutive (start, end) pairs joined.
+        """
         lengths = (ends - starts).astype(np.int64)
         if len(lengths) and (lengths.min() < 0 or int(ends.max()) > len(self.data)):
             raise FlinkFormatError(f"{self.source}: a value runs past the end of its bytes")
@@ -67,9 +71,10 @@ class Buf:
             step[o[0]] = s[0]
             step[o[1:]] = s[1:] - (s[:-1] + n[:-1] - 1)
             data = self.arr[np.cumsum(step)].tobytes()
+        offsets = np.ascontiguousarray(offsets[::parts])
         large = offsets[-1] > 2**31 - 1
         return pa.Array.from_buffers(
-            pa.large_binary() if large else pa.binary(), len(starts),
+            pa.large_binary() if large else pa.binary(), len(offsets) - 1,
             [None, pa.py_buffer(offsets if large else offsets.astype(np.int32)), pa.py_buffer(data)])
 
 
@@ -100,6 +105,20 @@ class FlinkType:
 
     def describe(self) -> str:
         return self.serializer.rsplit(".", 1)[-1]
+
+    def skipper(self, buf: Buf):
+        """A function from a value's start in *buf* to its end (to walk streams without lengths)."""
+        if self.width is not None:
+            width = self.width
+            return lambda pos: pos + width
+        r = buf.reader()
+        read = self.read
+
+        def skip(pos: int) -> int:
+            r.pos = pos
+            read(r)
+            return r.pos
+        return skip
 
     def column(self, buf: Buf, starts: np.ndarray, limits: np.ndarray | None = None
                ) -> tuple[pa.Array, np.ndarray]:
@@ -181,6 +200,19 @@ class String(FlinkType):
 
     def read(self, r):
         return r.string_value()
+
+    def skipper(self, buf):
+        data, n_data = buf.data, len(buf.data)
+        slow = super().skipper(buf)
+
+        def skip(pos: int) -> int:
+            b = data[pos]
+            if b < 0x80:
+                end = pos + b if b else pos + 1  # length + 1 in one byte
+                if end <= n_data and data[pos + 1:end].isascii():
+                    return end
+            return slow(pos)
+        return skip
 
     def column(self, buf, starts, limits=None):
         """ASCII strings shorter than 127 characters (one length byte) without a Python loop."""
@@ -751,6 +783,13 @@ class List(FlinkType):
 
     def read(self, r):
         return [self.element.read(r) for _ in range(r.int())]
+
+    def skipper(self, buf):
+        width = self.element.width
+        if width is None:
+            return super().skipper(buf)
+        data, unpack = buf.data, struct.Struct(">i").unpack_from
+        return lambda pos: pos + 4 + unpack(data, pos)[0] * width
 
     def column(self, buf, starts, limits=None):
         starts = np.asarray(starts, dtype=np.int64)
