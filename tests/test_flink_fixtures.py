@@ -189,3 +189,34 @@ def test_splits_pickle_and_key_group_filter(fixture):
     wanted = set(groups[::2])
     filtered = [r for b in read_split(split, "keyed", key_groups=wanted) for r in b.to_pylist()]
     assert filtered == [r for r in all_rows if r["_key_group"] in wanted]
+
+
+def test_descriptions(fixture):
+    """What `info` shows: per state its kind, serializer, Arrow type, TTL; every file once with its size."""
+    expected, sp = fixture
+    from statectl.statefmt.flink.savepoint import is_flink_savepoint
+    assert is_flink_savepoint(sp.location)
+    on_disk = {f.name: f.stat().st_size for f in Path(str(sp.location)).iterdir() if f.name != "_metadata"}
+    listed = {Path(f.path).name: f.size for op in sp.operators for f in op.files}
+    assert listed == on_disk
+    for uid, exp in expected["operators"].items():
+        op = sp.operator(uid)
+        for name, state in exp.get("keyed_state", {}).items():
+            info = next(s for s in op.states if s.name == name)
+            assert info.kind == state["kind"].lower()
+            assert info.ttl == ("ttl" in state)
+            assert info.size == sum(f.size for f in op.files) or expected["inline_threshold"] != "0 bytes"
+        for name in exp.get("broadcast_state", {}):
+            info = next(s for s in op.states if s.name == name)
+            assert (info.kind, str(info.arrow_type)) == ("broadcast", "map<string, string>")
+    proc = next(op for op in sp.operators if op.uid.endswith("-proc"))
+    assert str(next(s for s in proc.states if s.name == "count").arrow_type) == "int64"
+    assert str(next(s for s in proc.states if s.name == "events").arrow_type) == "list<item: string>"
+    assert proc.key_type is not None and proc.keyed_schema.field("_key_group").type == "int32"
+
+
+def test_not_flink(tmp_path):
+    from statectl.statefmt.flink.savepoint import is_flink_savepoint
+    (tmp_path / "_metadata").write_text('{"format": "statectl"}')
+    assert not is_flink_savepoint(tmp_path)
+    assert not is_flink_savepoint(tmp_path / "missing")

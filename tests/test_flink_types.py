@@ -218,3 +218,61 @@ def test_keys_of_rows_with_namespaces_of_two_types():
         {"_key_group": 5, "key": "k", "namespace": ns, "per_window": 1, "global": None},
         {"_key_group": 5, "key": "k", "namespace": b"\x00", "per_window": None, "global": 2},
     ]
+
+
+def string_value(s: str | None) -> bytes:
+    """Flink's StringValue, written independently of the reader: varint(len + 1), varint per UTF-16 unit."""
+    def varint(n: int) -> bytes:
+        out = bytearray()
+        while n >= 0x80:
+            out.append(n & 0x7F | 0x80)
+            n >>= 7
+        return bytes(out + bytes([n]))
+    if s is None:
+        return b"\x00"
+    raw = s.encode("utf-16-le", "surrogatepass")
+    units = [int.from_bytes(raw[i:i + 2], "little") for i in range(0, len(raw), 2)]
+    return varint(len(units) + 1) + b"".join(varint(u) for u in units)
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_texts = st.one_of(st.none(), st.text(max_size=5), st.text(alphabet="abc", min_size=120, max_size=140),
+                   st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=8))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_texts, max_size=30))
+def test_string_columns_fast_and_slow_paths_agree(values):
+    """ASCII short strings take the vectorised path, the others the per-value one: same result."""
+    t = read_snapshot(Reader(STRING, "s"))
+    encoded = [string_value(v) for v in values]
+    data = b"".join(encoded)
+    starts = np.cumsum([0] + [len(e) for e in encoded[:-1]]).astype(np.int64) if values else np.zeros(0, np.int64)
+    col, ends = t.column(T.Buf(data, "d"), starts)
+    assert col.to_pylist() == values
+    assert ends.tolist() == (starts + [len(e) for e in encoded]).tolist()
+    skip = t.skipper(T.Buf(data, "d"))
+    assert [skip(int(s)) for s in starts] == ends.tolist()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.integers(-2**63, 2**63 - 1), max_size=4),
+                          st.lists(st.tuples(_texts.filter(lambda x: x is not None), st.one_of(st.none(), st.integers(-5, 5))),
+                                   max_size=3)), max_size=12))
+def test_list_and_map_columns_match_value_by_value(rows):
+    lst = read_snapshot(Reader(composite(B + "ListSerializerSnapshot", 1, b"", LONG), "s"))
+    mp = read_snapshot(Reader(composite(B + "MapSerializerSnapshot", 1, b"", STRING, LONG), "s"))
+    encoded = []
+    for longs, entries in rows:
+        e = i32(len(longs)) + b"".join(i64(v) for v in longs) + i32(len(entries))
+        for k, v in entries:
+            e += string_value(k) + (b"\x01" if v is None else b"\x00" + i64(v))
+        encoded.append(e)
+    buf = T.Buf(b"".join(encoded), "d")
+    starts = np.cumsum([0] + [len(e) for e in encoded[:-1]]).astype(np.int64) if rows else np.zeros(0, np.int64)
+    longs_col, ends = lst.column(buf, starts)
+    maps_col, ends2 = mp.column(buf, ends)
+    assert longs_col.to_pylist() == [r[0] for r in rows]
+    assert maps_col.to_pylist() == [list(r[1]) for r in rows]
+    assert ends2.tolist() == (starts + [len(e) for e in encoded]).tolist()
