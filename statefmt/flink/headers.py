@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import FlinkFormatError
+from ..errors import FlinkFormatError, UnsupportedFlinkFeature
 from .binary import Reader
 from .serializers import read_top_snapshot
 from . import types as T
@@ -85,8 +85,11 @@ def _keyed_state(name: str, state_type: int, options: dict[str, str], ser: dict[
     if value is None:
         raise FlinkFormatError(f"{source}: state {name!r} has no value serializer")
     if BACKEND_STATE_TYPES[state_type] == "PRIORITY_QUEUE":
-        ns = value.namespace if isinstance(value, T.Timer) else None
-        return StateMeta(name, "timers", value, ns, None, value.serializer)
+        if not isinstance(value, T.Timer):
+            raise UnsupportedFlinkFeature(
+                f"{source}: priority-queue state {name!r} holds {value.serializer or 'unknown'} "
+                "elements, not timers")
+        return StateMeta(name, "timers", value, value.namespace, None, value.serializer)
     kind = KEYED_KINDS.get(options.get("KEYED_STATE_TYPE", ""), "value")
     namespace = ser.get("NAMESPACE_SERIALIZER")
     user_key = None

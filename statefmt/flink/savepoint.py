@@ -19,7 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from ..errors import FlinkFormatError, MissingFileError, NotASavepointError, StatectlError
+from ..errors import (FlinkFormatError, MissingFileError, NotASavepointError, StatectlError,
+                      UnknownOperatorError)
 from ..fs import Location
 from . import tables as TB
 from .handles import (IncrementalRocksDB, InlineStream, KeyGroupsStream, OperatorStream,
@@ -171,7 +172,6 @@ class FlinkSavepoint:
         for op in self.operators:
             if uid_or_id in (op.uid, op.operator_id):
                 return op
-        from ..errors import UnknownOperatorError
         raise UnknownOperatorError(f"{self.location}: no operator with uid or id {uid_or_id!r}")
 
 
@@ -200,6 +200,8 @@ def _keyed_header_stream(handle) -> StreamHandle:
 
 
 def _describe(base: Location, op: FlinkOperator) -> FlinkOperatorInfo:
+    """An operator's states, files and splits. Raw keyed and raw operator state (bytes in
+    a format of the user's own code) are not described."""
     files: dict[str, int] = {}
     keyed_header: KeyedHeader | None = None
     keyed_splits: list[FlinkSplit] = []
@@ -208,8 +210,6 @@ def _describe(base: Location, op: FlinkOperator) -> FlinkOperatorInfo:
     keyed_bytes = 0
     op_bytes: dict[str, int] = {}
     for sub in op.subtasks:
-        if sub.raw_keyed is not None or sub.raw_operator:
-            pass  # raw state is written by user code in its own format: not decodable, not listed
         handle = sub.managed_keyed
         if handle is not None:
             stream = _keyed_header_stream(handle)
