@@ -211,6 +211,20 @@ def test_one_column_family_and_a_key_group_range():
             list(snap.entries("nope"))
 
 
+def test_record_batches_hold_the_same_entries():
+    files = _snapshots("long-rocksdb-native")[("lk-proc", 86)]
+    with open_rocksdb_snapshot(files) as snap:
+        entries = [(k, v) for _, k, v in snap.entries("attrs")]
+        batches = list(snap.record_batches("attrs", batch_size=7))
+        ranged = list(snap.record_batches("attrs", key_groups=(86, 120), max_parallelism=256))
+    assert len(entries) > 14 and [b.num_rows for b in batches[:-1]] == [7] * (len(batches) - 1)
+    rows = [(r["key"], r["value"]) for b in batches for r in b.to_pylist()]
+    assert rows == entries
+    assert [r["key"] for b in ranged for r in b.to_pylist()] == [
+        k for k, _ in entries if int.from_bytes(k[:2], "big") <= 120]
+    assert batches[0].schema.names == ["key", "value"]
+
+
 def test_key_group_prefix_width():
     assert [key_group_prefix_bytes(p) for p in (1, 128, 129, 256, 32768)] == [1, 1, 2, 2, 2]
 

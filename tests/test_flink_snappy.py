@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import re
+import shutil
+import subprocess
 
 import cramjam
 import pytest
@@ -172,3 +175,58 @@ def test_bad_chunks():
     message = _error(ident + garbage)
     assert re.fullmatch(r"snappy data: snappy stream at byte 10: corrupt compressed chunk: .+", message)
     assert "\n" not in message
+
+
+# --- against xerial's own SnappyFramedOutputStream (the jar PySpark ships), when a JDK is here ---
+
+FRAME_FILES_JAVA = """
+import java.io.*;
+import java.nio.file.*;
+import org.xerial.snappy.SnappyFramedOutputStream;
+
+/** Frames each input file as Flink's snapshot compression does: args = in out [in out ...]. */
+public class FrameFiles {
+    public static void main(String[] args) throws IOException {
+        for (int i = 0; i < args.length; i += 2) {
+            byte[] data = Files.readAllBytes(Paths.get(args[i]));
+            try (OutputStream out = new SnappyFramedOutputStream(
+                    new FileOutputStream(args[i + 1]), 64 * 1024, 0.85)) {
+                for (int pos = 0; pos < data.length; pos += 1000) {  // small writes, as serializers do
+                    out.write(data, pos, Math.min(1000, data.length - pos));
+                }
+            }
+        }
+    }
+}
+"""
+
+
+def _xerial_jar():
+    import pyspark
+
+    jars = glob.glob(os.path.join(os.path.dirname(pyspark.__file__), "jars", "snappy-java-*.jar"))
+    return jars[0] if jars else None
+
+
+def test_streams_written_by_xerial_decode(tmp_path):
+    jar = _xerial_jar()
+    if shutil.which("javac") is None or shutil.which("java") is None or jar is None:
+        pytest.skip("needs a JDK and PySpark's snappy-java jar")
+    (tmp_path / "FrameFiles.java").write_text(FRAME_FILES_JAVA)
+    subprocess.run(["javac", "-cp", jar, "FrameFiles.java"], cwd=tmp_path, check=True, timeout=120)
+    inputs = {
+        "empty": b"",
+        "random": os.urandom(200_000),
+        "state": b"".join(f"{i}:view:{i * 7 % 5000},".encode() for i in range(40_000)),
+    }
+    args = []
+    for name, data in inputs.items():
+        (tmp_path / f"{name}.bin").write_bytes(data)
+        args += [f"{name}.bin", f"{name}.sz"]
+    subprocess.run(["java", "-cp", f"{jar}{os.pathsep}.", "FrameFiles", *args], cwd=tmp_path,
+                   check=True, timeout=120)
+    for name, data in inputs.items():
+        framed = (tmp_path / f"{name}.sz").read_bytes()
+        assert decompress_framed(framed, name=name) == data
+        kinds = [framed[pos] for pos, _ in iter_chunks(framed)]
+        assert kinds == {"empty": [], "random": [1] * 4, "state": [0] * 10}[name]
