@@ -28,7 +28,7 @@ from .handles import (IncrementalRocksDB, InlineStream, KeyGroupsStream, Operato
 from .headers import KeyedHeader, StateMeta, read_keyed_header, read_operator_header
 from .metadata import FlinkMetadata, FlinkOperator, is_flink_metadata, parse_metadata
 from .streams import (StateRows, decode_canonical_state, decode_heap_native, decode_operator_state,
-                      prefix_bytes, raw_from_pairs, scan_canonical)
+                      prefix_bytes, raw_from_arrow, scan_canonical)
 from .types import Buf, FlinkType
 
 METADATA = "_metadata"
@@ -357,7 +357,7 @@ def _decode_rocksdb(base: Location, split: FlinkSplit, wanted, prefix: int, time
     header = read_keyed_header(header_bytes, source)
     from .rocksdb_native import open_rocksdb_snapshot
     tmp = tempfile.mkdtemp(prefix="statectl-flink-")
-    pairs: dict[str, list[tuple[bytes, bytes]]] = {}
+    entries: dict[str, pa.Table] = {}
     try:
         files = []
         for i, (local, stream) in enumerate(handle.files):
@@ -379,15 +379,19 @@ def _decode_rocksdb(base: Location, split: FlinkSplit, wanted, prefix: int, time
             for cf in db.column_families:
                 if cf not in names:
                     continue
-                pairs[cf] = [(k, v) for _, k, v in db.entries(cf, split.key_groups, split.max_parallelism)]
+                batches = list(db.record_batches(cf, key_groups=split.key_groups,
+                                                 max_parallelism=split.max_parallelism))
+                if batches:
+                    entries[cf] = pa.Table.from_batches(batches)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     out = {}
     for meta in header.states:
-        entries = pairs.get(meta.name)
-        if not entries:
+        table = entries.get(meta.name)
+        if table is None or not table.num_rows:
             continue
-        raw = raw_from_pairs(entries, prefix, f"{source} column family {meta.name}")
+        raw = raw_from_arrow(table.column("key").combine_chunks(), table.column("value").combine_chunks(),
+                             prefix, f"{source} column family {meta.name}")
         if wanted is not None:
             keep = np.isin(raw.key_groups, list(wanted))
             raw = type(raw)(raw.buf, *(a[keep] for a in (raw.key_groups, raw.key_starts, raw.key_ends,

@@ -118,24 +118,26 @@ def as_i32(buf: Buf, starts: np.ndarray) -> np.ndarray:
     return T.as_dtype(buf.gather(starts, 4), ">i4").astype(np.int64)
 
 
-def raw_from_pairs(pairs: list[tuple[bytes, bytes]], prefix: int, source: str) -> RawEntries:
-    """Entries given as (key, value) byte pairs (RocksDB) in the canonical layout."""
-    keys = [k for k, _ in pairs]
-    values = [v for _, v in pairs]
-    key_lens = np.fromiter((len(k) for k in keys), dtype=np.int64, count=len(keys))
-    value_lens = np.fromiter((len(v) for v in values), dtype=np.int64, count=len(values))
-    data = b"".join(keys) + b"".join(values)
-    buf = Buf(data, source)
-    key_ends = np.cumsum(key_lens)
-    key_starts = key_ends - key_lens
-    value_ends = np.cumsum(value_lens) + int(key_lens.sum())
-    value_starts = value_ends - value_lens
-    if len(key_lens) and key_lens.min() < prefix:
+def raw_from_arrow(keys: pa.Array, values: pa.Array, prefix: int, source: str) -> RawEntries:
+    """Entries given as binary key and value columns (RocksDB) in the canonical layout."""
+    def parts(a: pa.Array) -> tuple[bytes, np.ndarray]:
+        a = a.cast(pa.large_binary())
+        offsets = np.frombuffer(a.buffers()[1], dtype=np.int64)[a.offset:a.offset + len(a) + 1]
+        data = a.buffers()[2]
+        raw = data.to_pybytes()[offsets[0]:offsets[-1]] if data is not None else b""
+        return raw, offsets - offsets[0]
+    key_data, key_offsets = parts(keys)
+    value_data, value_offsets = parts(values)
+    buf = Buf(key_data + value_data, source)
+    key_starts, key_ends = key_offsets[:-1], key_offsets[1:]
+    if len(key_starts) and (key_ends - key_starts).min() < prefix:
         raise FlinkFormatError(f"{source}: a key shorter than its key-group prefix")
-    kg = np.zeros(len(keys), dtype=np.int64)
+    kg = np.zeros(len(key_starts), dtype=np.int64)
     for i in range(prefix):
         kg = (kg << 8) | buf.arr[key_starts + i]
-    return RawEntries(buf, kg.astype(np.int32), key_starts + prefix, key_ends, value_starts, value_ends)
+    shift = len(key_data)
+    return RawEntries(buf, kg.astype(np.int32), key_starts + prefix, key_ends,
+                      value_offsets[:-1] + shift, value_offsets[1:] + shift)
 
 
 def _split_key(key: T.FlinkType, ns: T.FlinkType, buf: Buf, starts: np.ndarray) -> np.ndarray:
