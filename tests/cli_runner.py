@@ -27,6 +27,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import warnings
 
 from spark_session import LOG_LEVEL, running_spark, suite_spark
@@ -127,7 +128,7 @@ def _process_state(args, cwd, env: dict):
         OPTIONS.clear()
         OPTIONS.update(options)
         sys.excepthook = excepthook
-        signal.signal(signal.SIGINT, sigint)
+        signal.signal(signal.SIGINT, signal.SIG_DFL if sigint is None else sigint)
         logging.getLogger().handlers[:] = handlers
 
 
@@ -195,7 +196,8 @@ def _warnings_printed():
 
 @contextlib.contextmanager
 def _time_limit(seconds: float, args):
-    """Raise subprocess.TimeoutExpired after *seconds*, as subprocess.run(timeout=...) does."""
+    """Raise subprocess.TimeoutExpired after *seconds*, as subprocess.run(timeout=...) does;
+    the run's Spark jobs are cancelled and awaited first, so the next test starts clean."""
     expired = []
 
     def expire(signum, frame):
@@ -208,9 +210,19 @@ def _time_limit(seconds: float, args):
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-    if expired:  # also when Spark's gateway turned the exception into an error of its own
-        session = running_spark()
-        if session is not None:
-            session.sparkContext.cancelAllJobs()
+        signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
+        if expired:
+            _cancel_spark_jobs()
+    if expired:  # Spark's gateway may have turned the exception into an error of its own
         raise subprocess.TimeoutExpired(["statectl", *args], seconds)
+
+
+def _cancel_spark_jobs(wait: float = 120) -> None:
+    session = running_spark()
+    if session is None:
+        return
+    context = session.sparkContext
+    context.cancelAllJobs()
+    deadline = time.monotonic() + wait
+    while context.statusTracker().getActiveJobsIds() and time.monotonic() < deadline:
+        time.sleep(0.1)

@@ -34,12 +34,19 @@ def suite_spark():
 
 
 def running_spark():
-    """The active Spark session of this process, or None (without importing Spark)."""
+    """The Spark session running in this process, or None (without importing Spark).
+
+    Not ``SparkSession.getActiveSession()``: that asks the JVM thread serving this
+    Python thread, and a broken gateway connection (an interrupted call) moves it.
+    """
     if "pyspark.sql" not in sys.modules:
         return None
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    return SparkSession.getActiveSession()
+    if SparkContext._active_spark_context is None:
+        return None
+    return SparkSession.builder.getOrCreate()
 
 
 def stop_suite_spark() -> None:

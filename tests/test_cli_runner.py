@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 
 import pytest
 
 from cli_runner import statectl, statectl_in_process, statectl_process
 from readers_savepoints import build_base
+from statectl import __version__
 from statectl.cli.options import OPTIONS
 
 
@@ -73,5 +75,20 @@ def test_an_env_naming_what_spark_reads_runs_a_process(tmp_path):
     (shadow / "__init__.py").write_text("raise ImportError('the process saw PYTHONPATH')\n")
     result = statectl("--version", env={"PYTHONPATH": str(shadow.parent)})
     assert result.returncode == 1 and "the process saw PYTHONPATH" in result.stderr
-    assert statectl("--version", env={"STATECTL_UNUSED": "1"}).stdout.startswith("statectl ")
+    assert statectl("--version", env={"STATECTL_UNUSED": "1"}).stdout == f"statectl {__version__}\n"
     assert "STATECTL_UNUSED" not in os.environ
+
+
+def test_a_run_past_its_timeout_raises_as_subprocess_run_does(spark, tmp_path):
+    (tmp_path / "fns.py").write_text("import time\n\ndef slow(key, rows, ctx):\n"
+                                     "    time.sleep(300)\n")
+    (tmp_path / "keys.csv").write_text("user\nu0\n")
+    (tmp_path / "spec.yaml").write_text(
+        "operators:\n  - uid: p\n    parallelism: 1\n    keyed:\n      key: user\n"
+        "      input: keys.csv\n      function: fns.py:slow\n"
+        "      states: [{name: n, kind: value, type: int64}]\n")
+    with pytest.raises(subprocess.TimeoutExpired):
+        statectl("bootstrap", "--spec", str(tmp_path / "spec.yaml"), str(tmp_path / "out"),
+                 timeout=3)
+    assert spark.sparkContext.statusTracker().getActiveJobsIds() == []  # the run's job is gone
+    assert spark.range(3).count() == 3
