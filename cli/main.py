@@ -88,9 +88,13 @@ _register_rescaling(app)
 
 
 def run() -> None:
-    """Console-script entry point: one clear message and exit 1 for bad input."""
+    """Console-script entry point: one clear message and exit 1 for bad input.
+
+    Usage lines name ``statectl`` however Python was started (click would name
+    ``python -m ...`` when the command runs inside another module's process).
+    """
     try:
-        app()
+        app(prog_name="statectl")
     except StatectlError as e:
         if debug_enabled():
             traceback.print_exc()

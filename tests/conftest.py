@@ -1,49 +1,25 @@
-"""Fixtures shared by the suite: one Spark session for all tests, and the CLI runner."""
+"""Fixtures shared by the suite: one Spark session for all tests, and the CLI runners."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from cli_runner import statectl, statectl_in_process, statectl_process  # noqa: F401 (for tests)
+from spark_session import stop_suite_spark, suite_spark
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="session")
 def spark():
-    """The suite's one local Spark session (small: tests use small data)."""
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("statectl-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.default.parallelism", "2")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "2g")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    """The suite's one local Spark session (see spark_session.suite_spark)."""
+    return suite_spark()
 
 
-def statectl(*args: str, cwd: str | os.PathLike | None = None, timeout: float = 600,
-             env: dict | None = None) -> subprocess.CompletedProcess:
-    """Run the installed `statectl` console script as a user would."""
-    full_env = dict(os.environ, COLUMNS="200", **(env or {}))
-    return subprocess.run(
-        ["statectl", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout,
-        env=full_env,
-    )
+def pytest_sessionfinish(session, exitstatus):
+    stop_suite_spark()  # started by the `spark` fixture or by an in-process `statectl` run
 
 
 @pytest.fixture

@@ -1,4 +1,7 @@
-"""`statectl bootstrap` and `statectl modify` run as a user runs them: the installed script."""
+"""`statectl bootstrap` and `statectl modify`, through the console script's entry point.
+
+Interrupted and killed bootstraps run as processes of their own, started as from a terminal.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`statectl info` and `statectl validate`, run as a user runs them (no Spark involved)."""
+"""`statectl info` and `statectl validate`, through the console script's entry point (no Spark)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""`statectl read` and `statectl sql`, run as the installed console script.
+"""`statectl read` and `statectl sql`, through the console script's entry point.
 
-Each command that reads data starts its own JVM (about 10 s), so each test
-checks one run thoroughly; mistakes found in `_metadata` fail before Spark starts.
+Mistakes found in `_metadata` fail before Spark starts; a fresh process loads no
+Spark module for them. One read runs as a process of its own, so that its JVM
+has the terminal to print on (it must not).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import statectl
+from conftest import statectl, statectl_process
 from readers_savepoints import HIDDEN_ID, PARTITIONS, build_base, build_derived
 
 OPERATORS = f"src, proc, win, rules, {HIDDEN_ID} (no uid)"
@@ -82,7 +83,8 @@ def test_mistakes_in_what_to_read_fail_before_spark_starts(saved):
 
 
 def test_keyed_table_as_json_lines(saved):
-    out = ok(statectl("read", saved[0].location, "--uid", "proc", "--format", "jsonl"))
+    # a process of its own: its JVM starts with the terminal's stderr, and must print nothing there
+    out = ok(statectl_process("read", saved[0].location, "--uid", "proc", "--format", "jsonl"))
     t0, t1 = "2024-05-01T12:00:00.000000Z", "2024-05-01T12:00:01.000000Z"
     assert jsonl(out) == jsonl("\n".join(json.dumps(r) for r in [
         {"user": "u0", "count": 3, "events": ["a", "b"], "attrs": {"x": 1}, "total": 1.5,

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import statectl
+from conftest import statectl, statectl_process
 from statectl.readers import open_savepoint
 from statectl.statefmt.canonical import read_file
 from statectl.statefmt.errors import LimitError, UnknownOperatorError, UnknownStateError, UsageError
@@ -185,10 +185,10 @@ def test_limits_and_unknown_operators_are_clear_errors(spark, base, tmp_path):
 def test_cli_rescale_and_its_errors(base, tmp_path):
     out = str(tmp_path / "cli")
     # run from a folder holding a package named like statectl's: Spark's Python
-    # workers must still import the installed one
+    # workers must still import the installed one (a process: its workers start there)
     (tmp_path / "writers").mkdir()
     (tmp_path / "writers" / "__init__.py").write_text("raise ImportError('shadowed')\n")
-    result = statectl("rescale", base.location, out, "--max-parallelism", "256", "--parallelism", "4",
+    result = statectl_process("rescale", base.location, out, "--max-parallelism", "256", "--parallelism", "4",
                       cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "proc" in result.stdout and "rescaled" in result.stdout
