@@ -24,6 +24,10 @@ class UsageError(StatectlError):
     """An argument or option value is not acceptable."""
 
 
+class DuplicateKeyError(UsageError):
+    """Two rows give a value state (or a map key, or an entry) two values and no rule says how."""
+
+
 class NotASavepointError(StatectlError):
     """The location holds no `_metadata` file."""
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ..build import write_operator_state_file
-from ..canonical import operator_state_schema, read_file
-from ..errors import UsageError
-from ..fs import Location
-from ..keygroups import even_split
-from ..model import OperatorState, Savepoint
-from ..savepoint import file_location
-from ..types import type_str, validate_type
+from statectl.statefmt.build import write_operator_state_file
+from statectl.statefmt.canonical import operator_state_schema, read_file
+from statectl.statefmt.errors import UsageError
+from statectl.statefmt.fs import Location
+from statectl.statefmt.keygroups import even_split
+from statectl.statefmt.model import OperatorState, Savepoint
+from statectl.statefmt.savepoint import file_location
+from statectl.statefmt.types import type_str, validate_type
 
 
 class OperatorListState:

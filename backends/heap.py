@@ -10,9 +10,10 @@ from __future__ import annotations
 import heapq
 from typing import Iterator
 
-from ..model import KeyedStateDescriptor
+from statectl.statefmt.model import KeyedStateDescriptor
+from statectl.statefmt.rocksdb.codec import ValueCodec, map_pairs
+
 from .base import KeyedStateBackend
-from .codec import ValueCodec, map_pairs
 
 
 class HeapTable:

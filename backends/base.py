@@ -4,24 +4,23 @@
 place (key-group range), the current key and namespace, state declarations,
 timers' firing order, operator state, and restore from / snapshot to the
 canonical format. Subclasses supply the storage: tables of entries keyed by
-``key group ‖ key ‖ namespace`` bytes (:mod:`.codec`), and timers.
+``key group ‖ key ‖ namespace`` bytes (`statectl.statefmt.rocksdb.codec`), and timers.
 """
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 
-from .. import canonical
-from ..errors import DataFileError, UnknownStateError, UsageError
-from ..fs import Location
-from ..ids import OperatorRef
-from ..keygroups import check_key_type, check_parallelism, default_max_parallelism, \
+from statectl.statefmt import canonical
+from statectl.statefmt.errors import DataFileError, UnknownStateError, UsageError
+from statectl.statefmt.fs import Location
+from statectl.statefmt.ids import OperatorRef
+from statectl.statefmt.keygroups import check_key_type, check_parallelism, default_max_parallelism, \
     key_group_for_key, key_group_range, subtask_for_key_group
-from ..model import (
+from statectl.statefmt.model import (
     CANONICAL,
     ROCKSDB,
     KEY_GROUP_COLUMN,
@@ -33,9 +32,11 @@ from ..model import (
     Operator,
     Savepoint,
 )
-from ..savepoint import data_file_path, file_location, load
-from ..types import type_str, validate_type
-from .codec import KEY_GROUP_BYTES, KeyLayout, key_group_of, key_group_prefix
+from statectl.statefmt.savepoint import data_file_path, file_location, load
+from statectl.statefmt.types import type_str, validate_type
+from statectl.statefmt.rocksdb.codec import KEY_GROUP_BYTES, KeyLayout, key_group_of, key_group_prefix
+from statectl.statefmt.rocksdb.rows import RowMaker
+
 from .handles import AggregatingState, ListState, MapState, ReducingState, ValueState
 from .opstate import OperatorStates
 from .snapshot import SubtaskSnapshot
@@ -169,9 +170,15 @@ class KeyedStateBackend:
         raise NotImplementedError
 
     def _restore_keyed(self, sp: Savepoint, op: Operator) -> None:
-        if op.format == ROCKSDB:
-            from .rocks import load_native_range  # decodes RocksDB files into any backend
-            load_native_range(self, sp, op)
+        if op.format == ROCKSDB:  # decoded from the databases holding our range, into any backend
+            from statectl.statefmt.rocksdb.database import range_entries
+
+            for kind, *entry in range_entries(sp, op, self.keyed_states, self.layout,
+                                              self.first_group, self.last_group):
+                if kind == "timer":
+                    self._timer_add(*entry)
+                else:
+                    self._tables[entry[0]].load(entry[1], entry[2])
         elif op.format == CANONICAL:
             self._restore_canonical(sp, op.keyed)
         else:
@@ -436,44 +443,17 @@ class KeyedStateBackend:
                 writer.abort()
             raise
 
+    def _rows(self) -> RowMaker:
+        return RowMaker(self.layout, self.key_fields, self.namespace_type is not None)
+
     def _write_keyed(self, out: Location):
         schema = canonical.keyed_schema(self.section())
-        names = list(self._tables)
-        scans = [_tagged(self._tables[n].scan(), i) for i, n in enumerate(names)]
-
-        def rows():
-            current, row = None, None
-            for kns, i, value in heapq.merge(*scans, key=lambda e: (e[0], e[1])):
-                if kns != current:
-                    if row is not None:
-                        yield row
-                    current, row = kns, self._key_row(kns)
-                row[names[i]] = value
-            if row is not None:
-                yield row
-        return self._write_rows(out, "keyed", schema, rows())
-
-    def _key_row(self, kns: bytes) -> dict:
-        kg, key, ns, _ = self.layout.split(kns)
-        row = {KEY_GROUP_COLUMN: kg, **{f.name: v for f, v in zip(self.key_fields, key)}}
-        if self.namespace_type is not None:
-            row[NAMESPACE_COLUMN] = ns
-        return row
+        rows = self._rows().keyed_rows({n: t.scan() for n, t in self._tables.items()})
+        return self._write_rows(out, "keyed", schema, rows)
 
     def _write_timers(self, out: Location):
         schema = canonical.timers_schema(self.section())
-
-        def rows():
-            for kg, domain, ts, key_ns in self._timer_scan():
-                row = self._key_row(key_group_prefix(kg) + key_ns)
-                row.update(timestamp=ts, domain=domain)
-                yield row
-        return self._write_rows(out, "timers", schema, rows())
-
-
-def _tagged(entries, index: int):
-    for kns, value in entries:
-        yield kns, index, value
+        return self._write_rows(out, "timers", schema, self._rows().timer_rows(self._timer_scan()))
 
 
 def _ts_first(timestamp: int, args: tuple[int, bytes]) -> tuple[int, int, bytes]:
