@@ -7,6 +7,8 @@ anything else is a bug and shows a traceback.
 
 from __future__ import annotations
 
+import re
+
 
 class StatectlError(Exception):
     """Base of every error caused by input rather than by a bug."""
@@ -74,3 +76,12 @@ class KeyTypeError(StatectlError):
 
 class SavepointExistsError(StatectlError):
     """The output location already holds a savepoint."""
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of *error*'s text, without the SQLSTATE and plan Spark appends
+    (or the exception's class name when it has no text)."""
+    text = str(error).strip()
+    if not text:
+        return type(error).__name__
+    return re.split(r"\s*SQLSTATE: ", text.splitlines()[0])[0]

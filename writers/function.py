@@ -35,7 +35,6 @@ from .partitioning import Chunks
 from .sql import checked_key_group_sql
 from .tasks import HANDLE_DDL, ChunkedSink, FileTarget, guarded
 
-PART = "_part"
 FLUSH_ROWS = 16 * 1024
 KINDS = ("value", "list", "map", "reducing", "aggregating")
 
@@ -260,9 +259,7 @@ def plan_function(fn: KeyedFunction, uid: str, max_parallelism: int, chunks: Chu
         chunks.ranges, what, native)
     df = fn.data.selectExpr(
         "*", f"{checked_key_group_sql(key, max_parallelism, f'{what}, input')} AS {KEY_GROUP_COLUMN}")
-    df = df.selectExpr("*", f"{chunks.tag_sql(KEY_GROUP_COLUMN)} AS {PART}")
-    df = df.repartition(chunks.count, PART).sortWithinPartitions(
-        KEY_GROUP_COLUMN, *key, *fn.order_by).drop(PART)
+    df = chunks.distribute(df, sort_by=(KEY_GROUP_COLUMN, *key, *fn.order_by))
     return section, df.mapInArrow(partial(_run, task), HANDLE_DDL)
 
 

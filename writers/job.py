@@ -16,7 +16,7 @@ import socket
 import time
 import uuid
 
-from statectl.statefmt.errors import StatectlError
+from statectl.statefmt.errors import StatectlError, first_line
 from statectl.statefmt.fs import Location
 from statectl.statefmt.model import DataFile
 
@@ -68,8 +68,7 @@ class WriteSession:
             error = from_spark_error(e)
             if error is not None:
                 raise error from None
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise WriteFailedError(f"writing {description} failed: {first}") from e
+            raise WriteFailedError(f"writing {description} failed: {first_line(e)}") from e
         finally:
             if self.spark is not None:
                 for key in ("spark.jobGroup.id", "spark.job.description",

@@ -32,11 +32,10 @@ from .definitions import (
 )
 from .errors import DuplicateKeyError, InputError, NullKeyError, SpecError
 from .grouping import LIST, VALUE, GroupedState, TaskGrouping
-from .partitioning import Chunks
+from .partitioning import PARTITION_TAG, Chunks
 from .sql import checked_key_group_sql, key_repr_sql, lit, q, raise_sql
 
 TAG = "_tag"
-PART = "_part"
 
 
 @dataclass
@@ -136,7 +135,7 @@ def _groups_in_tasks(state) -> bool:
 
 
 def _check_names(keyed: KeyedData, what: str) -> None:
-    reserved = {KEY_GROUP_COLUMN, NAMESPACE_COLUMN, TAG, PART}
+    reserved = {KEY_GROUP_COLUMN, NAMESPACE_COLUMN, TAG, PARTITION_TAG}
     for name in keyed.key:
         if name in reserved:
             raise SpecError(f"{what}: {name!r} is reserved and cannot be a key column")
@@ -145,21 +144,20 @@ def _check_names(keyed: KeyedData, what: str) -> None:
             raise SpecError(f"{what}: state name {s.name!r} clashes with a key or reserved column")
 
 
-def _tagged_union(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str):
-    """Every state's input projected and unioned, with the partitioning tag; and each state's tag."""
+def _tagged_union(keyed: KeyedData, inputs: _Inputs, what: str):
+    """Every state's input projected and unioned; and each state's tag."""
     groups = _input_groups(keyed, inputs)
     tag_of = {i: g for g, (_, members) in enumerate(groups) for i, _ in members}
     parts = [_project_group(df, members, g, inputs, what) for g, (df, members) in enumerate(groups)]
     union = parts[0]
     for p in parts[1:]:
         union = union.unionByName(p, allowMissingColumns=True)
-    union = union.selectExpr("*", f"{chunks.tag_sql(KEY_GROUP_COLUMN)} AS {PART}")
     return union, tag_of, len(groups)
 
 
 def _sorted_rows(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str):
-    union, tag_of, inputs_count = _tagged_union(keyed, inputs, chunks, what)
-    rows = union.repartition(chunks.count, PART).sortWithinPartitions(*inputs.group_columns)
+    union, tag_of, inputs_count = _tagged_union(keyed, inputs, what)
+    rows = chunks.distribute(union, sort_by=inputs.group_columns)
     states, descriptors = [], []
     for i, state in enumerate(keyed.states):
         kind = VALUE if isinstance(state, ValueState) else LIST
@@ -169,14 +167,14 @@ def _sorted_rows(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str):
         t = spark_field_type(union, _col(i, "v"))
         descriptors.append(KeyedStateDescriptor(state.name, kind, t))
     grouping = TaskGrouping(tuple(inputs.group_columns), tuple(inputs.key), TAG, tuple(states))
-    return rows.drop(PART), tuple(descriptors), grouping
+    return rows, tuple(descriptors), grouping
 
 
 def _state_table(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str):
-    union, tag_of, inputs_count = _tagged_union(keyed, inputs, chunks, what)
+    union, tag_of, inputs_count = _tagged_union(keyed, inputs, what)
     # grouping columns first: with sort-based aggregation (see writers.job) the rows come
     # out sorted by (key group, key), so the sort below costs nothing
-    grouped = union.repartition(chunks.count, PART).groupBy(*inputs.group_columns, PART)
+    grouped = chunks.distribute(union, keep_tag=True).groupBy(*inputs.group_columns, PARTITION_TAG)
     raw = []
     for i, state in enumerate(keyed.states):
         only = f" FILTER (WHERE {TAG} = {tag_of[i]})" if inputs_count > 1 else ""
@@ -348,10 +346,9 @@ def _timer_table(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str,
     union = parts[0]
     for p in parts[1:]:
         union = union.unionByName(p)
-    union = union.selectExpr("*", f"{chunks.tag_sql(KEY_GROUP_COLUMN)} AS {PART}")
     columns = inputs.group_columns + ["timestamp", "domain"]
     if in_tasks:  # a timer repeated in the sorted rows is a run the tasks keep once
-        rows = union.repartition(chunks.count, PART).sortWithinPartitions(*columns).drop(PART)
+        rows = chunks.distribute(union, sort_by=columns)
         return rows, TaskGrouping(tuple(columns), tuple(inputs.key), TAG, ())
-    distinct = union.repartition(chunks.count, PART).groupBy(*columns, PART).count()
+    distinct = chunks.distribute(union, keep_tag=True).groupBy(*columns, PARTITION_TAG).count()
     return distinct.select(*columns).sortWithinPartitions(*columns), None

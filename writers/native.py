@@ -41,7 +41,7 @@ from .partitioning import Chunks
 from .sql import q
 from .tasks import HANDLE_DDL, FileTarget, guarded, write_token
 
-KEYED, TIMERS, PART = "_k", "_t", "_part"
+KEYED, TIMERS = "_k", "_t"
 
 
 def subtask_chunks(max_parallelism: int, parallelism: int) -> Chunks:
@@ -76,8 +76,7 @@ def native_job(table, timers, target: NativeTarget, chunks: Chunks):
     union = sides[0]
     for other in sides[1:]:
         union = union.unionByName(other, allowMissingColumns=True)
-    union = union.selectExpr("*", f"{chunks.tag_sql(KEY_GROUP_COLUMN)} AS {PART}")
-    union = union.repartition(chunks.count, PART).sortWithinPartitions(KEY_GROUP_COLUMN).drop(PART)
+    union = chunks.distribute(union, sort_by=(KEY_GROUP_COLUMN,))
     return union.mapInArrow(partial(_write_task, target), HANDLE_DDL)
 
 

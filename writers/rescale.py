@@ -36,13 +36,12 @@ from statectl.statefmt.keygroups import (
 )
 from statectl.statefmt.model import CANONICAL, KEY_GROUP_COLUMN, DataFile, Operator, OperatorState, Savepoint
 from statectl.statefmt.savepoint import file_location, load
+from statectl.statefmt.types import quote_identifier
 
 from .operators import OperatorPlan, chunked_job, target_tasks
 from .partitioning import Chunks
 from .savepoint_writer import SavepointWriter, WriteReport
 from .tasks import HANDLE_DDL, FileTarget, SingleFileSink, guarded
-
-PART = "_part"
 
 
 @dataclass(frozen=True)
@@ -143,18 +142,11 @@ def _rekey_jobs(spark, base: Savepoint, choice: RescaleChoice, target: dict,
     if section.timers or op.format != CANONICAL:  # native databases hold their timers
         tables.append(("timers", reader.timers(ref), timers_schema(section)))
     for kind, df, schema in tables:
-        moved = (df.selectExpr(f"{regroup} AS {KEY_GROUP_COLUMN}", *map(_q, df.columns))
-                 .selectExpr("*", f"{chunks.tag_sql(KEY_GROUP_COLUMN)} AS {PART}")
-                 .repartition(chunks.count, PART)
-                 .drop(PART)
-                 .sortWithinPartitions(KEY_GROUP_COLUMN, *section.key_names))
+        moved = chunks.distribute(df.selectExpr(f"{regroup} AS {KEY_GROUP_COLUMN}", *map(quote_identifier, df.columns)),
+                                  sort_by=(KEY_GROUP_COLUMN, *section.key_names))
         file_target = FileTarget(kind=kind, schema=schema, **target)
         plan.add_job(f"{'keyed state' if kind == 'keyed' else 'timers'} of {op.label}",
                      chunked_job(moved, file_target, chunks, op.label), replaces=(kind, None))
-
-
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _redistribute_job(spark, base: Savepoint, state: OperatorState, parallelism: int,

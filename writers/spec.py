@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from statectl.statefmt.errors import StatectlError
+from statectl.statefmt.errors import StatectlError, first_line
 from statectl.statefmt.fs import Location
 from statectl.statefmt.model import CANONICAL
 
@@ -84,7 +84,7 @@ class Input:
             return reader.options(**options).load(self.location)
         except Exception as e:
             raise SpecError(f"cannot read input {self.location} as {self.format}: "
-                            f"{str(e).strip().splitlines()[0]}") from None
+                            f"{first_line(e)}") from None
 
 
 class _Fields:
