@@ -21,8 +21,6 @@ from statectl.statefmt.ids import OperatorRef
 from statectl.statefmt.keygroups import check_key_type, check_parallelism, default_max_parallelism, \
     key_group_for_key, key_group_range, subtask_for_key_group
 from statectl.statefmt.model import (
-    CANONICAL,
-    ROCKSDB,
     KEY_GROUP_COLUMN,
     NAMESPACE_COLUMN,
     RESERVED_COLUMNS,
@@ -34,6 +32,7 @@ from statectl.statefmt.model import (
 )
 from statectl.statefmt.savepoint import data_file_path, file_location, load
 from statectl.statefmt.types import type_str, validate_type
+from statectl.statefmt.vocabulary import Format, OperatorStateKind, StateKind, TimerDomain
 from statectl.statefmt.rocksdb.codec import KEY_GROUP_BYTES, KeyLayout, key_group_of, key_group_prefix
 from statectl.statefmt.rocksdb.rows import RowMaker
 
@@ -76,7 +75,7 @@ def _operator_of(sp: Savepoint, operator: "str | OperatorRef") -> Operator:
 class KeyedStateBackend:
     """Base class; use :class:`HeapBackend` or :class:`RocksDBBackend`."""
 
-    format = "canonical"
+    format = Format.CANONICAL
 
     # --- construction ---------------------------------------------------------------
 
@@ -170,7 +169,7 @@ class KeyedStateBackend:
         raise NotImplementedError
 
     def _restore_keyed(self, sp: Savepoint, op: Operator) -> None:
-        if op.format == ROCKSDB:  # decoded from the databases holding our range, into any backend
+        if op.format == Format.ROCKSDB:  # decoded from the databases holding our range, into any backend
             from statectl.statefmt.rocksdb.database import range_entries
 
             for kind, *entry in range_entries(sp, op, self.keyed_states, self.layout,
@@ -179,7 +178,7 @@ class KeyedStateBackend:
                     self._timer_add(*entry)
                 else:
                     self._tables[entry[0]].load(entry[1], entry[2])
-        elif op.format == CANONICAL:
+        elif op.format == Format.CANONICAL:
             self._restore_canonical(sp, op.keyed)
         else:
             raise UsageError(f"cannot restore {op.format!r} state of operator {op.label}")
@@ -277,23 +276,23 @@ class KeyedStateBackend:
         return make(self, table)
 
     def value_state(self, name: str, value_type) -> ValueState:
-        return self._handle(KeyedStateDescriptor(name, "value", value_type), ValueState)
+        return self._handle(KeyedStateDescriptor(name, StateKind.VALUE, value_type), ValueState)
 
     def list_state(self, name: str, element_type) -> ListState:
-        return self._handle(KeyedStateDescriptor(name, "list", element_type), ListState)
+        return self._handle(KeyedStateDescriptor(name, StateKind.LIST, element_type), ListState)
 
     def map_state(self, name: str, key_type, value_type) -> MapState:
-        return self._handle(KeyedStateDescriptor(name, "map", value_type, key_type), MapState)
+        return self._handle(KeyedStateDescriptor(name, StateKind.MAP, value_type, key_type), MapState)
 
     def reducing_state(self, name: str, value_type, reduce: Callable[[Any, Any], Any],
                        function: str | None = None) -> ReducingState:
-        desc = KeyedStateDescriptor(name, "reducing", value_type,
+        desc = KeyedStateDescriptor(name, StateKind.REDUCING, value_type,
                                     function=function or getattr(reduce, "__name__", None))
         return self._handle(desc, lambda b, t: ReducingState(b, t, reduce))
 
     def aggregating_state(self, name: str, accumulator_type, aggregate,
                           function: str | None = None) -> AggregatingState:
-        desc = KeyedStateDescriptor(name, "aggregating", accumulator_type,
+        desc = KeyedStateDescriptor(name, StateKind.AGGREGATING, accumulator_type,
                                     function=function or type(aggregate).__name__)
         return self._handle(desc, lambda b, t: AggregatingState(b, t, aggregate))
 
@@ -316,16 +315,16 @@ class KeyedStateBackend:
         return key_group_of(kns), kns[KEY_GROUP_BYTES:]
 
     def register_event_time_timer(self, timestamp: int) -> None:
-        self._timer_add("event", *_ts_first(timestamp, self._timer_args()))
+        self._timer_add(TimerDomain.EVENT, *_ts_first(timestamp, self._timer_args()))
 
     def delete_event_time_timer(self, timestamp: int) -> None:
-        self._timer_remove("event", *_ts_first(timestamp, self._timer_args()))
+        self._timer_remove(TimerDomain.EVENT, *_ts_first(timestamp, self._timer_args()))
 
     def register_processing_time_timer(self, timestamp: int) -> None:
-        self._timer_add("processing", *_ts_first(timestamp, self._timer_args()))
+        self._timer_add(TimerDomain.PROCESSING, *_ts_first(timestamp, self._timer_args()))
 
     def delete_processing_time_timer(self, timestamp: int) -> None:
-        self._timer_remove("processing", *_ts_first(timestamp, self._timer_args()))
+        self._timer_remove(TimerDomain.PROCESSING, *_ts_first(timestamp, self._timer_args()))
 
     def fire_event_time_timers(self, watermark: int) -> Iterator[Timer]:
         """Remove and yield every event-time timer with timestamp <= *watermark*.
@@ -334,10 +333,10 @@ class KeyedStateBackend:
         each yield the current key and namespace become the timer's; a timer
         registered meanwhile that is due fires in the same call.
         """
-        return self._fire("event", watermark)
+        return self._fire(TimerDomain.EVENT, watermark)
 
     def fire_processing_time_timers(self, now: int) -> Iterator[Timer]:
-        return self._fire("processing", now)
+        return self._fire(TimerDomain.PROCESSING, now)
 
     def _fire(self, domain: str, up_to: int) -> Iterator[Timer]:
         layout = self._need_keyed()
@@ -353,13 +352,13 @@ class KeyedStateBackend:
     # --- operator state ---------------------------------------------------------------
 
     def operator_list_state(self, name: str, value_type):
-        return self.operator_states.get(name, "list", value_type, taken=self._descriptors)
+        return self.operator_states.get(name, OperatorStateKind.LIST, value_type, taken=self._descriptors)
 
     def union_list_state(self, name: str, value_type):
-        return self.operator_states.get(name, "union", value_type, taken=self._descriptors)
+        return self.operator_states.get(name, OperatorStateKind.UNION, value_type, taken=self._descriptors)
 
     def broadcast_state(self, name: str, key_type, value_type):
-        return self.operator_states.get(name, "broadcast", value_type, key_type,
+        return self.operator_states.get(name, OperatorStateKind.BROADCAST, value_type, key_type,
                                         taken=self._descriptors)
 
     # --- canonical restore and snapshot -------------------------------------------------
@@ -380,7 +379,7 @@ class KeyedStateBackend:
                     kns = self._row_kns(row)
                     for desc in section.states:
                         value = row[desc.name]
-                        if value is not None and (value or desc.kind not in ("list", "map")):
+                        if value is not None and (value or not StateKind(desc.kind).is_collection):
                             self._tables[desc.name].load(kns, value)
         schema = canonical.timers_schema(section)
         for f in canonical.files_for_range(section.timers, first, last):
@@ -415,7 +414,7 @@ class KeyedStateBackend:
             operator_id=t.operator_id, uid=t.uid, subtask=t.index, parallelism=t.parallelism,
             max_parallelism=t.max_parallelism, keyed=section,
             operator_states=self.operator_states.snapshot(out, t.operator_id),
-            format=self.format if section is not None else CANONICAL,
+            format=self.format if section is not None else Format.CANONICAL,
             lineage=tuple(lineage),
         )
 

@@ -19,12 +19,13 @@ from rocksdict import Checkpoint, Rdict, WriteOptions
 from statectl.statefmt.errors import StatectlError, UsageError
 from statectl.statefmt.fs import Location
 from statectl.statefmt.ids import OperatorRef
-from statectl.statefmt.model import CANONICAL, ROCKSDB, KeyedStateDescriptor, Operator, Savepoint
+from statectl.statefmt.model import KeyedStateDescriptor, Operator, Savepoint
 from statectl.statefmt.rocksdb import files as native
-from statectl.statefmt.rocksdb.codec import KEY_GROUP_BYTES, TIMER_DOMAINS, read_sortable_int, \
+from statectl.statefmt.rocksdb.codec import KEY_GROUP_BYTES, read_sortable_int, \
     split_timer, timer_key, timer_prefix
 from statectl.statefmt.rocksdb.database import TIMER_HEAD, TIMERS_CF, cf_options, db_options, state_cf
 from statectl.statefmt.rocksdb.table import RocksTable, iter_prefix
+from statectl.statefmt.vocabulary import Format, TimerDomain
 
 from .base import KeyedStateBackend
 
@@ -55,7 +56,7 @@ class RocksDBBackend(KeyedStateBackend):
         self.db.set_write_options(wo)
         self._timers = self._cf(TIMERS_CF)
         self._heads: dict[tuple[str, int], int] = {}
-        self._head_heap: dict[str, list] = {d: [] for d in TIMER_DOMAINS}
+        self._head_heap: dict[str, list] = {d: [] for d in TimerDomain}
 
     def _existing_cfs(self) -> dict:
         """Column families to open (or create) at once: one manifest write, not one each."""
@@ -76,7 +77,7 @@ class RocksDBBackend(KeyedStateBackend):
     # --- native restore and snapshot ------------------------------------------------
 
     def _restore_keyed(self, sp: Savepoint, op: Operator) -> None:
-        if op.format != ROCKSDB:
+        if op.format != Format.ROCKSDB:
             return super()._restore_keyed(sp, op)
         mine = native.subtask_databases(op).get((self.first_group, self.last_group))
         if mine is None:  # another parallelism: copy our range out of the overlapping databases
@@ -90,14 +91,14 @@ class RocksDBBackend(KeyedStateBackend):
         self._rebuild_heads()
         self._shared = native.SharedFiles.of(sp, mine)
 
-    def snapshot(self, out, format: str = CANONICAL, incremental: bool = True):
+    def snapshot(self, out, format: str = Format.CANONICAL, incremental: bool = True):
         """Snapshot as canonical files, or (``format="rocksdb"``) as this database's own
         files; incremental snapshots reuse the SST files of the last committed one
         (see :meth:`notify_committed`)."""
-        if format == CANONICAL or self.layout is None:
+        if format == Format.CANONICAL or self.layout is None:
             return super().snapshot(out)
-        if format != ROCKSDB:
-            raise UsageError(f"unknown snapshot format {format!r}; use {CANONICAL} or {ROCKSDB}")
+        if format != Format.ROCKSDB:
+            raise UsageError(f"unknown snapshot format {format!r}; use {Format.CANONICAL} or {Format.ROCKSDB}")
         out = Location.of(out)
         for name in self._tables:
             self._tables[name].cf.flush()
@@ -112,13 +113,13 @@ class RocksDBBackend(KeyedStateBackend):
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         snap = self._snapshot_of(out, self.section(files), lineage)
-        return dataclasses.replace(snap, format=ROCKSDB)
+        return dataclasses.replace(snap, format=Format.ROCKSDB)
 
     def notify_committed(self, sp: Savepoint) -> None:
         """Tell the backend its snapshot was committed in *sp*: the next incremental
         snapshot may then reference that snapshot's SST files."""
         op = sp.operator(OperatorRef(operator_id=self.subtask.operator_id))
-        if op.format == ROCKSDB:
+        if op.format == Format.ROCKSDB:
             mine = native.subtask_databases(op).get((self.first_group, self.last_group), [])
             self._shared = native.SharedFiles.of(sp, mine)
 
@@ -158,7 +159,7 @@ class RocksDBBackend(KeyedStateBackend):
 
     def _rebuild_heads(self) -> None:
         self._heads.clear()
-        for d in TIMER_DOMAINS:
+        for d in TimerDomain:
             self._head_heap[d] = []
             for kg in range(self.first_group, self.last_group + 1):
                 self._refresh_head(d, kg)

@@ -8,10 +8,11 @@ from statectl.statefmt.canonical import keyed_schema, operator_state_schema, tim
 from statectl.statefmt.errors import UnknownStateError, UsageError, first_line
 from statectl.statefmt.fs import Location
 from statectl.statefmt.ids import OperatorRef
-from statectl.statefmt.model import CANONICAL, Operator, Savepoint
+from statectl.statefmt.model import Operator, Savepoint
 from statectl.statefmt.savepoint import load
 from statectl.statefmt.types import quote_identifier
 from statectl.statefmt.validate import files_with_schemas
+from statectl.statefmt.vocabulary import Format, OperatorStateKind
 
 from .catalogue import View, catalogue_frame, views
 from .files import Split, spark_file_key, split_key, splits
@@ -88,13 +89,13 @@ class SavepointReader:
         return self._operator_state(operator, name, None)
 
     def list_state(self, operator: OperatorName, name: str):
-        return self._operator_state(operator, name, "list")
+        return self._operator_state(operator, name, OperatorStateKind.LIST)
 
     def union_state(self, operator: OperatorName, name: str):
-        return self._operator_state(operator, name, "union")
+        return self._operator_state(operator, name, OperatorStateKind.UNION)
 
     def broadcast_state(self, operator: OperatorName, name: str):
-        return self._operator_state(operator, name, "broadcast")
+        return self._operator_state(operator, name, OperatorStateKind.BROADCAST)
 
     def table(self, choice: TableChoice):
         """The table a :class:`TableChoice` (see :func:`choose_table`) names."""
@@ -194,7 +195,7 @@ class SavepointReader:
         """The splits a view reads (every file of its table), without Spark."""
         op, sp = view.choice.operator, self.savepoint
         if view.choice.kind == KEYED:
-            schema = keyed_schema(op.keyed) if op.format == CANONICAL else None
+            schema = keyed_schema(op.keyed) if op.format == Format.CANONICAL else None
             return splits(sp, op.keyed.files, schema)
         if view.choice.kind == TIMERS:
             return splits(sp, op.keyed.timers, timers_schema(op.keyed))

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from statectl.statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, Field, KeyedStateDescriptor
 from statectl.statefmt.types import DataType, type_str
+from statectl.statefmt.vocabulary import StateKind
 
 from .columns import cast_to, key_types, require_columns, require_numeric, spark_field_type
 from .definitions import (
@@ -31,7 +32,7 @@ from .definitions import (
     ValueState,
 )
 from .errors import DuplicateKeyError, InputError, NullKeyError, SpecError
-from .grouping import LIST, VALUE, GroupedState, TaskGrouping
+from .grouping import GroupedState, TaskGrouping
 from .partitioning import PARTITION_TAG, Chunks
 from .sql import checked_key_group_sql, key_repr_sql, lit, q, raise_sql
 
@@ -160,7 +161,7 @@ def _sorted_rows(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str):
     rows = chunks.distribute(union, sort_by=inputs.group_columns)
     states, descriptors = [], []
     for i, state in enumerate(keyed.states):
-        kind = VALUE if isinstance(state, ValueState) else LIST
+        kind = StateKind.VALUE if isinstance(state, ValueState) else StateKind.LIST
         states.append(GroupedState(state.name, kind, _col(i, "v"),
                                    tag_of[i] if inputs_count > 1 else None,
                                    f"{what}, {kind} state {state.name!r}"))
@@ -310,14 +311,14 @@ def _final(state, i: int, inputs: _Inputs, what: str) -> str:
 def _descriptor(state, table) -> KeyedStateDescriptor:
     t = spark_field_type(table, state.name)
     if isinstance(state, ValueState):
-        return KeyedStateDescriptor(state.name, "value", t)
+        return KeyedStateDescriptor(state.name, StateKind.VALUE, t)
     if isinstance(state, ListState):
-        return KeyedStateDescriptor(state.name, "list", t["list"])
+        return KeyedStateDescriptor(state.name, StateKind.LIST, t["list"])
     if isinstance(state, MapState):
-        return KeyedStateDescriptor(state.name, "map", t["map"]["value"], t["map"]["key"])
+        return KeyedStateDescriptor(state.name, StateKind.MAP, t["map"]["value"], t["map"]["key"])
     if isinstance(state, ReducingState):
-        return KeyedStateDescriptor(state.name, "reducing", t, function=state.function)
-    return KeyedStateDescriptor(state.name, "aggregating", t, function=state.function)
+        return KeyedStateDescriptor(state.name, StateKind.REDUCING, t, function=state.function)
+    return KeyedStateDescriptor(state.name, StateKind.AGGREGATING, t, function=state.function)
 
 
 def _timer_table(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str,

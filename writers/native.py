@@ -35,6 +35,7 @@ from statectl.statefmt.rocksdb.codec import KeyLayout, key_group_prefix, timer_k
 from statectl.statefmt.rocksdb.database import TIMERS_CF, state_cf
 from statectl.statefmt.rocksdb.sst import SstFamily, build_checkpoint
 from statectl.statefmt.rocksdb.table import RocksTable
+from statectl.statefmt.vocabulary import StateKind
 
 from .errors import WriteFailedError
 from .partitioning import Chunks
@@ -196,7 +197,7 @@ class NativeSink:
         prefix = key_group_prefix(group)
         kns = [prefix + kn for kn in key_ns]
         for table in self.tables:
-            collection = table.descriptor.kind in ("list", "map")
+            collection = StateKind(table.descriptor.kind).is_collection
             for k, value in zip(kns, rows.column(table.descriptor.name).to_pylist()):
                 if value is None or (collection and not value):
                     continue  # an empty list or map is no entry (FORMAT.md §11.3)

@@ -11,6 +11,7 @@ from functools import partial
 
 from statectl.statefmt.canonical import operator_state_schema
 from statectl.statefmt.model import OperatorState
+from statectl.statefmt.vocabulary import OperatorStateKind
 
 from .columns import require_columns, require_numeric, spark_field_type
 from .definitions import BroadcastState, OperatorListState, OperatorStateData
@@ -31,12 +32,13 @@ def plan_operator_state(state: OperatorStateData, uid: str, parallelism: int,
         require_columns(df, [state.key_column, state.value_column], where)
         key_type = spark_field_type(df, state.key_column)
         rows = _broadcast_rows(df, state, where)
-        descriptor = OperatorState(state.name, "broadcast", spark_field_type(rows, "value"),
+        descriptor = OperatorState(state.name, OperatorStateKind.BROADCAST, spark_field_type(rows, "value"),
                                    key_type=key_type)
         rows = rows.coalesce(1)
     else:
         require_columns(df, [state.column], where)
-        kind = "list" if isinstance(state, OperatorListState) else "union"
+        kind = OperatorStateKind.LIST if isinstance(state, OperatorListState) \
+            else OperatorStateKind.UNION
         descriptor = OperatorState(state.name, kind, spark_field_type(df, state.column))
         rows = df.selectExpr(f"{q(state.column)} AS value").repartition(parallelism) \
             .selectExpr("CAST(spark_partition_id() AS INT) AS subtask", "value")
@@ -47,7 +49,7 @@ def plan_operator_state(state: OperatorStateData, uid: str, parallelism: int,
 
 def _kind(state) -> str:
     if isinstance(state, BroadcastState):
-        return "broadcast"
+        return OperatorStateKind.BROADCAST
     return "list" if isinstance(state, OperatorListState) else "union list"
 
 

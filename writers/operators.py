@@ -7,7 +7,8 @@ from functools import partial
 
 from statectl.statefmt.canonical import keyed_schema, timers_schema
 from statectl.statefmt.ids import operator_id_for_uid
-from statectl.statefmt.model import CANONICAL, ROCKSDB, KeyedSection, Operator, OperatorState
+from statectl.statefmt.model import KeyedSection, Operator, OperatorState
+from statectl.statefmt.vocabulary import Format
 
 from .definitions import KeyedData, KeyedFunction, OperatorData
 from .function import plan_function
@@ -56,7 +57,7 @@ class OperatorPlan:
                 else:
                     states.setdefault(handle["state"], []).append(data_file)
         op = self.operator
-        if op.format == ROCKSDB:
+        if op.format == Format.ROCKSDB:
             check_databases(keyed, f"operator {op.label}")
         section = op.keyed
         if section is not None:
@@ -89,7 +90,7 @@ def plan_operator(data: OperatorData, max_parallelism: int, fmt: str,
                   session: WriteSession) -> OperatorPlan:
     op_id = operator_id_for_uid(data.uid)
     target = {"out": session.out.uri, "operator_id": op_id, "write_id": session.write_id}
-    native = fmt == ROCKSDB
+    native = fmt == Format.ROCKSDB
     chunks = subtask_chunks(max_parallelism, data.parallelism) if native else \
         Chunks.plan(max_parallelism, data.parallelism, target_tasks(session.spark))
     jobs, section = [], None
@@ -118,7 +119,7 @@ def plan_operator(data: OperatorData, max_parallelism: int, fmt: str,
         jobs.append((f"{descriptor.kind} state {state.name} of {data.uid}", df))
     # operator states are canonical files in either format (FORMAT.md §12)
     operator = Operator(op_id, data.uid, data.parallelism, max_parallelism, section,
-                        tuple(states), fmt if section is not None else CANONICAL)
+                        tuple(states), fmt if section is not None else Format.CANONICAL)
     return OperatorPlan(operator, jobs)
 
 

@@ -34,9 +34,10 @@ from statectl.statefmt.keygroups import (
     even_split,
     key_group_sql,
 )
-from statectl.statefmt.model import CANONICAL, KEY_GROUP_COLUMN, DataFile, Operator, OperatorState, Savepoint
+from statectl.statefmt.model import KEY_GROUP_COLUMN, DataFile, Operator, OperatorState, Savepoint
 from statectl.statefmt.savepoint import file_location, load
 from statectl.statefmt.types import quote_identifier
+from statectl.statefmt.vocabulary import Format, OperatorStateKind
 
 from .operators import OperatorPlan, chunked_job, target_tasks
 from .partitioning import Chunks
@@ -113,13 +114,13 @@ def _plan(spark, base: Savepoint, choice: RescaleChoice, copy: Operator, target:
     """The plan for one operator: *copy* is its shallow copy, whose files it may replace."""
     op = copy.replace(max_parallelism=choice.max_parallelism, parallelism=choice.parallelism)
     if choice.rekeys:  # rewritten keyed state is canonical, whatever it was before
-        op = op.replace(format=CANONICAL)
+        op = op.replace(format=Format.CANONICAL)
     plan = OperatorPlan(op, replaced=set())  # files not rewritten stay shallow copies
     if choice.rekeys:
         _rekey_jobs(spark, base, choice, target, plan)
     if choice.redistributes:
         for state in op.operator_states:
-            if state.kind in ("list", "union") and state.files:
+            if state.kind in (OperatorStateKind.LIST, OperatorStateKind.UNION) and state.files:
                 original = choice.operator.operator_state(state.name)
                 plan.add_job(f"{state.kind} state {state.name} of {op.label}",
                              _redistribute_job(spark, base, original, choice.parallelism, target),
@@ -139,7 +140,7 @@ def _rekey_jobs(spark, base: Savepoint, choice: RescaleChoice, target: dict,
     tables = []
     if section.files:
         tables.append(("keyed", reader.keyed(ref), keyed_schema(section)))
-    if section.timers or op.format != CANONICAL:  # native databases hold their timers
+    if section.timers or op.format != Format.CANONICAL:  # native databases hold their timers
         tables.append(("timers", reader.timers(ref), timers_schema(section)))
     for kind, df, schema in tables:
         moved = chunks.distribute(df.selectExpr(f"{regroup} AS {KEY_GROUP_COLUMN}", *map(quote_identifier, df.columns)),

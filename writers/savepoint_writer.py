@@ -18,7 +18,7 @@ from statectl.statefmt.errors import UnknownOperatorError, UsageError
 from statectl.statefmt.fs import Location
 from statectl.statefmt.ids import OperatorRef, operator_id_for_uid
 from statectl.statefmt.keygroups import check_max_parallelism, check_parallelism, default_max_parallelism
-from statectl.statefmt.model import CANONICAL, PHYSICAL_FORMATS, Operator, Savepoint
+from statectl.statefmt.model import Operator, Savepoint
 from statectl.statefmt.savepoint import (
     check_output,
     commit,
@@ -29,6 +29,7 @@ from statectl.statefmt.savepoint import (
     prune_lineage,
     shallow_copy,
 )
+from statectl.statefmt.vocabulary import Format
 
 from .copying import make_self_contained
 from .definitions import OperatorData
@@ -64,10 +65,10 @@ class SavepointWriter:
     """Build a savepoint from DataFrames, optionally on top of an existing one."""
 
     def __init__(self, base: Savepoint | None = None, max_parallelism: int | None = None,
-                 format: str = CANONICAL):
-        if format not in PHYSICAL_FORMATS:
+                 format: str = Format.CANONICAL):
+        if format not in Format.words():
             raise UsageError(f"unknown physical format {format!r}; use "
-                             f"{' or '.join(PHYSICAL_FORMATS)}")
+                             f"{' or '.join(Format)}")
         if max_parallelism is not None:
             check_max_parallelism(max_parallelism)
         self.base = base
@@ -79,13 +80,13 @@ class SavepointWriter:
         self._rebuilt: dict[str, tuple[Callable, str]] = {}  # operator id -> (planner, action)
 
     @classmethod
-    def new(cls, max_parallelism: int | None = None, format: str = CANONICAL) -> "SavepointWriter":
+    def new(cls, max_parallelism: int | None = None, format: str = Format.CANONICAL) -> "SavepointWriter":
         """An empty savepoint; *max_parallelism* is the default of its operators."""
         return cls(None, max_parallelism, format)
 
     @classmethod
     def from_existing(cls, location: str, max_parallelism: int | None = None,
-                      format: str = CANONICAL) -> "SavepointWriter":
+                      format: str = Format.CANONICAL) -> "SavepointWriter":
         """A savepoint derived from the one at *location*, which is only ever read."""
         return cls(load(location), max_parallelism, format)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..model import KeyedStateDescriptor
+from ..vocabulary import StateKind
 from .codec import KeyLayout, ValueCodec, map_pairs
 
 
@@ -50,8 +51,8 @@ class RocksTable:
         self.descriptor = descriptor
         self.layout = layout
         kind = descriptor.kind
-        self._codec = ValueCodec(descriptor.value_type, nullable=kind in ("list", "map"))
-        if kind == "map":
+        self._codec = ValueCodec(descriptor.value_type, nullable=StateKind(kind).is_collection)
+        if kind == StateKind.MAP:
             self._user_key = ValueCodec(descriptor.user_key_type)
 
     # value, reducing, aggregating and list
@@ -59,7 +60,7 @@ class RocksTable:
         raw = self.cf.get(kns)
         if raw is None:
             return None
-        return self._decode_list(raw) if self.descriptor.kind == "list" else self._codec.decode(raw)
+        return self._decode_list(raw) if self.descriptor.kind == StateKind.LIST else self._codec.decode(raw)
 
     def _decode_list(self, raw: bytes) -> list:
         out, pos = [], 0
@@ -69,7 +70,7 @@ class RocksTable:
         return out
 
     def _encode(self, value) -> bytes:
-        if self.descriptor.kind != "list":
+        if self.descriptor.kind != StateKind.LIST:
             return self._codec.encode(value)
         out = bytearray()
         for v in value:
@@ -77,7 +78,7 @@ class RocksTable:
         return bytes(out)
 
     def put(self, kns: bytes, value) -> None:
-        if self.descriptor.kind == "map":
+        if self.descriptor.kind == StateKind.MAP:
             self.delete(kns)
             for k, v in map_pairs(value):
                 self.map_put(kns, k, v)
@@ -85,7 +86,7 @@ class RocksTable:
         self.cf.put(kns, self._encode(value))
 
     def delete(self, kns: bytes) -> None:
-        if self.descriptor.kind == "map":
+        if self.descriptor.kind == StateKind.MAP:
             self.cf.delete_range(kns, successor(kns))
         else:
             self.cf.delete(kns)
@@ -114,7 +115,7 @@ class RocksTable:
                 for k, v in iter_prefix(self.cf, kns)]
 
     def load(self, kns: bytes, value) -> None:
-        if self.descriptor.kind == "map":
+        if self.descriptor.kind == StateKind.MAP:
             for k, v in map_pairs(value):
                 self.map_put(kns, k, v)
         else:
@@ -124,8 +125,8 @@ class RocksTable:
         """(kns, value) in byte order; a map's value is its (key, value) pairs."""
         entries = iter_prefix(self.cf, first_group.to_bytes(2, "big"),
                               successor(last_group.to_bytes(2, "big")))
-        if self.descriptor.kind != "map":
-            decode = self._decode_list if self.descriptor.kind == "list" else self._codec.decode
+        if self.descriptor.kind != StateKind.MAP:
+            decode = self._decode_list if self.descriptor.kind == StateKind.LIST else self._codec.decode
             for k, v in entries:
                 yield k, decode(v)
             return
