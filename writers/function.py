@@ -34,7 +34,7 @@ from .errors import SpecError, StateValueError
 from .native import NativeSink, NativeTarget
 from .partitioning import Chunks
 from .sql import checked_key_group_sql
-from .tasks import HANDLE_DDL, ChunkedSink, FileTarget, guarded
+from .tasks import HANDLE_DDL, ChunkedSink, FileTarget, OperatorOutput, guarded
 
 FLUSH_ROWS = 16 * 1024
 
@@ -243,7 +243,7 @@ class FunctionTask:
 
 
 def plan_function(fn: KeyedFunction, uid: str, max_parallelism: int, chunks: Chunks,
-                  target: dict, native: bool = False):
+                  output: OperatorOutput, native: bool = False):
     """The keyed section (no files yet) and the DataFrame of handles that writes it."""
     what = f"operator {uid!r}"
     states = descriptors(fn, what)
@@ -254,8 +254,8 @@ def plan_function(fn: KeyedFunction, uid: str, max_parallelism: int, chunks: Chu
     section = KeyedSection(tuple(Field(n, t) for n, t in zip(key, types)), states, namespace_type=ns)
     task = FunctionTask(
         fn.function, section,
-        FileTarget(kind="keyed", schema=keyed_schema(section), **target),
-        FileTarget(kind="timers", schema=timers_schema(section), **target),
+        output.file_target("keyed", keyed_schema(section)),
+        output.file_target("timers", timers_schema(section)),
         chunks.ranges, what, native)
     df = fn.data.selectExpr(
         "*", f"{checked_key_group_sql(key, max_parallelism, f'{what}, input')} AS {KEY_GROUP_COLUMN}")

@@ -21,7 +21,7 @@ from statectl.statefmt.fs import Location
 from statectl.statefmt.model import DataFile
 
 from .errors import WriteFailedError, from_spark_error
-from .tasks import data_file_from_handle, write_token
+from .tasks import OperatorOutput, data_file_from_handle, write_token
 
 MARKER_PREFIX = "_writing-"
 
@@ -45,6 +45,10 @@ class WriteSession:
         self.token = write_token(self.write_id)
         self.marker = out.child(f"{MARKER_PREFIX}{self.token}.json")
         self.removed_leftovers = 0
+
+    def output_of(self, operator_id: str) -> OperatorOutput:
+        """Where this write puts *operator_id*'s new files."""
+        return OperatorOutput(self.out.uri, operator_id, self.write_id)
 
     # --- lifecycle ---------------------------------------------------------------
     def start(self) -> None:

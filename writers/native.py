@@ -40,7 +40,7 @@ from statectl.statefmt.vocabulary import StateKind
 from .errors import WriteFailedError
 from .partitioning import Chunks
 from .sql import q
-from .tasks import HANDLE_DDL, FileTarget, guarded, write_token
+from .tasks import HANDLE_DDL, FileTarget, Sink, guarded, write_token
 
 KEYED, TIMERS = "_k", "_t"
 
@@ -146,7 +146,7 @@ class _Stream:
             family.flush(self.sink.what)
 
 
-class NativeSink:
+class NativeSink(Sink):
     """Builds one subtask's RocksDB database and uploads its checkpoint (see the module doc).
 
     ``keyed`` and ``timers`` take the rows of the canonical keyed and timer

@@ -17,14 +17,14 @@ from .columns import require_columns, require_numeric, spark_field_type
 from .definitions import BroadcastState, OperatorListState, OperatorStateData
 from .errors import DuplicateKeyError, NullKeyError
 from .sql import q, raise_sql
-from .tasks import HANDLE_DDL, FileTarget, SingleFileSink, guarded
+from .tasks import HANDLE_DDL, FileTarget, OperatorOutput, SingleFileSink, guarded
 
 
 def plan_operator_state(state: OperatorStateData, uid: str, parallelism: int,
-                        target: dict) -> tuple[OperatorState, object]:
+                        output: OperatorOutput) -> tuple[OperatorState, object]:
     """The state's descriptor (no files yet) and the DataFrame of handles that writes it.
 
-    *target* holds the FileTarget fields shared by every file of the write.
+    *output* says where the operator's files go.
     """
     where = f"operator {uid!r}, {_kind(state)} state {state.name!r}"
     df = state.data
@@ -42,8 +42,7 @@ def plan_operator_state(state: OperatorStateData, uid: str, parallelism: int,
         descriptor = OperatorState(state.name, kind, spark_field_type(df, state.column))
         rows = df.selectExpr(f"{q(state.column)} AS value").repartition(parallelism) \
             .selectExpr("CAST(spark_partition_id() AS INT) AS subtask", "value")
-    file_target = FileTarget(kind=descriptor.kind, schema=operator_state_schema(descriptor),
-                             state=state.name, **target)
+    file_target = output.file_target(descriptor.kind, operator_state_schema(descriptor), state.name)
     return descriptor, rows.mapInArrow(partial(_write_task, file_target, where), HANDLE_DDL)
 
 
@@ -77,9 +76,4 @@ def _expr(text: str):
 
 def _write_task(target: FileTarget, what: str, batches):
     sink = SingleFileSink(target, what)
-
-    def body():
-        for batch in batches:
-            sink.write(batch)
-
-    yield from guarded([sink], body)
+    yield from guarded([sink], lambda: sink.write_all(batches))

@@ -89,7 +89,7 @@ def target_tasks(spark) -> int:
 def plan_operator(data: OperatorData, max_parallelism: int, fmt: str,
                   session: WriteSession) -> OperatorPlan:
     op_id = operator_id_for_uid(data.uid)
-    target = {"out": session.out.uri, "operator_id": op_id, "write_id": session.write_id}
+    output = session.output_of(op_id)
     native = fmt == Format.ROCKSDB
     chunks = subtask_chunks(max_parallelism, data.parallelism) if native else \
         Chunks.plan(max_parallelism, data.parallelism, target_tasks(session.spark))
@@ -97,8 +97,8 @@ def plan_operator(data: OperatorData, max_parallelism: int, fmt: str,
     if isinstance(data.keyed, KeyedData):
         plan = plan_keyed(data.keyed, data.uid, max_parallelism, chunks, group_in_tasks=not native)
         section = KeyedSection(plan.key, plan.states, namespace_type=plan.namespace_type)
-        keyed = FileTarget(kind="keyed", schema=keyed_schema(section), **target)
-        timers = FileTarget(kind="timers", schema=timers_schema(section), **target)
+        keyed = output.file_target("keyed", keyed_schema(section))
+        timers = output.file_target("timers", timers_schema(section))
         if native:
             spec = NativeTarget(keyed, timers, section, chunks.ranges, f"operator {data.uid!r}")
             jobs.append((f"keyed state and timers of {data.uid} (rocksdb)",
@@ -110,11 +110,11 @@ def plan_operator(data: OperatorData, max_parallelism: int, fmt: str,
             jobs.append((f"timers of {data.uid}",
                          chunked_job(plan.timers, timers, chunks, data.uid, plan.timer_grouping)))
     elif isinstance(data.keyed, KeyedFunction):
-        section, df = plan_function(data.keyed, data.uid, max_parallelism, chunks, target, native)
+        section, df = plan_function(data.keyed, data.uid, max_parallelism, chunks, output, native)
         jobs.append((f"keyed state of {data.uid} (per-key function)", df))
     states = []
     for state in data.operator_states:
-        descriptor, df = plan_operator_state(state, data.uid, data.parallelism, target)
+        descriptor, df = plan_operator_state(state, data.uid, data.parallelism, output)
         states.append(descriptor)
         jobs.append((f"{descriptor.kind} state {state.name} of {data.uid}", df))
     # operator states are canonical files in either format (FORMAT.md §12)
@@ -136,9 +136,5 @@ def chunked_job(df, target: FileTarget, chunks: Chunks, uid: str,
 
 def _write_chunked(target: FileTarget, ranges, what: str, grouping, batches):
     sink = ChunkedSink(target, ranges, what)
-
-    def body():
-        for batch in grouping.tables(batches) if grouping is not None else batches:
-            sink.write(batch)
-
-    yield from guarded([sink], body)
+    rows = grouping.tables(batches) if grouping is not None else batches
+    yield from guarded([sink], lambda: sink.write_all(rows))

@@ -12,7 +12,7 @@ this write created is removed and the output holds no savepoint.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Protocol
 
 from statectl.statefmt.errors import UnknownOperatorError, UsageError
 from statectl.statefmt.fs import Location
@@ -36,6 +36,7 @@ from .definitions import OperatorData
 from .errors import SpecError
 from .job import WriteSession
 from .operators import OperatorPlan, plan_operator
+from .tasks import OperatorOutput
 
 
 @dataclass
@@ -61,6 +62,16 @@ class WriteReport:
     removed_leftovers: int = 0
 
 
+class Rebuild(Protocol):
+    """A named kind of write that rewrites some files of one base operator (e.g. a rescale)."""
+
+    action: str  # what the report calls it
+    operator: Operator  # the base operator
+
+    def plan(self, copy: Operator, output: OperatorOutput) -> OperatorPlan:
+        """The jobs writing the files that replace some of *copy*'s (its shallow copy)."""
+
+
 class SavepointWriter:
     """Build a savepoint from DataFrames, optionally on top of an existing one."""
 
@@ -77,7 +88,7 @@ class SavepointWriter:
         self._new: dict[str, OperatorData] = {}
         self._removed: list[str] = []  # operator ids
         self._renamed: dict[str, str] = {}  # operator id -> new uid
-        self._rebuilt: dict[str, tuple[Callable, str]] = {}  # operator id -> (planner, action)
+        self._rebuilt: dict[str, Rebuild] = {}  # operator id -> its rebuild
 
     @classmethod
     def new(cls, max_parallelism: int | None = None, format: str = Format.CANONICAL) -> "SavepointWriter":
@@ -117,17 +128,12 @@ class SavepointWriter:
         self._renamed[op.operator_id] = new_uid
         return self
 
-    def with_rebuilt(self, operator: Operator, planner: Callable, action: str = "rescaled"
-                     ) -> "SavepointWriter":
-        """Rewrite some files of a base operator, keeping the rest as shallow copies.
-
-        ``planner(copy, target)`` gets the operator's shallow copy and the file
-        target fields of this write, and returns an :class:`OperatorPlan` whose
-        jobs replace the files it names.
-        """
+    def with_rebuilt(self, rebuild: Rebuild) -> "SavepointWriter":
+        """Rewrite some files of a base operator as *rebuild* plans, keeping the rest as
+        shallow copies."""
         if self.base is None:
             raise UsageError("rebuilding an operator needs a base savepoint")
-        self._rebuilt[operator.operator_id] = (planner, action)
+        self._rebuilt[rebuild.operator.operator_id] = rebuild
         return self
 
     def _base_operator(self, operator: str | OperatorRef) -> Operator:
@@ -153,11 +159,10 @@ class SavepointWriter:
         session = WriteSession(spark, out, on_job)
         plans = [(self._plan(op, session), "written") for op in self._new.values()]
         rebuilt_lineage = []
-        for op_id, (planner, action) in self._rebuilt.items():
+        for op_id, rebuild in self._rebuilt.items():
             copy, needed = shallow_copy(self.base, self.base.operator(OperatorRef(operator_id=op_id)))
             rebuilt_lineage.append(needed)
-            target = {"out": out.uri, "operator_id": op_id, "write_id": session.write_id}
-            plans.append((planner(copy, target), action))
+            plans.append((rebuild.plan(copy, session.output_of(op_id)), rebuild.action))
         session.start()
         try:
             written = [(p.run(session), action) for p, action in plans]
