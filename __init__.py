@@ -1,7 +1,8 @@
 """statectl: read, bootstrap, modify and rescale stream-processing savepoints with Spark.
 
 The packages live in this repository's top-level folders and install under one
-import name: ``statectl.statefmt`` (the format, no Spark), ``statectl.readers``
+import name: ``statectl.statefmt`` (the formats, no Spark), ``statectl.backends``
+(job-side state backends), ``statectl.readers``
 (savepoints as DataFrames), ``statectl.writers`` (DataFrames into savepoints)
 and ``statectl.cli`` (the command). The public API is re-exported here; importing
 ``statectl`` does not start (or import) Spark.

@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from common import session
 
-from statectl.statefmt.backends import HeapBackend, RocksDBBackend, commit_snapshots
+from statectl.backends import HeapBackend, RocksDBBackend, commit_snapshots
 
 MAX_P = 128
 

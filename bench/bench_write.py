@@ -6,7 +6,7 @@ the same run, alternating, on the same Spark session:
 * plain:     ``df.write.parquet(...)``
 * shuffle:   the same rows with their key group and chunk tag computed as the
   bootstrap computes them, hash-repartitioned to the task of their key-group
-  chunk (the writer's ``repartition(chunks.count, _part)``) and written by
+  chunk (the writer's ``Chunks.distribute``) and written by
   ``df.write.parquet``, with no grouping and no sort: the least any writer
   that must bring each key's rows together pays here
 * sorted:    the rows the bootstrap's Spark plan hands its writing tasks
@@ -56,7 +56,7 @@ def main() -> None:
     from statectl.statefmt.model import KEY_GROUP_COLUMN
     from statectl.writers import KeyedData, ListState, OperatorData, SavepointWriter, ValueState
     from statectl.writers.job import JOB_CONF
-    from statectl.writers.keyed import PART, plan_keyed
+    from statectl.writers.keyed import plan_keyed
     from statectl.writers.operators import target_tasks
     from statectl.writers.partitioning import Chunks
     from statectl.writers.sql import checked_key_group_sql
@@ -75,9 +75,8 @@ def main() -> None:
     sorted_rows = plan_keyed(keyed, "proc", 128, chunks, group_in_tasks=True).table
     # shuffle only: the rows tagged as the bootstrap tags them (statectl.writers.keyed._state_table),
     # sent to the task of their key-group chunk; nothing grouped, nothing sorted
-    shuffled = df.selectExpr(
-        "*", f"{checked_key_group_sql(['user'], 128, 'bench')} AS {KEY_GROUP_COLUMN}"
-    ).selectExpr("*", f"{chunks.tag_sql(KEY_GROUP_COLUMN)} AS {PART}").repartition(chunks.count, PART)
+    shuffled = chunks.distribute(df.selectExpr(
+        "*", f"{checked_key_group_sql(['user'], 128, 'bench')} AS {KEY_GROUP_COLUMN}"), keep_tag=True)
     spark_only = {"shuffle": shuffled, "sorted": sorted_rows, "grouped": grouped}
     times = {"plain": [], "shuffle": [], "sorted": [], "grouped": [], "bootstrap": [], "native": []}
     print(f"{args.keys:,} keys, one row each; operator parallelism {args.parallelism}, "

@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from statectl.statefmt.errors import UsageError
+from statectl.statefmt.errors import UsageError, first_line
 
 from .spark import MASTER_HELP as _MASTER_HELP
 from .spark import spark_errors, start_spark
@@ -88,11 +88,10 @@ def filtered(df, where: str):
     """*df* filtered by a SQL condition; a condition Spark cannot parse or resolve is a UsageError."""
     from pyspark.errors import PySparkException
 
-    from statectl.readers.reader import spark_message
 
     try:
         return df.filter(where)
     except PySparkException as e:
-        raise UsageError(f"--where {where!r}: {spark_message(e)}") from None
+        raise UsageError(f"--where {where!r}: {first_line(e)}") from None
 
 

@@ -33,15 +33,13 @@ def rescale(
     A new parallelism alone keeps the keyed files (they are indexed by key group);
     operator list and union state are dealt out again. Other operators are shallow copies.
     """
-    from statectl.statefmt.savepoint import check_output, load
-    from statectl.writers.rescale import choose_operators
-    from statectl.writers.rescale import rescale as run_rescale
+    from statectl.statefmt.savepoint import check_output
+    from statectl.writers.rescale import Rescale
 
     check_output(output)
-    choose_operators(load(savepoint), max_parallelism, parallelism, uid)  # fail before Spark starts
+    chosen = Rescale.of(savepoint, max_parallelism, parallelism, uid)  # fails before Spark starts
     with spark_errors():
         spark = start_spark(master)
         with progress(spark, quiet=json_) as on_job:
-            report = run_rescale(spark, savepoint, output, max_parallelism, parallelism, uid,
-                                 self_contained, on_job=on_job)
+            report = chosen.write(spark, output, self_contained, on_job=on_job)
     summary(report, json_)

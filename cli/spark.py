@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 
-from statectl.statefmt.errors import Interrupted, StatectlError
+from statectl.statefmt.errors import Interrupted, StatectlError, first_line
 
 from .options import debug_enabled
 
@@ -119,7 +119,6 @@ def spark_errors():
             raise Interrupted("interrupted") from None
         if isinstance(e, StatectlError):
             raise
-        from statectl.readers.reader import spark_message
 
         hint = " (--debug shows Spark's own output)" if "JAVA_GATEWAY" in str(e) else ""
-        raise StatectlError(f"Spark failed: {spark_message(e)}{hint}") from None
+        raise StatectlError(f"Spark failed: {first_line(e)}{hint}") from None

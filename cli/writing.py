@@ -86,10 +86,10 @@ def modify(
 
 
 def _check_format(physical: str) -> None:
-    from statectl.statefmt.model import PHYSICAL_FORMATS
+    from statectl.statefmt.vocabulary import Format
 
-    if physical not in PHYSICAL_FORMATS:
-        raise UsageError(f"unknown format {physical!r}; known: canonical, rocksdb")
+    if physical not in Format.words():
+        raise UsageError(f"unknown format {physical!r}; known: {', '.join(Format)}")
 
 
 # --- Spark ------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from statectl.statefmt.model import Savepoint
 from statectl.statefmt.types import map_of, type_str
+from statectl.statefmt.vocabulary import OperatorStateKind
 
 from .resolve import KEYED, OPERATOR_STATE, TIMERS, TableChoice
 
@@ -83,7 +84,7 @@ def catalogue_rows(sp: Savepoint) -> list[tuple]:
             rows.append(head + (None, "keyed", "timers", "timestamp: int64, domain: string", key, ns)
                         + tail + _files(k.timers) + (names[(op.operator_id, TIMERS, ())],))
         for s in op.operator_states:
-            t = type_str(map_of(s.key_type, s.value_type) if s.kind == "broadcast" else s.value_type)
+            t = type_str(map_of(s.key_type, s.value_type) if s.kind == OperatorStateKind.BROADCAST else s.value_type)
             rows.append(head + (s.name, "operator", s.kind, t, None, None) + tail + _files(s.files)
                         + (names[(op.operator_id, OPERATOR_STATE, (s.name,))],))
     return rows

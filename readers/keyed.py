@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from statectl.statefmt.canonical import TIMER_DOMAINS, files_for_range, keyed_schema, timers_schema
+from statectl.statefmt.canonical import files_for_range, keyed_schema, timers_schema
 from statectl.statefmt.errors import UsageError
-from statectl.statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, ROCKSDB, Operator, Savepoint
+from statectl.statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, Operator, Savepoint
+from statectl.statefmt.vocabulary import Format, TimerDomain
 
 from .files import read_splits, splits
 
@@ -49,7 +50,7 @@ def keyed_table(spark, sp: Savepoint, op: Operator, states: tuple[str, ...] = ()
 
     section = op.keyed
     schema = keyed_schema(section)
-    if op.format == ROCKSDB:  # files are verified in the tasks that fetch them
+    if op.format == Format.ROCKSDB:  # files are verified in the tasks that fetch them
         from .native import native_table
 
         parts, df = [], _in_range(native_table(spark, sp, op), key_groups)
@@ -73,11 +74,11 @@ def timers_table(spark, sp: Savepoint, op: Operator, domain: str | None = None,
     """(DataFrame, splits): key columns, [namespace], ``timestamp``, ``domain``."""
     from pyspark.sql import functions as F
 
-    if domain is not None and domain not in TIMER_DOMAINS:
-        raise UsageError(f"timer domain must be one of {', '.join(TIMER_DOMAINS)}, got {domain!r}")
+    if domain is not None and domain not in TimerDomain.words():
+        raise UsageError(f"timer domain must be one of {', '.join(TimerDomain)}, got {domain!r}")
     section = op.keyed
     schema = timers_schema(section)
-    if op.format == ROCKSDB:
+    if op.format == Format.ROCKSDB:
         from .native import native_table
 
         parts, df = [], _in_range(native_table(spark, sp, op, timers=True), key_groups)

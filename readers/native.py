@@ -1,7 +1,7 @@
 """Native (RocksDB) savepoints into DataFrames: a Python Data Source, one partition per subtask.
 
 Spark cannot read RocksDB files, so a Python Data Source decodes them
-(`statectl.statefmt.native_read`) and yields Arrow batches with the canonical table's
+(`statectl.statefmt.rocksdb.rows`) and yields Arrow batches with the canonical table's
 schema; the DataFrame is then the one a canonical savepoint gives. Files are
 verified (size, sha256) inside the tasks as they are fetched.
 """
@@ -52,7 +52,7 @@ class NativeReader(DataSourceReader):
         return sp, sp.operator(OperatorRef(operator_id=self.operator_id))
 
     def partitions(self):
-        from statectl.statefmt.native import subtask_databases
+        from statectl.statefmt.rocksdb.files import subtask_databases
 
         _, op = self._operator()
         return [SubtaskPartition(lo, hi) for lo, hi in sorted(subtask_databases(op))]
@@ -60,7 +60,7 @@ class NativeReader(DataSourceReader):
     def read(self, partition):
         import pyarrow as pa
 
-        from statectl.statefmt.native_read import read_subtask
+        from statectl.statefmt.rocksdb.rows import read_subtask
 
         sp, op = self._operator()
         for batch in read_subtask(sp, op, (partition.first, partition.last), self.timers):

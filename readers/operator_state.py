@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from statectl.statefmt.canonical import operator_state_schema
 from statectl.statefmt.model import OperatorState, Savepoint
+from statectl.statefmt.vocabulary import OperatorStateKind
 
 from .files import read_splits, splits
 
 
 def columns(state: OperatorState) -> list[str]:
-    return ["key", "value"] if state.kind == "broadcast" else ["value"]
+    return ["key", "value"] if state.kind == OperatorStateKind.BROADCAST else ["value"]
 
 
 def operator_state_table(spark, sp: Savepoint, state: OperatorState, verify=None):

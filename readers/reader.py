@@ -5,12 +5,14 @@ from __future__ import annotations
 import re
 
 from statectl.statefmt.canonical import keyed_schema, operator_state_schema, timers_schema
-from statectl.statefmt.errors import UnknownStateError, UsageError
+from statectl.statefmt.errors import UnknownStateError, UsageError, first_line
 from statectl.statefmt.fs import Location
 from statectl.statefmt.ids import OperatorRef
-from statectl.statefmt.model import CANONICAL, Operator, Savepoint
+from statectl.statefmt.model import Operator, Savepoint
 from statectl.statefmt.savepoint import load
+from statectl.statefmt.types import quote_identifier
 from statectl.statefmt.validate import files_with_schemas
+from statectl.statefmt.vocabulary import Format, OperatorStateKind
 
 from .catalogue import View, catalogue_frame, views
 from .files import Split, spark_file_key, split_key, splits
@@ -87,13 +89,13 @@ class SavepointReader:
         return self._operator_state(operator, name, None)
 
     def list_state(self, operator: OperatorName, name: str):
-        return self._operator_state(operator, name, "list")
+        return self._operator_state(operator, name, OperatorStateKind.LIST)
 
     def union_state(self, operator: OperatorName, name: str):
-        return self._operator_state(operator, name, "union")
+        return self._operator_state(operator, name, OperatorStateKind.UNION)
 
     def broadcast_state(self, operator: OperatorName, name: str):
-        return self._operator_state(operator, name, "broadcast")
+        return self._operator_state(operator, name, OperatorStateKind.BROADCAST)
 
     def table(self, choice: TableChoice):
         """The table a :class:`TableChoice` (see :func:`choose_table`) names."""
@@ -116,7 +118,7 @@ class SavepointReader:
                       for p in splits(self.savepoint, [f], schema)])
         names = []
         for view in views(self.savepoint):
-            self._view_frame(view)[0].createOrReplaceTempView(_quoted(view.name))
+            self._view_frame(view)[0].createOrReplaceTempView(quote_identifier(view.name))
             names.append(view.name)
         return names
 
@@ -139,7 +141,7 @@ class SavepointReader:
                         raise
                     broken[view.name.lower()] = self._frame_splits(view)
                     continue
-                df.createOrReplaceTempView(_quoted(view.name))
+                df.createOrReplaceTempView(quote_identifier(view.name))
                 registered.append(view.name)
                 by_key.update((split_key(p.location), p) for p in parts)
             try:
@@ -162,7 +164,7 @@ class SavepointReader:
             if parts is not None:
                 self._verify(parts)  # raises the missing file's error
             hint = " Views: " + ", ".join(_sql_name(n) for n in registered)
-        raise UsageError(f"query failed: {spark_message(e)}{hint}") from None
+        raise UsageError(f"query failed: {first_line(e)}{hint}") from None
 
     def _keyed_operator(self, operator: OperatorName) -> Operator:
         op = self.operator(operator)
@@ -193,7 +195,7 @@ class SavepointReader:
         """The splits a view reads (every file of its table), without Spark."""
         op, sp = view.choice.operator, self.savepoint
         if view.choice.kind == KEYED:
-            schema = keyed_schema(op.keyed) if op.format == CANONICAL else None
+            schema = keyed_schema(op.keyed) if op.format == Format.CANONICAL else None
             return splits(sp, op.keyed.files, schema)
         if view.choice.kind == TIMERS:
             return splits(sp, op.keyed.timers, timers_schema(op.keyed))
@@ -208,16 +210,7 @@ class SavepointReader:
 
 def _sql_name(view_name: str) -> str:
     """How a view is written in a query: plain when it is a simple identifier."""
-    return view_name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", view_name) else _quoted(view_name)
+    plain = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", view_name)
+    return view_name if plain else quote_identifier(view_name)
 
 
-def _quoted(view_name: str) -> str:
-    return "`" + view_name.replace("`", "``") + "`"
-
-
-def spark_message(e: Exception) -> str:
-    """The first line of a Spark error, without the SQLSTATE and plan Spark appends."""
-    text = str(e).strip()
-    if not text:
-        return type(e).__name__
-    return re.split(r"\s*SQLSTATE: ", text.splitlines()[0])[0]

@@ -1,7 +1,13 @@
-"""The statectl savepoint format: model, `_metadata` codec, key groups and data files.
+"""The savepoint formats: model, `_metadata` codec, key groups, and one home per physical format.
 
-Pure Python and pyarrow; never imports Spark, so `statectl info` and
-`validate` and the job-side state backends start without a JVM.
+- statectl's own family: :mod:`.canonical` (Parquet, the default) and
+  :mod:`.rocksdb` (each subtask's RocksDB database), sharing :mod:`.model`,
+  :mod:`.metadata`, :mod:`.savepoint` and :mod:`.keygroups`;
+- Apache Flink's savepoints: `statectl.statefmt.flink`, a second family beside it.
+
+Pure Python and pyarrow; never imports Spark, nor anything above it (the
+job-side backends in `statectl.backends` are a client of these formats), so
+`statectl info` and `validate` and the backends start without a JVM.
 """
 
 from .. import __version__

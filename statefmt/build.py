@@ -24,6 +24,7 @@ from .fs import Location
 from .keygroups import check_parallelism, key_group_range
 from .model import KEY_GROUP_COLUMN, DataFile, KeyedSection, OperatorState
 from .savepoint import data_file_path
+from .vocabulary import OperatorStateKind
 
 
 def write_keyed_files(out: Location, operator_id: str, section: KeyedSection, table: pa.Table,
@@ -59,7 +60,7 @@ def write_operator_state_file(out: Location, operator_id: str, state: OperatorSt
     """One file for an operator list, union (``subtask``, ``value``) or broadcast state."""
     schema = operator_state_schema(state)
     table = conform(table, schema, f"operator state {state.name!r}")
-    if state.kind == "broadcast":
+    if state.kind == OperatorStateKind.BROADCAST:
         keys = table.column("key")
         if len(pc.unique(keys)) != len(keys):
             raise UsageError(f"broadcast state {state.name!r}: a key appears twice")

@@ -33,12 +33,12 @@ from .model import (
     OperatorState,
 )
 from .types import to_arrow
+from .vocabulary import OperatorStateKind
 
 ROW_GROUP_ROWS = 128 * 1024
 # Dictionary encoding only where values repeat by design: on keys and state values
 # it made files larger and Spark's reads of them about a third slower.
 DICTIONARY_COLUMNS = frozenset({"domain"})
-TIMER_DOMAINS = ("event", "processing")
 SUBTASK_COLUMN = "subtask"
 
 
@@ -65,7 +65,7 @@ def timers_schema(section: KeyedSection) -> pa.Schema:
 
 
 def operator_state_schema(state: OperatorState) -> pa.Schema:
-    if state.kind == "broadcast":
+    if state.kind == OperatorStateKind.BROADCAST:
         return pa.schema([
             pa.field("key", to_arrow(state.key_type), nullable=False),
             pa.field("value", to_arrow(state.value_type)),

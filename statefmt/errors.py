@@ -7,6 +7,8 @@ anything else is a bug and shows a traceback.
 
 from __future__ import annotations
 
+import re
+
 
 class StatectlError(Exception):
     """Base of every error caused by input rather than by a bug."""
@@ -22,6 +24,10 @@ class Interrupted(StatectlError):
 
 class UsageError(StatectlError):
     """An argument or option value is not acceptable."""
+
+
+class DuplicateKeyError(UsageError):
+    """Two rows give a value state (or a map key, or an entry) two values and no rule says how."""
 
 
 class NotASavepointError(StatectlError):
@@ -78,3 +84,12 @@ class FlinkFormatError(StatectlError):
 
 class UnsupportedFlinkFeature(StatectlError):
     """An Apache Flink savepoint uses something this reader does not decode."""
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of *error*'s text, without the SQLSTATE and plan Spark appends
+    (or the exception's class name when it has no text)."""
+    text = str(error).strip()
+    if not text:
+        return type(error).__name__
+    return re.split(r"\s*SQLSTATE: ", text.splitlines()[0])[0]

@@ -16,11 +16,7 @@ from .keygroups import check_key_type, check_parallelism
 from .model import (
     FORMAT_NAME,
     FORMAT_VERSION,
-    KEYED_KINDS,
-    OPERATOR_STATE_KINDS,
-    PHYSICAL_FORMATS,
     RESERVED_COLUMNS,
-    ROCKSDB,
     DataFile,
     Field,
     FileRef,
@@ -33,6 +29,7 @@ from .model import (
 )
 from .refs import check_relative_path
 from .types import validate_type
+from .vocabulary import Format, OperatorStateKind, StateKind
 
 _CHECKSUM = re.compile(r"^sha256:[0-9a-f]{64}$")
 MAX_METADATA_BYTES = 256 * 1024 * 1024
@@ -189,14 +186,14 @@ def _decode_operator(o: dict, where: str, lineage_ids: set[str]) -> Operator:
     p = _get(o, "parallelism", where, int)
     check_parallelism(p, max_p)
     fmt = _get(o, "format", where, str)
-    if fmt not in PHYSICAL_FORMATS:
+    if fmt not in Format.words():
         raise MetadataError(
-            f"{where}: physical format {fmt!r} is not supported; known: {', '.join(PHYSICAL_FORMATS)}"
+            f"{where}: physical format {fmt!r} is not supported; known: {', '.join(Format.words())}"
         )
     keyed = None
     if o.get("keyed") is not None:
         keyed = _decode_keyed(_obj(o["keyed"], f"{where}.keyed"), f"{where}.keyed", max_p, lineage_ids,
-                              native=fmt == ROCKSDB)
+                              native=fmt == Format.ROCKSDB)
     op_states = []
     for i, raw in enumerate(_get(o, "operator_states", where, list, required=False, default=[])):
         op_states.append(_decode_operator_state(_obj(raw, f"{where}.operator_states[{i}]"),
@@ -227,10 +224,10 @@ def _decode_keyed(k: dict, where: str, max_p: int, lineage_ids: set[str],
         s = _obj(raw, f"{where}.states[{i}]")
         w = f"{where}.states[{i}]"
         kind = _get(s, "kind", w, str)
-        if kind not in KEYED_KINDS:
-            raise MetadataError(f"{w}.kind must be one of {', '.join(KEYED_KINDS)}")
+        if kind not in StateKind.words():
+            raise MetadataError(f"{w}.kind must be one of {', '.join(StateKind.words())}")
         user_key = s.get("user_key_type")
-        if (kind == "map") != (user_key is not None):
+        if (kind == StateKind.MAP) != (user_key is not None):
             raise MetadataError(f"{w}: user_key_type is required for map state and only there")
         states.append(KeyedStateDescriptor(
             name=_get(s, "name", w, str),
@@ -254,10 +251,10 @@ def _decode_keyed(k: dict, where: str, max_p: int, lineage_ids: set[str],
 
 def _decode_operator_state(s: dict, where: str, lineage_ids: set[str]) -> OperatorState:
     kind = _get(s, "kind", where, str)
-    if kind not in OPERATOR_STATE_KINDS:
-        raise MetadataError(f"{where}.kind must be one of {', '.join(OPERATOR_STATE_KINDS)}")
+    if kind not in OperatorStateKind.words():
+        raise MetadataError(f"{where}.kind must be one of {', '.join(OperatorStateKind.words())}")
     key_type = s.get("key_type")
-    if (kind == "broadcast") != (key_type is not None):
+    if (kind == OperatorStateKind.BROADCAST) != (key_type is not None):
         raise MetadataError(f"{where}: key_type is required for broadcast state and only there")
     return OperatorState(
         name=_get(s, "name", where, str),

@@ -12,16 +12,10 @@ from typing import Callable, Iterator
 from .errors import UnknownOperatorError, UnknownStateError, UsageError
 from .ids import OperatorRef, is_operator_id
 from .types import DataType, list_of, map_of
+from .vocabulary import Format, StateKind
 
 FORMAT_NAME = "statectl-savepoint"
 FORMAT_VERSION = 1
-
-CANONICAL = "canonical"
-ROCKSDB = "rocksdb"  # native: keyed state as each subtask's RocksDB files (docs/FORMAT.md §12)
-PHYSICAL_FORMATS = (CANONICAL, ROCKSDB)
-
-KEYED_KINDS = ("value", "list", "map", "reducing", "aggregating")
-OPERATOR_STATE_KINDS = ("list", "union", "broadcast")
 
 KEY_GROUP_COLUMN = "_key_group"
 NAMESPACE_COLUMN = "namespace"
@@ -79,9 +73,9 @@ class KeyedStateDescriptor:
 
     @property
     def column_type(self) -> DataType:
-        if self.kind == "list":
+        if self.kind == StateKind.LIST:
             return list_of(self.value_type)
-        if self.kind == "map":
+        if self.kind == StateKind.MAP:
             return map_of(self.user_key_type, self.value_type)
         return self.value_type
 
@@ -134,7 +128,7 @@ class Operator:
     max_parallelism: int
     keyed: KeyedSection | None = None
     operator_states: tuple[OperatorState, ...] = ()
-    format: str = CANONICAL
+    format: str = Format.CANONICAL
 
     @property
     def label(self) -> str:

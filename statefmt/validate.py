@@ -8,7 +8,8 @@ from .canonical import check_parquet, keyed_schema, operator_state_schema, timer
 from .errors import MissingFileError, StatectlError
 from .fs import Location
 from .integrity import verify_file
-from .model import ROCKSDB, Savepoint
+from .model import Savepoint
+from .vocabulary import Format
 from .savepoint import file_location, load
 
 
@@ -42,7 +43,7 @@ def files_with_schemas(sp: Savepoint):
     for op in sp.operators:
         if op.keyed is not None:
             ks, ts = keyed_schema(op.keyed), timers_schema(op.keyed)
-            if op.format == ROCKSDB:
+            if op.format == Format.ROCKSDB:
                 ks = None  # RocksDB files: size and checksum only
             for f in op.keyed.files:
                 yield op, f, ks

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from builders import KEYED_STATES, build_full_savepoint, keyed_rows, timer_rows
-from statectl.statefmt.backends import HeapBackend, RocksDBBackend, commit_snapshots
+from statectl.backends import HeapBackend, RocksDBBackend, commit_snapshots
 from statectl.statefmt.canonical import keyed_schema, read_file, timers_schema
 from statectl.statefmt.errors import LimitError, UsageError
 from statectl.statefmt.keygroups import key_group_for_key, subtask_for_key_group

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from statectl.statefmt.backends.codec import (
+from statectl.statefmt.rocksdb.codec import (
     KeyLayout,
     ValueCodec,
     key_group_prefix,

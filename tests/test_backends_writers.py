@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from statectl.statefmt.backends import HeapBackend, RocksDBBackend
+from statectl.backends import HeapBackend, RocksDBBackend
 from restore_checks import BOOT_TIMERS, ROWS_DDL, boot_states, expected, restored, rows
 from statectl.statefmt.savepoint import load
 from statectl.writers import KeyedData, OperatorData, SavepointWriter

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from statectl.statefmt.backends import HeapBackend
+from statectl.backends import HeapBackend
 
 REPO = Path(__file__).resolve().parent.parent
 JOB = REPO / "examples" / "job" / "job.py"

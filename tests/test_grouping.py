@@ -24,12 +24,13 @@ from statectl.writers import (
     SavepointWriter,
     ValueState,
 )
-from statectl.writers.grouping import LIST, VALUE, GroupedState, TaskGrouping, key_repr
+from statectl.statefmt.vocabulary import StateKind
+from statectl.writers.grouping import GroupedState, TaskGrouping, key_repr
 
 GROUPING = TaskGrouping(
     group_columns=("_key_group", "k", "namespace"), key=("k",), tag_column="_tag",
-    states=(GroupedState("v", VALUE, "_s0_v", 0, "operator 'p', value state 'v'"),
-            GroupedState("l", LIST, "_s1_v", 1, "operator 'p', list state 'l'")))
+    states=(GroupedState("v", StateKind.VALUE, "_s0_v", 0, "operator 'p', value state 'v'"),
+            GroupedState("l", StateKind.LIST, "_s1_v", 1, "operator 'p', list state 'l'")))
 
 
 SCHEMA = pa.schema([("_key_group", pa.int32()), ("k", pa.string()), ("namespace", pa.int64()),

@@ -1,6 +1,6 @@
 """statectl installs under one import name: folders named like its packages shadow nothing.
 
-The top-level folders `cli/`, `statefmt/`, `readers/` and `writers/` install as
+The top-level folders `cli/`, `statefmt/`, `backends/`, `readers/` and `writers/` install as
 `statectl.cli`, ... A user's working directory holding folders of those names
 (another checkout, another distribution) must not be imported in their place,
 by the command or by Spark's Python workers (tested in test_rescale), on every
@@ -21,7 +21,7 @@ import pytest
 
 from conftest import REPO
 
-PACKAGES = ("cli", "statefmt", "readers", "writers")
+PACKAGES = ("cli", "statefmt", "backends", "readers", "writers")
 
 PROBE = (
     "import importlib.util, json, sys; "

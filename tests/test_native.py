@@ -18,7 +18,7 @@ from test_backends import (
     handles,
     state_of,
 )
-from statectl.statefmt.backends import HeapBackend, RocksDBBackend, commit_snapshots
+from statectl.backends import HeapBackend, RocksDBBackend, commit_snapshots
 from statectl.statefmt.canonical import keyed_schema, read_file
 from statectl.statefmt.errors import IntegrityError, MetadataError
 from statectl.statefmt.metadata import decode

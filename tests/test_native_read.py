@@ -6,7 +6,7 @@ import pytest
 
 from builders import build_full_savepoint
 from statectl.readers import open_savepoint
-from statectl.statefmt.backends import RocksDBBackend, commit_snapshots
+from statectl.backends import RocksDBBackend, commit_snapshots
 
 MAX_P = 16
 

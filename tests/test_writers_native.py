@@ -13,9 +13,9 @@ from pyspark import cloudpickle
 
 from statectl.readers import open_savepoint
 from restore_checks import BOOT_TIMERS, ROWS_DDL, boot_states, expected, restored, rows
-from statectl.statefmt.backends import HeapBackend, RocksDBBackend
+from statectl.backends import HeapBackend, RocksDBBackend
 from statectl.statefmt.errors import UsageError
-from statectl.statefmt.native import subtask_databases
+from statectl.statefmt.rocksdb.files import subtask_databases
 from statectl.statefmt.savepoint import load
 from statectl.statefmt.validate import validate
 from tests.conftest import REPO, statectl

@@ -9,12 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from statectl.statefmt.vocabulary import TimerDomain
+
 from .errors import SpecError
 
 REDUCE_FUNCTIONS = ("sum", "min", "max", "count")
 AGGREGATE_FUNCTIONS = ("avg",)
 COMBINE_RULES = ("sum", "min", "max", "any")
-TIMER_DOMAINS = ("event", "processing")
 
 
 # --- keyed state, declared column by column ---------------------------------------
@@ -187,7 +188,7 @@ class OperatorData:
             for s in self.keyed.states:
                 _check_column_state(s, f"{where}, state {s.name!r}")
             for t in self.keyed.timers:
-                if t.domain not in TIMER_DOMAINS:
+                if t.domain not in TimerDomain.words():
                     raise SpecError(f"{where}: timer domain must be event or processing, got {t.domain!r}")
         elif isinstance(self.keyed, KeyedFunction):
             names += [s.name for s in self.keyed.states]

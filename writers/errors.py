@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from statectl.statefmt import errors as fmt_errors
-from statectl.statefmt.errors import StatectlError, UsageError
+from statectl.statefmt.errors import DuplicateKeyError, StatectlError, UsageError
 
 
 class SpecError(UsageError):
@@ -20,10 +20,6 @@ class SpecError(UsageError):
 
 class InputError(UsageError):
     """An input DataFrame lacks a column, or a column has the wrong type."""
-
-
-class DuplicateKeyError(UsageError):
-    """Two rows give a value state (or a map key) two values and no combine rule says how."""
 
 
 class NullKeyError(UsageError):

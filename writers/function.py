@@ -26,6 +26,7 @@ from statectl.statefmt.model import (
     KeyedStateDescriptor,
 )
 from statectl.statefmt.types import from_arrow, validate_type
+from statectl.statefmt.vocabulary import StateKind, TimerDomain
 
 from .columns import key_types, require_columns
 from .definitions import AGGREGATE_FUNCTIONS, REDUCE_FUNCTIONS, KeyedFunction
@@ -33,11 +34,9 @@ from .errors import SpecError, StateValueError
 from .native import NativeSink, NativeTarget
 from .partitioning import Chunks
 from .sql import checked_key_group_sql
-from .tasks import HANDLE_DDL, ChunkedSink, FileTarget, guarded
+from .tasks import HANDLE_DDL, ChunkedSink, FileTarget, OperatorOutput, guarded
 
-PART = "_part"
 FLUSH_ROWS = 16 * 1024
-KINDS = ("value", "list", "map", "reducing", "aggregating")
 
 
 # --- the context a function sees -----------------------------------------------------
@@ -49,10 +48,10 @@ class TimerService:
         self._ctx = ctx
 
     def register_event_time_timer(self, timestamp: int) -> None:
-        self._ctx._timers.add((self._ctx.namespace, int(timestamp), "event"))
+        self._ctx._timers.add((self._ctx.namespace, int(timestamp), TimerDomain.EVENT))
 
     def register_processing_time_timer(self, timestamp: int) -> None:
-        self._ctx._timers.add((self._ctx.namespace, int(timestamp), "processing"))
+        self._ctx._timers.add((self._ctx.namespace, int(timestamp), TimerDomain.PROCESSING))
 
 
 class _Handle:
@@ -151,8 +150,8 @@ class AggregatingHandle(_Handle):
         self._set(accumulator)
 
 
-_HANDLES = {"value": ValueHandle, "list": ListHandle, "map": MapHandle,
-            "reducing": ReducingHandle, "aggregating": AggregatingHandle}
+_HANDLES = {StateKind.VALUE: ValueHandle, StateKind.LIST: ListHandle, StateKind.MAP: MapHandle,
+            StateKind.REDUCING: ReducingHandle, StateKind.AGGREGATING: AggregatingHandle}
 
 
 class KeyContext:
@@ -188,19 +187,19 @@ class KeyContext:
         return _HANDLES[kind](self, d)
 
     def value(self, name: str) -> ValueHandle:
-        return self._handle(name, "value")
+        return self._handle(name, StateKind.VALUE)
 
     def list(self, name: str) -> ListHandle:
-        return self._handle(name, "list")
+        return self._handle(name, StateKind.LIST)
 
     def map(self, name: str) -> MapHandle:
-        return self._handle(name, "map")
+        return self._handle(name, StateKind.MAP)
 
     def reducing(self, name: str) -> ReducingHandle:
-        return self._handle(name, "reducing")
+        return self._handle(name, StateKind.REDUCING)
 
     def aggregating(self, name: str) -> AggregatingHandle:
-        return self._handle(name, "aggregating")
+        return self._handle(name, StateKind.AGGREGATING)
 
 
 # --- planning on the driver -------------------------------------------------------------
@@ -209,13 +208,13 @@ def descriptors(fn: KeyedFunction, what: str) -> tuple[KeyedStateDescriptor, ...
     out = []
     for s in fn.states:
         w = f"{what}, state {s.name!r}"
-        if s.kind not in KINDS:
-            raise SpecError(f"{w}: kind must be one of {', '.join(KINDS)}, got {s.kind!r}")
-        if (s.kind == "map") != (s.user_key_type is not None):
+        if s.kind not in StateKind.words():
+            raise SpecError(f"{w}: kind must be one of {', '.join(StateKind)}, got {s.kind!r}")
+        if (s.kind == StateKind.MAP) != (s.user_key_type is not None):
             raise SpecError(f"{w}: a map state needs user_key_type (and only a map state)")
-        if s.kind == "reducing" and s.function not in REDUCE_FUNCTIONS:
+        if s.kind == StateKind.REDUCING and s.function not in REDUCE_FUNCTIONS:
             raise SpecError(f"{w}: function must be one of {', '.join(REDUCE_FUNCTIONS)}")
-        if s.kind == "aggregating" and s.function is not None and s.function not in AGGREGATE_FUNCTIONS:
+        if s.kind == StateKind.AGGREGATING and s.function is not None and s.function not in AGGREGATE_FUNCTIONS:
             raise SpecError(f"{w}: function must be one of {', '.join(AGGREGATE_FUNCTIONS)}")
         out.append(KeyedStateDescriptor(
             s.name, s.kind, _type(s.value_type, w),
@@ -244,7 +243,7 @@ class FunctionTask:
 
 
 def plan_function(fn: KeyedFunction, uid: str, max_parallelism: int, chunks: Chunks,
-                  target: dict, native: bool = False):
+                  output: OperatorOutput, native: bool = False):
     """The keyed section (no files yet) and the DataFrame of handles that writes it."""
     what = f"operator {uid!r}"
     states = descriptors(fn, what)
@@ -255,14 +254,12 @@ def plan_function(fn: KeyedFunction, uid: str, max_parallelism: int, chunks: Chu
     section = KeyedSection(tuple(Field(n, t) for n, t in zip(key, types)), states, namespace_type=ns)
     task = FunctionTask(
         fn.function, section,
-        FileTarget(kind="keyed", schema=keyed_schema(section), **target),
-        FileTarget(kind="timers", schema=timers_schema(section), **target),
+        output.file_target("keyed", keyed_schema(section)),
+        output.file_target("timers", timers_schema(section)),
         chunks.ranges, what, native)
     df = fn.data.selectExpr(
         "*", f"{checked_key_group_sql(key, max_parallelism, f'{what}, input')} AS {KEY_GROUP_COLUMN}")
-    df = df.selectExpr("*", f"{chunks.tag_sql(KEY_GROUP_COLUMN)} AS {PART}")
-    df = df.repartition(chunks.count, PART).sortWithinPartitions(
-        KEY_GROUP_COLUMN, *key, *fn.order_by).drop(PART)
+    df = chunks.distribute(df, sort_by=(KEY_GROUP_COLUMN, *key, *fn.order_by))
     return section, df.mapInArrow(partial(_run, task), HANDLE_DDL)
 
 
@@ -363,7 +360,7 @@ class _Rows:
         for field in sink.target.schema:
             values = columns[field.name]
             if field.name in [s.name for s in self.section.states] and \
-                    self.section.state(field.name).kind == "map":
+                    self.section.state(field.name).kind == StateKind.MAP:
                 values = [list(v.items()) if isinstance(v, dict) else v for v in values]
             try:
                 arrays.append(pa.array(values, type=field.type))

@@ -23,10 +23,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from statectl.statefmt.vocabulary import StateKind
+
 from .errors import DuplicateKeyError
 
-VALUE = "value"
-LIST = "list"
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class GroupedState:
     """One state built from the rows of a run: ``column`` of the rows tagged ``tag`` (all if None)."""
 
     name: str
-    kind: str  # VALUE | LIST
+    kind: StateKind  # VALUE or LIST
     column: str
     tag: int | None
     where: str  # "operator 'u', value state 's'": how errors name the state
@@ -92,7 +92,7 @@ class TaskGrouping:
             mine = np.ones(rows.num_rows, dtype=bool) if state.tag is None or tags is None \
                 else tags == state.tag
             values = rows.column(state.column).combine_chunks()
-            if state.kind == VALUE:
+            if state.kind == StateKind.VALUE:
                 columns[state.name] = self._value(state, values, mine, run_of_row, rows, starts)
             else:
                 columns[state.name] = _list(values, mine, run_of_row, len(starts))

@@ -16,12 +16,12 @@ import socket
 import time
 import uuid
 
-from statectl.statefmt.errors import StatectlError
+from statectl.statefmt.errors import StatectlError, first_line
 from statectl.statefmt.fs import Location
 from statectl.statefmt.model import DataFile
 
 from .errors import WriteFailedError, from_spark_error
-from .tasks import data_file_from_handle, write_token
+from .tasks import OperatorOutput, data_file_from_handle, write_token
 
 MARKER_PREFIX = "_writing-"
 
@@ -46,6 +46,10 @@ class WriteSession:
         self.marker = out.child(f"{MARKER_PREFIX}{self.token}.json")
         self.removed_leftovers = 0
 
+    def output_of(self, operator_id: str) -> OperatorOutput:
+        """Where this write puts *operator_id*'s new files."""
+        return OperatorOutput(self.out.uri, operator_id, self.write_id)
+
     # --- lifecycle ---------------------------------------------------------------
     def start(self) -> None:
         self.out.make_dirs()
@@ -68,8 +72,7 @@ class WriteSession:
             error = from_spark_error(e)
             if error is not None:
                 raise error from None
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise WriteFailedError(f"writing {description} failed: {first}") from e
+            raise WriteFailedError(f"writing {description} failed: {first_line(e)}") from e
         finally:
             if self.spark is not None:
                 for key in ("spark.jobGroup.id", "spark.job.description",

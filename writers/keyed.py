@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from statectl.statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, Field, KeyedStateDescriptor
 from statectl.statefmt.types import DataType, type_str
+from statectl.statefmt.vocabulary import StateKind
 
 from .columns import cast_to, key_types, require_columns, require_numeric, spark_field_type
 from .definitions import (
@@ -31,12 +32,11 @@ from .definitions import (
     ValueState,
 )
 from .errors import DuplicateKeyError, InputError, NullKeyError, SpecError
-from .grouping import LIST, VALUE, GroupedState, TaskGrouping
-from .partitioning import Chunks
+from .grouping import GroupedState, TaskGrouping
+from .partitioning import PARTITION_TAG, Chunks
 from .sql import checked_key_group_sql, key_repr_sql, lit, q, raise_sql
 
 TAG = "_tag"
-PART = "_part"
 
 
 @dataclass
@@ -136,7 +136,7 @@ def _groups_in_tasks(state) -> bool:
 
 
 def _check_names(keyed: KeyedData, what: str) -> None:
-    reserved = {KEY_GROUP_COLUMN, NAMESPACE_COLUMN, TAG, PART}
+    reserved = {KEY_GROUP_COLUMN, NAMESPACE_COLUMN, TAG, PARTITION_TAG}
     for name in keyed.key:
         if name in reserved:
             raise SpecError(f"{what}: {name!r} is reserved and cannot be a key column")
@@ -145,38 +145,37 @@ def _check_names(keyed: KeyedData, what: str) -> None:
             raise SpecError(f"{what}: state name {s.name!r} clashes with a key or reserved column")
 
 
-def _tagged_union(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str):
-    """Every state's input projected and unioned, with the partitioning tag; and each state's tag."""
+def _tagged_union(keyed: KeyedData, inputs: _Inputs, what: str):
+    """Every state's input projected and unioned; and each state's tag."""
     groups = _input_groups(keyed, inputs)
     tag_of = {i: g for g, (_, members) in enumerate(groups) for i, _ in members}
     parts = [_project_group(df, members, g, inputs, what) for g, (df, members) in enumerate(groups)]
     union = parts[0]
     for p in parts[1:]:
         union = union.unionByName(p, allowMissingColumns=True)
-    union = union.selectExpr("*", f"{chunks.tag_sql(KEY_GROUP_COLUMN)} AS {PART}")
     return union, tag_of, len(groups)
 
 
 def _sorted_rows(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str):
-    union, tag_of, inputs_count = _tagged_union(keyed, inputs, chunks, what)
-    rows = union.repartition(chunks.count, PART).sortWithinPartitions(*inputs.group_columns)
+    union, tag_of, inputs_count = _tagged_union(keyed, inputs, what)
+    rows = chunks.distribute(union, sort_by=inputs.group_columns)
     states, descriptors = [], []
     for i, state in enumerate(keyed.states):
-        kind = VALUE if isinstance(state, ValueState) else LIST
+        kind = StateKind.VALUE if isinstance(state, ValueState) else StateKind.LIST
         states.append(GroupedState(state.name, kind, _col(i, "v"),
                                    tag_of[i] if inputs_count > 1 else None,
                                    f"{what}, {kind} state {state.name!r}"))
         t = spark_field_type(union, _col(i, "v"))
         descriptors.append(KeyedStateDescriptor(state.name, kind, t))
     grouping = TaskGrouping(tuple(inputs.group_columns), tuple(inputs.key), TAG, tuple(states))
-    return rows.drop(PART), tuple(descriptors), grouping
+    return rows, tuple(descriptors), grouping
 
 
 def _state_table(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str):
-    union, tag_of, inputs_count = _tagged_union(keyed, inputs, chunks, what)
+    union, tag_of, inputs_count = _tagged_union(keyed, inputs, what)
     # grouping columns first: with sort-based aggregation (see writers.job) the rows come
     # out sorted by (key group, key), so the sort below costs nothing
-    grouped = union.repartition(chunks.count, PART).groupBy(*inputs.group_columns, PART)
+    grouped = chunks.distribute(union, keep_tag=True).groupBy(*inputs.group_columns, PARTITION_TAG)
     raw = []
     for i, state in enumerate(keyed.states):
         only = f" FILTER (WHERE {TAG} = {tag_of[i]})" if inputs_count > 1 else ""
@@ -312,14 +311,14 @@ def _final(state, i: int, inputs: _Inputs, what: str) -> str:
 def _descriptor(state, table) -> KeyedStateDescriptor:
     t = spark_field_type(table, state.name)
     if isinstance(state, ValueState):
-        return KeyedStateDescriptor(state.name, "value", t)
+        return KeyedStateDescriptor(state.name, StateKind.VALUE, t)
     if isinstance(state, ListState):
-        return KeyedStateDescriptor(state.name, "list", t["list"])
+        return KeyedStateDescriptor(state.name, StateKind.LIST, t["list"])
     if isinstance(state, MapState):
-        return KeyedStateDescriptor(state.name, "map", t["map"]["value"], t["map"]["key"])
+        return KeyedStateDescriptor(state.name, StateKind.MAP, t["map"]["value"], t["map"]["key"])
     if isinstance(state, ReducingState):
-        return KeyedStateDescriptor(state.name, "reducing", t, function=state.function)
-    return KeyedStateDescriptor(state.name, "aggregating", t, function=state.function)
+        return KeyedStateDescriptor(state.name, StateKind.REDUCING, t, function=state.function)
+    return KeyedStateDescriptor(state.name, StateKind.AGGREGATING, t, function=state.function)
 
 
 def _timer_table(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str,
@@ -348,10 +347,9 @@ def _timer_table(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str,
     union = parts[0]
     for p in parts[1:]:
         union = union.unionByName(p)
-    union = union.selectExpr("*", f"{chunks.tag_sql(KEY_GROUP_COLUMN)} AS {PART}")
     columns = inputs.group_columns + ["timestamp", "domain"]
     if in_tasks:  # a timer repeated in the sorted rows is a run the tasks keep once
-        rows = union.repartition(chunks.count, PART).sortWithinPartitions(*columns).drop(PART)
+        rows = chunks.distribute(union, sort_by=columns)
         return rows, TaskGrouping(tuple(columns), tuple(inputs.key), TAG, ())
-    distinct = union.repartition(chunks.count, PART).groupBy(*columns, PART).count()
+    distinct = chunks.distribute(union, keep_tag=True).groupBy(*columns, PARTITION_TAG).count()
     return distinct.select(*columns).sortWithinPartitions(*columns), None

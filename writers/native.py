@@ -1,16 +1,16 @@
 """Writing keyed state in the native format: one RocksDB database per subtask.
 
 Rows reach one task per subtask (``Chunks(max_p, p, 1)``). The task encodes
-them with the RocksDB backend's own tables and timer keys (`docs/FORMAT.md`
-§11), writes each column family as one SST file, ingests the files into a new
-database and uploads a checkpoint of it exactly as the backend's native
-snapshot does (``statectl.statefmt.native.upload_checkpoint``), into a folder carrying
+them with the format's own tables and timer keys (`statectl.statefmt.rocksdb`,
+`docs/FORMAT.md` §11), builds the database from SST files
+(:mod:`statectl.statefmt.rocksdb.sst`) and uploads a checkpoint of it exactly as
+the RocksDB backend's native snapshot does
+(:func:`statectl.statefmt.rocksdb.files.upload_checkpoint`), into a folder carrying
 the write's token so a failed write is cleaned up like any other.
 
-SST files need strictly ascending keys, and Spark's sort order is not the
-encoding's (a string sorts by its bytes, its encoding by length first), so the
-entries of one key group are encoded, then sorted, then written: memory holds
-one key group of one subtask at a time.
+Spark's sort order is not the encoding's (a string sorts by its bytes, its
+encoding by length first), so the entries of one key group are encoded, then
+sorted, then written: memory holds one key group of one subtask at a time.
 """
 
 from __future__ import annotations
@@ -26,20 +26,23 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from statectl.statefmt import native
-from statectl.statefmt.backends.codec import KeyLayout, key_group_prefix, timer_key
-from statectl.statefmt.backends.rocks import STATE_CF_PREFIX, TIMERS_CF, RocksTable, cf_options, db_options
 from statectl.statefmt.canonical import conform
 from statectl.statefmt.errors import StatectlError
 from statectl.statefmt.fs import Location
 from statectl.statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, DataFile, KeyedSection
+from statectl.statefmt.rocksdb import files as native
+from statectl.statefmt.rocksdb.codec import KeyLayout, key_group_prefix, timer_key
+from statectl.statefmt.rocksdb.database import TIMERS_CF, state_cf
+from statectl.statefmt.rocksdb.sst import SstFamily, build_checkpoint
+from statectl.statefmt.rocksdb.table import RocksTable
+from statectl.statefmt.vocabulary import StateKind
 
-from .errors import DuplicateKeyError, WriteFailedError
+from .errors import WriteFailedError
 from .partitioning import Chunks
 from .sql import q
-from .tasks import HANDLE_DDL, FileTarget, guarded, write_token
+from .tasks import HANDLE_DDL, FileTarget, Sink, guarded, write_token
 
-KEYED, TIMERS, PART = "_k", "_t", "_part"
+KEYED, TIMERS = "_k", "_t"
 
 
 def subtask_chunks(max_parallelism: int, parallelism: int) -> Chunks:
@@ -74,8 +77,7 @@ def native_job(table, timers, target: NativeTarget, chunks: Chunks):
     union = sides[0]
     for other in sides[1:]:
         union = union.unionByName(other, allowMissingColumns=True)
-    union = union.selectExpr("*", f"{chunks.tag_sql(KEY_GROUP_COLUMN)} AS {PART}")
-    union = union.repartition(chunks.count, PART).sortWithinPartitions(KEY_GROUP_COLUMN).drop(PART)
+    union = chunks.distribute(union, sort_by=(KEY_GROUP_COLUMN,))
     return union.mapInArrow(partial(_write_task, target), HANDLE_DDL)
 
 
@@ -113,54 +115,10 @@ def _write_task(target: NativeTarget, batches):
     yield from guarded([sink], body)
 
 
-class _Entries:
-    """A column family's entries of the current key group; RocksTable writes into it."""
-
-    def __init__(self):
-        self.items: list[tuple[bytes, bytes]] = []
-
-    def put(self, key: bytes, value: bytes) -> None:
-        self.items.append((key, value))
-
-
-class _Family:
-    """One column family's SST file, fed one sorted key group at a time."""
-
-    def __init__(self, name: str, path: str):
-        self.name, self.path = name, path
-        self.entries = _Entries()
-        self.writer = None
-        self.last: bytes | None = None
-
-    def flush(self, what: str) -> None:
-        from rocksdict import SstFileWriter
-
-        items = self.entries.items
-        if not items:
-            return
-        items.sort()
-        if self.writer is None:
-            self.writer = SstFileWriter(cf_options())
-            self.writer.open(self.path)
-        for k, v in items:
-            if self.last is not None and k <= self.last:
-                raise DuplicateKeyError(f"{what}: two rows for the same key, namespace "
-                                        f"and state entry in column family {self.name!r}")
-            self.writer[k] = v
-            self.last = k
-        items.clear()
-
-    def finish(self) -> bool:
-        if self.writer is None:
-            return False
-        self.writer.finish()
-        return True
-
-
 class _Stream:
     """The keyed rows or the timer rows of the task, in key-group order."""
 
-    def __init__(self, sink: "NativeSink", target: FileTarget, families: list[_Family]):
+    def __init__(self, sink: "NativeSink", target: FileTarget, families: list[SstFamily]):
         self.sink, self.target, self.families = sink, target, families
         self.group: int | None = None
 
@@ -188,7 +146,7 @@ class _Stream:
             family.flush(self.sink.what)
 
 
-class NativeSink:
+class NativeSink(Sink):
     """Builds one subtask's RocksDB database and uploads its checkpoint (see the module doc).
 
     ``keyed`` and ``timers`` take the rows of the canonical keyed and timer
@@ -201,10 +159,10 @@ class NativeSink:
         section = target.section
         self.layout = KeyLayout(list(section.key_types), section.namespace_type)
         self.tmp = tempfile.mkdtemp(prefix="statectl-native-write-")
-        states = [_Family(STATE_CF_PREFIX + s.name, os.path.join(self.tmp, f"s{i}.sst"))
+        states = [SstFamily(state_cf(s.name), os.path.join(self.tmp, f"s{i}.sst"))
                   for i, s in enumerate(section.states)]
         self.tables = [RocksTable(f.entries, s, self.layout) for f, s in zip(states, section.states)]
-        self.timer_family = _Family(TIMERS_CF, os.path.join(self.tmp, "timers.sst"))
+        self.timer_family = SstFamily(TIMERS_CF, os.path.join(self.tmp, "timers.sst"))
         self.keyed = _Stream(self, target.keyed, states)
         self.timers = _Stream(self, target.timers, [self.timer_family])
         self.range: tuple[int, int] | None = None
@@ -239,7 +197,7 @@ class NativeSink:
         prefix = key_group_prefix(group)
         kns = [prefix + kn for kn in key_ns]
         for table in self.tables:
-            collection = table.descriptor.kind in ("list", "map")
+            collection = StateKind(table.descriptor.kind).is_collection
             for k, value in zip(kns, rows.column(table.descriptor.name).to_pylist()):
                 if value is None or (collection and not value):
                     continue  # an empty list or map is no entry (FORMAT.md §11.3)
@@ -256,23 +214,7 @@ class NativeSink:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
     def _snapshot(self) -> list[DataFile]:
-        from rocksdict import Checkpoint, IngestExternalFileOptions, Rdict
-
-        families = [*self.keyed.families, self.timer_family]
-        ready = [f for f in families if f.finish()]
-        db = Rdict(os.path.join(self.tmp, "db"), db_options(),
-                   column_families={f.name: cf_options() for f in families})
-        try:
-            options = IngestExternalFileOptions()
-            options.set_move_files(True)
-            for f in ready:
-                db.get_column_family(f.name).ingest_external_file([f.path], options)
-            checkpoint = os.path.join(self.tmp, "checkpoint")
-            Checkpoint(db).create_checkpoint(checkpoint)
-            entries = {f["name"].lstrip("/"): f["num_entries"] for f in db.live_files()}
-        finally:
-            db.close()
-            del db
+        checkpoint, entries = build_checkpoint([*self.keyed.families, self.timer_family], self.tmp)
         out = self.target
         self.folder = native.checkpoint_folder(out.operator_id, self.range, write_token(out.write_id))
         files, _ = native.upload_checkpoint(checkpoint, Location(out.out), out.operator_id,

@@ -11,19 +11,20 @@ from functools import partial
 
 from statectl.statefmt.canonical import operator_state_schema
 from statectl.statefmt.model import OperatorState
+from statectl.statefmt.vocabulary import OperatorStateKind
 
 from .columns import require_columns, require_numeric, spark_field_type
 from .definitions import BroadcastState, OperatorListState, OperatorStateData
 from .errors import DuplicateKeyError, NullKeyError
 from .sql import q, raise_sql
-from .tasks import HANDLE_DDL, FileTarget, SingleFileSink, guarded
+from .tasks import HANDLE_DDL, FileTarget, OperatorOutput, SingleFileSink, guarded
 
 
 def plan_operator_state(state: OperatorStateData, uid: str, parallelism: int,
-                        target: dict) -> tuple[OperatorState, object]:
+                        output: OperatorOutput) -> tuple[OperatorState, object]:
     """The state's descriptor (no files yet) and the DataFrame of handles that writes it.
 
-    *target* holds the FileTarget fields shared by every file of the write.
+    *output* says where the operator's files go.
     """
     where = f"operator {uid!r}, {_kind(state)} state {state.name!r}"
     df = state.data
@@ -31,23 +32,23 @@ def plan_operator_state(state: OperatorStateData, uid: str, parallelism: int,
         require_columns(df, [state.key_column, state.value_column], where)
         key_type = spark_field_type(df, state.key_column)
         rows = _broadcast_rows(df, state, where)
-        descriptor = OperatorState(state.name, "broadcast", spark_field_type(rows, "value"),
+        descriptor = OperatorState(state.name, OperatorStateKind.BROADCAST, spark_field_type(rows, "value"),
                                    key_type=key_type)
         rows = rows.coalesce(1)
     else:
         require_columns(df, [state.column], where)
-        kind = "list" if isinstance(state, OperatorListState) else "union"
+        kind = OperatorStateKind.LIST if isinstance(state, OperatorListState) \
+            else OperatorStateKind.UNION
         descriptor = OperatorState(state.name, kind, spark_field_type(df, state.column))
         rows = df.selectExpr(f"{q(state.column)} AS value").repartition(parallelism) \
             .selectExpr("CAST(spark_partition_id() AS INT) AS subtask", "value")
-    file_target = FileTarget(kind=descriptor.kind, schema=operator_state_schema(descriptor),
-                             state=state.name, **target)
+    file_target = output.file_target(descriptor.kind, operator_state_schema(descriptor), state.name)
     return descriptor, rows.mapInArrow(partial(_write_task, file_target, where), HANDLE_DDL)
 
 
 def _kind(state) -> str:
     if isinstance(state, BroadcastState):
-        return "broadcast"
+        return OperatorStateKind.BROADCAST
     return "list" if isinstance(state, OperatorListState) else "union list"
 
 
@@ -75,9 +76,4 @@ def _expr(text: str):
 
 def _write_task(target: FileTarget, what: str, batches):
     sink = SingleFileSink(target, what)
-
-    def body():
-        for batch in batches:
-            sink.write(batch)
-
-    yield from guarded([sink], body)
+    yield from guarded([sink], lambda: sink.write_all(batches))

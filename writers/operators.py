@@ -7,7 +7,8 @@ from functools import partial
 
 from statectl.statefmt.canonical import keyed_schema, timers_schema
 from statectl.statefmt.ids import operator_id_for_uid
-from statectl.statefmt.model import CANONICAL, ROCKSDB, KeyedSection, Operator, OperatorState
+from statectl.statefmt.model import KeyedSection, Operator, OperatorState
+from statectl.statefmt.vocabulary import Format
 
 from .definitions import KeyedData, KeyedFunction, OperatorData
 from .function import plan_function
@@ -56,7 +57,7 @@ class OperatorPlan:
                 else:
                     states.setdefault(handle["state"], []).append(data_file)
         op = self.operator
-        if op.format == ROCKSDB:
+        if op.format == Format.ROCKSDB:
             check_databases(keyed, f"operator {op.label}")
         section = op.keyed
         if section is not None:
@@ -88,16 +89,16 @@ def target_tasks(spark) -> int:
 def plan_operator(data: OperatorData, max_parallelism: int, fmt: str,
                   session: WriteSession) -> OperatorPlan:
     op_id = operator_id_for_uid(data.uid)
-    target = {"out": session.out.uri, "operator_id": op_id, "write_id": session.write_id}
-    native = fmt == ROCKSDB
+    output = session.output_of(op_id)
+    native = fmt == Format.ROCKSDB
     chunks = subtask_chunks(max_parallelism, data.parallelism) if native else \
         Chunks.plan(max_parallelism, data.parallelism, target_tasks(session.spark))
     jobs, section = [], None
     if isinstance(data.keyed, KeyedData):
         plan = plan_keyed(data.keyed, data.uid, max_parallelism, chunks, group_in_tasks=not native)
         section = KeyedSection(plan.key, plan.states, namespace_type=plan.namespace_type)
-        keyed = FileTarget(kind="keyed", schema=keyed_schema(section), **target)
-        timers = FileTarget(kind="timers", schema=timers_schema(section), **target)
+        keyed = output.file_target("keyed", keyed_schema(section))
+        timers = output.file_target("timers", timers_schema(section))
         if native:
             spec = NativeTarget(keyed, timers, section, chunks.ranges, f"operator {data.uid!r}")
             jobs.append((f"keyed state and timers of {data.uid} (rocksdb)",
@@ -109,16 +110,16 @@ def plan_operator(data: OperatorData, max_parallelism: int, fmt: str,
             jobs.append((f"timers of {data.uid}",
                          chunked_job(plan.timers, timers, chunks, data.uid, plan.timer_grouping)))
     elif isinstance(data.keyed, KeyedFunction):
-        section, df = plan_function(data.keyed, data.uid, max_parallelism, chunks, target, native)
+        section, df = plan_function(data.keyed, data.uid, max_parallelism, chunks, output, native)
         jobs.append((f"keyed state of {data.uid} (per-key function)", df))
     states = []
     for state in data.operator_states:
-        descriptor, df = plan_operator_state(state, data.uid, data.parallelism, target)
+        descriptor, df = plan_operator_state(state, data.uid, data.parallelism, output)
         states.append(descriptor)
         jobs.append((f"{descriptor.kind} state {state.name} of {data.uid}", df))
     # operator states are canonical files in either format (FORMAT.md §12)
     operator = Operator(op_id, data.uid, data.parallelism, max_parallelism, section,
-                        tuple(states), fmt if section is not None else CANONICAL)
+                        tuple(states), fmt if section is not None else Format.CANONICAL)
     return OperatorPlan(operator, jobs)
 
 
@@ -135,9 +136,5 @@ def chunked_job(df, target: FileTarget, chunks: Chunks, uid: str,
 
 def _write_chunked(target: FileTarget, ranges, what: str, grouping, batches):
     sink = ChunkedSink(target, ranges, what)
-
-    def body():
-        for batch in grouping.tables(batches) if grouping is not None else batches:
-            sink.write(batch)
-
-    yield from guarded([sink], body)
+    rows = grouping.tables(batches) if grouping is not None else batches
+    yield from guarded([sink], lambda: sink.write_all(rows))

@@ -17,9 +17,11 @@ from functools import cached_property
 import mmh3
 
 from statectl.statefmt.keygroups import check_parallelism, key_group_range
+from statectl.statefmt.model import KEY_GROUP_COLUMN
 from statectl.statefmt.types import quote_identifier
 
 SPARK_HASH_SEED = 42  # Spark's HashPartitioning: pmod(murmur3_32(value, 42), n)
+PARTITION_TAG = "_part"  # the column :meth:`Chunks.distribute` partitions on
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,20 @@ class Chunks:
         """The partitioning tag of a row: hash-partitions to the task of its chunk."""
         tags = ", ".join(str(t) for t in partition_tags(self.count))
         return f"element_at(array({tags}), {self.chunk_sql(key_group_column)} + 1)"
+
+    def distribute(self, df, sort_by=(), keep_tag: bool = False):
+        """*df* (with a ``_key_group`` column) sent to the tasks of its chunks: one shuffle,
+        task *j* holding exactly chunk *j*'s rows, sorted within the task by *sort_by*.
+
+        With *keep_tag* the :data:`PARTITION_TAG` column stays (unsorted), so a
+        ``groupBy`` that includes it reuses this partitioning instead of shuffling again.
+        """
+        tagged = df.selectExpr("*", f"{self.tag_sql(KEY_GROUP_COLUMN)} AS {PARTITION_TAG}") \
+            .repartition(self.count, PARTITION_TAG)
+        if keep_tag:
+            return tagged
+        rows = tagged.drop(PARTITION_TAG)
+        return rows.sortWithinPartitions(*sort_by) if sort_by else rows
 
 
 def spark_partition_of(value: int, partitions: int) -> int:

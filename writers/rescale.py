@@ -14,7 +14,9 @@ For each chosen keyed operator:
   Flink's even split and **union** state spread the same way (one copy kept);
   **broadcast** state, identical everywhere, is kept as it is.
 
-Every other operator is a shallow copy.
+Every other operator is a shallow copy. :class:`Rescale` loads the savepoint and
+chooses its operators once (no Spark), then writes; each chosen operator is a
+:class:`RescaledOperator`, the named kind of rebuild `SavepointWriter.with_rebuilt` takes.
 """
 
 from __future__ import annotations
@@ -34,15 +36,15 @@ from statectl.statefmt.keygroups import (
     even_split,
     key_group_sql,
 )
-from statectl.statefmt.model import CANONICAL, KEY_GROUP_COLUMN, DataFile, Operator, OperatorState, Savepoint
+from statectl.statefmt.model import KEY_GROUP_COLUMN, DataFile, Operator, OperatorState, Savepoint
 from statectl.statefmt.savepoint import file_location, load
+from statectl.statefmt.types import quote_identifier
+from statectl.statefmt.vocabulary import Format, OperatorStateKind
 
 from .operators import OperatorPlan, chunked_job, target_tasks
 from .partitioning import Chunks
 from .savepoint_writer import SavepointWriter, WriteReport
-from .tasks import HANDLE_DDL, FileTarget, SingleFileSink, guarded
-
-PART = "_part"
+from .tasks import HANDLE_DDL, FileTarget, OperatorOutput, SingleFileSink, guarded
 
 
 @dataclass(frozen=True)
@@ -97,38 +99,69 @@ def _keyed_labels(sp: Savepoint) -> str:
     return ", ".join(labels) if labels else "(none)"
 
 
+@dataclass(frozen=True)
+class Rescale:
+    """A savepoint to rescale, loaded and its operators chosen once (no Spark needed)."""
+
+    base: Savepoint
+    choices: tuple[RescaleChoice, ...]
+
+    @classmethod
+    def of(cls, source: "str | Savepoint", max_parallelism: int, parallelism: int | None = None,
+           uids: list[str] | None = None) -> "Rescale":
+        """Load *source* and choose its operators; bad limits or uids fail here."""
+        base = source if isinstance(source, Savepoint) else load(source)
+        return cls(base, tuple(choose_operators(base, max_parallelism, parallelism, uids)))
+
+    def write(self, spark, output: str, self_contained: bool = False, on_job=None) -> WriteReport:
+        """Write the rescaled savepoint to *output*; the base is only read."""
+        writer = SavepointWriter(self.base)
+        for choice in self.choices:
+            writer.with_rebuilt(RescaledOperator(spark, self.base, choice))
+        return writer.write(output, spark, self_contained=self_contained, on_job=on_job)
+
+
 def rescale(spark, source: str, output: str, max_parallelism: int,
             parallelism: int | None = None, uids: list[str] | None = None,
             self_contained: bool = False, on_job=None) -> WriteReport:
     """Write *source* rescaled to *output*; see the module doc. *source* is only read."""
-    base = load(source)
-    choices = choose_operators(base, max_parallelism, parallelism, uids)
-    writer = SavepointWriter(base)
-    for choice in choices:
-        writer.with_rebuilt(choice.operator, partial(_plan, spark, base, choice))
-    return writer.write(output, spark, self_contained=self_contained, on_job=on_job)
+    return Rescale.of(source, max_parallelism, parallelism, uids).write(
+        spark, output, self_contained, on_job)
 
 
-def _plan(spark, base: Savepoint, choice: RescaleChoice, copy: Operator, target: dict
-          ) -> OperatorPlan:
-    """The plan for one operator: *copy* is its shallow copy, whose files it may replace."""
-    op = copy.replace(max_parallelism=choice.max_parallelism, parallelism=choice.parallelism)
-    if choice.rekeys:  # rewritten keyed state is canonical, whatever it was before
-        op = op.replace(format=CANONICAL)
-    plan = OperatorPlan(op, replaced=set())  # files not rewritten stay shallow copies
-    if choice.rekeys:
-        _rekey_jobs(spark, base, choice, target, plan)
-    if choice.redistributes:
-        for state in op.operator_states:
-            if state.kind in ("list", "union") and state.files:
-                original = choice.operator.operator_state(state.name)
-                plan.add_job(f"{state.kind} state {state.name} of {op.label}",
-                             _redistribute_job(spark, base, original, choice.parallelism, target),
-                             replaces=("state", state.name))
-    return plan
+@dataclass(frozen=True)
+class RescaledOperator:
+    """One base operator rescaled: a rebuild for `SavepointWriter.with_rebuilt`."""
+
+    spark: object
+    base: Savepoint
+    choice: RescaleChoice
+    action = "rescaled"
+
+    @property
+    def operator(self) -> Operator:
+        return self.choice.operator
+
+    def plan(self, copy: Operator, output: OperatorOutput) -> OperatorPlan:
+        """The plan for the operator: *copy* is its shallow copy, whose files it may replace."""
+        spark, base, choice = self.spark, self.base, self.choice
+        op = copy.replace(max_parallelism=choice.max_parallelism, parallelism=choice.parallelism)
+        if choice.rekeys:  # rewritten keyed state is canonical, whatever it was before
+            op = op.replace(format=Format.CANONICAL)
+        plan = OperatorPlan(op, replaced=set())  # files not rewritten stay shallow copies
+        if choice.rekeys:
+            _rekey_jobs(spark, base, choice, output, plan)
+        if choice.redistributes:
+            for state in op.operator_states:
+                if state.kind in (OperatorStateKind.LIST, OperatorStateKind.UNION) and state.files:
+                    original = choice.operator.operator_state(state.name)
+                    plan.add_job(f"{state.kind} state {state.name} of {op.label}",
+                                 _redistribute_job(spark, base, original, choice.parallelism, output),
+                                 replaces=("state", state.name))
+        return plan
 
 
-def _rekey_jobs(spark, base: Savepoint, choice: RescaleChoice, target: dict,
+def _rekey_jobs(spark, base: Savepoint, choice: RescaleChoice, output: OperatorOutput,
                 plan: OperatorPlan) -> None:
     from statectl.readers import open_savepoint
 
@@ -140,29 +173,21 @@ def _rekey_jobs(spark, base: Savepoint, choice: RescaleChoice, target: dict,
     tables = []
     if section.files:
         tables.append(("keyed", reader.keyed(ref), keyed_schema(section)))
-    if section.timers or op.format != CANONICAL:  # native databases hold their timers
+    if section.timers or op.format != Format.CANONICAL:  # native databases hold their timers
         tables.append(("timers", reader.timers(ref), timers_schema(section)))
     for kind, df, schema in tables:
-        moved = (df.selectExpr(f"{regroup} AS {KEY_GROUP_COLUMN}", *map(_q, df.columns))
-                 .selectExpr("*", f"{chunks.tag_sql(KEY_GROUP_COLUMN)} AS {PART}")
-                 .repartition(chunks.count, PART)
-                 .drop(PART)
-                 .sortWithinPartitions(KEY_GROUP_COLUMN, *section.key_names))
-        file_target = FileTarget(kind=kind, schema=schema, **target)
+        moved = chunks.distribute(df.selectExpr(f"{regroup} AS {KEY_GROUP_COLUMN}", *map(quote_identifier, df.columns)),
+                                  sort_by=(KEY_GROUP_COLUMN, *section.key_names))
+        file_target = output.file_target(kind, schema)
         plan.add_job(f"{'keyed state' if kind == 'keyed' else 'timers'} of {op.label}",
                      chunked_job(moved, file_target, chunks, op.label), replaces=(kind, None))
 
 
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 def _redistribute_job(spark, base: Savepoint, state: OperatorState, parallelism: int,
-                      target: dict):
+                      output: OperatorOutput):
     """One task reading the state's entries in order and dealing them out to *parallelism*."""
     sources = [(file_location(base, f.ref).uri, f) for f in state.files]
-    file_target = FileTarget(kind=state.kind, schema=operator_state_schema(state),
-                             state=state.name, **target)
+    file_target = output.file_target(state.kind, operator_state_schema(state), state.name)
     what = f"{state.kind} state {state.name!r}"
     return spark.range(1, numPartitions=1).mapInArrow(
         partial(_redistribute_task, file_target, sources, parallelism, what), HANDLE_DDL)
@@ -188,4 +213,4 @@ def _redistribute_task(target: FileTarget, sources: list[tuple[str, DataFile]],
     yield from guarded([sink], body)
 
 
-__all__ = ["rescale", "choose_operators", "RescaleChoice"]
+__all__ = ["rescale", "Rescale", "RescaledOperator", "choose_operators", "RescaleChoice"]

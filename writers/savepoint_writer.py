@@ -12,13 +12,13 @@ this write created is removed and the output holds no savepoint.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Protocol
 
 from statectl.statefmt.errors import UnknownOperatorError, UsageError
 from statectl.statefmt.fs import Location
 from statectl.statefmt.ids import OperatorRef, operator_id_for_uid
 from statectl.statefmt.keygroups import check_max_parallelism, check_parallelism, default_max_parallelism
-from statectl.statefmt.model import CANONICAL, PHYSICAL_FORMATS, Operator, Savepoint
+from statectl.statefmt.model import Operator, Savepoint
 from statectl.statefmt.savepoint import (
     check_output,
     commit,
@@ -29,12 +29,14 @@ from statectl.statefmt.savepoint import (
     prune_lineage,
     shallow_copy,
 )
+from statectl.statefmt.vocabulary import Format
 
 from .copying import make_self_contained
 from .definitions import OperatorData
 from .errors import SpecError
 from .job import WriteSession
 from .operators import OperatorPlan, plan_operator
+from .tasks import OperatorOutput
 
 
 @dataclass
@@ -60,14 +62,24 @@ class WriteReport:
     removed_leftovers: int = 0
 
 
+class Rebuild(Protocol):
+    """A named kind of write that rewrites some files of one base operator (e.g. a rescale)."""
+
+    action: str  # what the report calls it
+    operator: Operator  # the base operator
+
+    def plan(self, copy: Operator, output: OperatorOutput) -> OperatorPlan:
+        """The jobs writing the files that replace some of *copy*'s (its shallow copy)."""
+
+
 class SavepointWriter:
     """Build a savepoint from DataFrames, optionally on top of an existing one."""
 
     def __init__(self, base: Savepoint | None = None, max_parallelism: int | None = None,
-                 format: str = CANONICAL):
-        if format not in PHYSICAL_FORMATS:
+                 format: str = Format.CANONICAL):
+        if format not in Format.words():
             raise UsageError(f"unknown physical format {format!r}; use "
-                             f"{' or '.join(PHYSICAL_FORMATS)}")
+                             f"{' or '.join(Format)}")
         if max_parallelism is not None:
             check_max_parallelism(max_parallelism)
         self.base = base
@@ -76,16 +88,16 @@ class SavepointWriter:
         self._new: dict[str, OperatorData] = {}
         self._removed: list[str] = []  # operator ids
         self._renamed: dict[str, str] = {}  # operator id -> new uid
-        self._rebuilt: dict[str, tuple[Callable, str]] = {}  # operator id -> (planner, action)
+        self._rebuilt: dict[str, Rebuild] = {}  # operator id -> its rebuild
 
     @classmethod
-    def new(cls, max_parallelism: int | None = None, format: str = CANONICAL) -> "SavepointWriter":
+    def new(cls, max_parallelism: int | None = None, format: str = Format.CANONICAL) -> "SavepointWriter":
         """An empty savepoint; *max_parallelism* is the default of its operators."""
         return cls(None, max_parallelism, format)
 
     @classmethod
     def from_existing(cls, location: str, max_parallelism: int | None = None,
-                      format: str = CANONICAL) -> "SavepointWriter":
+                      format: str = Format.CANONICAL) -> "SavepointWriter":
         """A savepoint derived from the one at *location*, which is only ever read."""
         return cls(load(location), max_parallelism, format)
 
@@ -116,17 +128,12 @@ class SavepointWriter:
         self._renamed[op.operator_id] = new_uid
         return self
 
-    def with_rebuilt(self, operator: Operator, planner: Callable, action: str = "rescaled"
-                     ) -> "SavepointWriter":
-        """Rewrite some files of a base operator, keeping the rest as shallow copies.
-
-        ``planner(copy, target)`` gets the operator's shallow copy and the file
-        target fields of this write, and returns an :class:`OperatorPlan` whose
-        jobs replace the files it names.
-        """
+    def with_rebuilt(self, rebuild: Rebuild) -> "SavepointWriter":
+        """Rewrite some files of a base operator as *rebuild* plans, keeping the rest as
+        shallow copies."""
         if self.base is None:
             raise UsageError("rebuilding an operator needs a base savepoint")
-        self._rebuilt[operator.operator_id] = (planner, action)
+        self._rebuilt[rebuild.operator.operator_id] = rebuild
         return self
 
     def _base_operator(self, operator: str | OperatorRef) -> Operator:
@@ -152,11 +159,10 @@ class SavepointWriter:
         session = WriteSession(spark, out, on_job)
         plans = [(self._plan(op, session), "written") for op in self._new.values()]
         rebuilt_lineage = []
-        for op_id, (planner, action) in self._rebuilt.items():
+        for op_id, rebuild in self._rebuilt.items():
             copy, needed = shallow_copy(self.base, self.base.operator(OperatorRef(operator_id=op_id)))
             rebuilt_lineage.append(needed)
-            target = {"out": out.uri, "operator_id": op_id, "write_id": session.write_id}
-            plans.append((planner(copy, target), action))
+            plans.append((rebuild.plan(copy, session.output_of(op_id)), rebuild.action))
         session.start()
         try:
             written = [(p.run(session), action) for p, action in plans]

@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
-from statectl.statefmt.errors import StatectlError
+from statectl.statefmt.errors import StatectlError, first_line
 from statectl.statefmt.fs import Location
-from statectl.statefmt.model import CANONICAL
+from statectl.statefmt.vocabulary import Format, OperatorStateKind, StateKind
 
 from .definitions import (
     AggregatingState,
@@ -84,7 +84,7 @@ class Input:
             return reader.options(**options).load(self.location)
         except Exception as e:
             raise SpecError(f"cannot read input {self.location} as {self.format}: "
-                            f"{str(e).strip().splitlines()[0]}") from None
+                            f"{first_line(e)}") from None
 
 
 class _Fields:
@@ -138,7 +138,7 @@ class Spec:
     @staticmethod
     def parse(doc: Any, base_dir: str, source: str = "spec") -> "Spec":
         top = _Fields(doc, source, {"max_parallelism", "format", "operators"})
-        fmt = top.get("format", str, default=CANONICAL)
+        fmt = top.get("format", str, default=Format.CANONICAL)
         max_p = top.get("max_parallelism", int)
         ops = top.get("operators", list, required=True)
         if not ops:
@@ -252,11 +252,11 @@ class _Parser:
         return out
 
     _STATE_FIELDS = {
-        "value": ({"column"}, {"combine"}),
-        "list": ({"column"}, {"order_by"}),
-        "map": ({"key_column", "value_column"}, {"combine"}),
-        "reducing": ({"column", "function"}, set()),
-        "aggregating": ({"column", "function"}, set()),
+        StateKind.VALUE: ({"column"}, {"combine"}),
+        StateKind.LIST: ({"column"}, {"order_by"}),
+        StateKind.MAP: ({"key_column", "value_column"}, {"combine"}),
+        StateKind.REDUCING: ({"column", "function"}, set()),
+        StateKind.AGGREGATING: ({"column", "function"}, set()),
     }
 
     def state(self, value, where: str) -> dict:
@@ -288,10 +288,10 @@ class _Parser:
 
     def operator_state(self, value, where: str) -> dict:
         kind = value.get("kind") if isinstance(value, dict) else None
-        if kind == "broadcast":
+        if kind == OperatorStateKind.BROADCAST:
             return self.broadcast({k: v for k, v in value.items() if k != "kind"}, where)
         f = _Fields(value, where, {"name", "kind", "column", "input"})
-        if kind not in ("list", "union"):
+        if kind not in (OperatorStateKind.LIST, OperatorStateKind.UNION):
             raise SpecError(f"{where}.kind must be list, union or broadcast, got {kind!r}")
         inp = self.input(f.value.get("input"), f"{where}.input")
         if inp is None:
@@ -304,7 +304,7 @@ class _Parser:
         inp = self.input(f.value.get("input"), f"{where}.input")
         if inp is None:
             raise SpecError(f"{where}: field 'input' is required")
-        return {"name": f.get("name", str, required=True), "kind": "broadcast",
+        return {"name": f.get("name", str, required=True), "kind": OperatorStateKind.BROADCAST,
                 "key_column": f.get("key_column", str, required=True),
                 "value_column": f.get("value_column", str, required=True),
                 "combine": f.get("combine", str), "input": inp}
@@ -394,9 +394,9 @@ def _build(o: dict, read) -> OperatorData:
     states = []
     for s in o["operator_state"]:
         data = read(s["input"])
-        if s["kind"] == "list":
+        if s["kind"] == OperatorStateKind.LIST:
             states.append(OperatorListState(s["name"], s["column"], data))
-        elif s["kind"] == "union":
+        elif s["kind"] == OperatorStateKind.UNION:
             states.append(UnionListState(s["name"], s["column"], data))
         else:
             states.append(BroadcastState(s["name"], s["key_column"], s["value_column"], data,
@@ -406,12 +406,12 @@ def _build(o: dict, read) -> OperatorData:
 
 def _column_state(s: dict, data):
     kind = s["kind"]
-    if kind == "value":
+    if kind == StateKind.VALUE:
         return ValueState(s["name"], s["column"], data, s["combine"])
-    if kind == "list":
+    if kind == StateKind.LIST:
         return ListState(s["name"], s["column"], data, s["order_by"])
-    if kind == "map":
+    if kind == StateKind.MAP:
         return MapState(s["name"], s["key_column"], s["value_column"], data, s["combine"])
-    if kind == "reducing":
+    if kind == StateKind.REDUCING:
         return ReducingState(s["name"], s["column"], s["function"], data)
     return AggregatingState(s["name"], s["column"], s["function"], data)

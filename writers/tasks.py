@@ -57,6 +57,18 @@ class FileTarget:
         return FileWriter(Location(self.out), path, self.schema, key_groups)
 
 
+@dataclass(frozen=True)
+class OperatorOutput:
+    """Where one operator's new files of one write go (picklable); names each kind's target."""
+
+    out: str  # URI of the savepoint directory
+    operator_id: str
+    write_id: str
+
+    def file_target(self, kind: str, schema: pa.Schema, state: str | None = None) -> FileTarget:
+        return FileTarget(self.out, self.operator_id, kind, schema, self.write_id, state)
+
+
 class BufferedFile:
     """A FileWriter fed batch by batch, written in row groups of ROW_GROUP_ROWS rows."""
 
@@ -82,39 +94,46 @@ class BufferedFile:
         return self.writer.close()
 
 
-class ChunkedSink:
-    """Writes rows sorted by key group into one file per key-group chunk they fall in."""
+class Sink:
+    """What a writing task feeds: rows in, then the files written (``close``) or none (``abort``)."""
 
-    def __init__(self, target: FileTarget, ranges: tuple[tuple[int, int], ...], what: str):
+    target: FileTarget  # whose handles ``close``'s files become
+    what: str  # how errors name what is written
+
+    def write(self, batch: pa.RecordBatch | pa.Table) -> None:
+        raise NotImplementedError
+
+    def write_all(self, batches) -> None:
+        for batch in batches:
+            self.write(batch)
+
+    def close(self) -> list[DataFile]:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        raise NotImplementedError
+
+
+class FileSink(Sink):
+    """Rows conformed to the target's schema, written into canonical data files."""
+
+    def __init__(self, target: FileTarget, what: str):
         self.target = target
-        self.ranges = ranges
-        self.starts = np.array([r[0] for r in ranges], dtype=np.int64)
         self.what = what
         self.done: list[DataFile] = []
-        self._chunk: int | None = None
         self._file: BufferedFile | None = None
 
     def write(self, batch: pa.RecordBatch | pa.Table) -> None:
-        if batch.num_rows == 0:
-            return
-        batch = conform(_as_table(batch), self.target.schema, self.what)
-        groups = batch.column(KEY_GROUP_COLUMN).to_numpy()
-        chunks = np.searchsorted(self.starts, groups, side="right") - 1
-        cuts = [0, *(np.flatnonzero(np.diff(chunks)) + 1).tolist(), len(chunks)]
-        for lo, hi in zip(cuts, cuts[1:]):
-            self._switch(int(chunks[lo]))
-            for piece in batch.slice(lo, hi - lo).to_batches():
-                self._file.add(piece)
+        if batch.num_rows:
+            self._route(conform(_as_table(batch), self.target.schema, self.what))
 
-    def _switch(self, chunk: int) -> None:
-        if chunk == self._chunk:
-            return
-        if self._chunk is not None and chunk < self._chunk:
-            raise StatectlError(f"{self.what}: rows reached the writer out of key-group order")
-        self._close_current()
-        first, last = self.ranges[chunk]
-        self._file = BufferedFile(self.target.new_file(f"{first}-{last}", (first, last)))
-        self._chunk = chunk
+    def _route(self, table: pa.Table) -> None:
+        """Add *table*'s rows to the file(s) they belong in."""
+        raise NotImplementedError
+
+    def _add(self, table: pa.Table) -> None:
+        for piece in table.to_batches():
+            self._file.add(piece)
 
     def _close_current(self) -> None:
         if self._file is not None:
@@ -133,37 +152,45 @@ class ChunkedSink:
         self.done = []
 
 
-class SingleFileSink:
+class ChunkedSink(FileSink):
+    """Writes rows sorted by key group into one file per key-group chunk they fall in."""
+
+    def __init__(self, target: FileTarget, ranges: tuple[tuple[int, int], ...], what: str):
+        super().__init__(target, what)
+        self.ranges = ranges
+        self.starts = np.array([r[0] for r in ranges], dtype=np.int64)
+        self._chunk: int | None = None
+
+    def _route(self, table: pa.Table) -> None:
+        groups = table.column(KEY_GROUP_COLUMN).to_numpy()
+        chunks = np.searchsorted(self.starts, groups, side="right") - 1
+        cuts = [0, *(np.flatnonzero(np.diff(chunks)) + 1).tolist(), len(chunks)]
+        for lo, hi in zip(cuts, cuts[1:]):
+            self._switch(int(chunks[lo]))
+            self._add(table.slice(lo, hi - lo))
+
+    def _switch(self, chunk: int) -> None:
+        if chunk == self._chunk:
+            return
+        if self._chunk is not None and chunk < self._chunk:
+            raise StatectlError(f"{self.what}: rows reached the writer out of key-group order")
+        self._close_current()
+        first, last = self.ranges[chunk]
+        self._file = BufferedFile(self.target.new_file(f"{first}-{last}", (first, last)))
+        self._chunk = chunk
+
+
+class SingleFileSink(FileSink):
     """Writes every row of a task into one file (operator state)."""
 
     def __init__(self, target: FileTarget, what: str, suffix: str = ""):
-        self.target = target
-        self.what = what
+        super().__init__(target, what)
         self.suffix = suffix
-        self.done: list[DataFile] = []
-        self._file: BufferedFile | None = None
 
-    def write(self, batch: pa.RecordBatch | pa.Table) -> None:
-        if batch.num_rows == 0:
-            return
-        table = conform(_as_table(batch), self.target.schema, self.what)
+    def _route(self, table: pa.Table) -> None:
         if self._file is None:
             self._file = BufferedFile(self.target.new_file(self.suffix))
-        for piece in table.to_batches():
-            self._file.add(piece)
-
-    def close(self) -> list[DataFile]:
-        if self._file is not None:
-            current, self._file = self._file, None
-            self.done.append(current.close())
-        return self.done
-
-    def abort(self) -> None:
-        if self._file is not None:
-            self._file.writer.abort()
-            self._file = None
-        delete_files(self.target.out, self.done)
-        self.done = []
+        self._add(table)
 
 
 def _as_table(batch) -> pa.Table:
@@ -193,8 +220,9 @@ def data_file_from_handle(row) -> DataFile:
                     row.get("name"))
 
 
-def guarded(sinks: list, body: Callable[[], None]) -> Iterator[pa.RecordBatch]:
-    """Run *body* (which feeds *sinks*), then close the sinks and yield their handles.
+def guarded(sinks: list[Sink], body: Callable[[], None]) -> Iterator[pa.RecordBatch]:
+    """The one task wrapper: run *body* (which feeds *sinks*), then close the sinks and
+    yield their handles.
 
     On any failure every file the sinks began is deleted, and a StatectlError
     leaves the task as marked text (see :mod:`statectl.writers.errors`).

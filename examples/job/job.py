@@ -25,7 +25,7 @@ import argparse
 import os
 import sys
 
-from statectl.statefmt.backends import HeapBackend, RocksDBBackend, commit_snapshots
+from statectl.backends import HeapBackend, RocksDBBackend, commit_snapshots
 from statectl.statefmt.errors import StatectlError
 from statectl.statefmt.savepoint import load
 

@@ -4,26 +4,23 @@
 place (key-group range), the current key and namespace, state declarations,
 timers' firing order, operator state, and restore from / snapshot to the
 canonical format. Subclasses supply the storage: tables of entries keyed by
-``key group ‖ key ‖ namespace`` bytes (:mod:`.codec`), and timers.
+``key group ‖ key ‖ namespace`` bytes (`statectl.statefmt.rocksdb.codec`), and timers.
 """
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 
-from .. import canonical
-from ..errors import DataFileError, UnknownStateError, UsageError
-from ..fs import Location
-from ..ids import OperatorRef
-from ..keygroups import check_key_type, check_parallelism, default_max_parallelism, \
+from statectl.statefmt import canonical
+from statectl.statefmt.errors import DataFileError, UnknownStateError, UsageError
+from statectl.statefmt.fs import Location
+from statectl.statefmt.ids import OperatorRef
+from statectl.statefmt.keygroups import check_key_type, check_parallelism, default_max_parallelism, \
     key_group_for_key, key_group_range, subtask_for_key_group
-from ..model import (
-    CANONICAL,
-    ROCKSDB,
+from statectl.statefmt.model import (
     KEY_GROUP_COLUMN,
     NAMESPACE_COLUMN,
     RESERVED_COLUMNS,
@@ -33,9 +30,12 @@ from ..model import (
     Operator,
     Savepoint,
 )
-from ..savepoint import data_file_path, file_location, load
-from ..types import type_str, validate_type
-from .codec import KEY_GROUP_BYTES, KeyLayout, key_group_of, key_group_prefix
+from statectl.statefmt.savepoint import data_file_path, file_location, load
+from statectl.statefmt.types import type_str, validate_type
+from statectl.statefmt.vocabulary import Format, OperatorStateKind, StateKind, TimerDomain
+from statectl.statefmt.rocksdb.codec import KEY_GROUP_BYTES, KeyLayout, key_group_of, key_group_prefix
+from statectl.statefmt.rocksdb.rows import RowMaker
+
 from .handles import AggregatingState, ListState, MapState, ReducingState, ValueState
 from .opstate import OperatorStates
 from .snapshot import SubtaskSnapshot
@@ -75,7 +75,7 @@ def _operator_of(sp: Savepoint, operator: "str | OperatorRef") -> Operator:
 class KeyedStateBackend:
     """Base class; use :class:`HeapBackend` or :class:`RocksDBBackend`."""
 
-    format = "canonical"
+    format = Format.CANONICAL
 
     # --- construction ---------------------------------------------------------------
 
@@ -169,10 +169,16 @@ class KeyedStateBackend:
         raise NotImplementedError
 
     def _restore_keyed(self, sp: Savepoint, op: Operator) -> None:
-        if op.format == ROCKSDB:
-            from .rocks import load_native_range  # decodes RocksDB files into any backend
-            load_native_range(self, sp, op)
-        elif op.format == CANONICAL:
+        if op.format == Format.ROCKSDB:  # decoded from the databases holding our range, into any backend
+            from statectl.statefmt.rocksdb.database import range_entries
+
+            for kind, *entry in range_entries(sp, op, self.keyed_states, self.layout,
+                                              self.first_group, self.last_group):
+                if kind == "timer":
+                    self._timer_add(*entry)
+                else:
+                    self._tables[entry[0]].load(entry[1], entry[2])
+        elif op.format == Format.CANONICAL:
             self._restore_canonical(sp, op.keyed)
         else:
             raise UsageError(f"cannot restore {op.format!r} state of operator {op.label}")
@@ -270,23 +276,23 @@ class KeyedStateBackend:
         return make(self, table)
 
     def value_state(self, name: str, value_type) -> ValueState:
-        return self._handle(KeyedStateDescriptor(name, "value", value_type), ValueState)
+        return self._handle(KeyedStateDescriptor(name, StateKind.VALUE, value_type), ValueState)
 
     def list_state(self, name: str, element_type) -> ListState:
-        return self._handle(KeyedStateDescriptor(name, "list", element_type), ListState)
+        return self._handle(KeyedStateDescriptor(name, StateKind.LIST, element_type), ListState)
 
     def map_state(self, name: str, key_type, value_type) -> MapState:
-        return self._handle(KeyedStateDescriptor(name, "map", value_type, key_type), MapState)
+        return self._handle(KeyedStateDescriptor(name, StateKind.MAP, value_type, key_type), MapState)
 
     def reducing_state(self, name: str, value_type, reduce: Callable[[Any, Any], Any],
                        function: str | None = None) -> ReducingState:
-        desc = KeyedStateDescriptor(name, "reducing", value_type,
+        desc = KeyedStateDescriptor(name, StateKind.REDUCING, value_type,
                                     function=function or getattr(reduce, "__name__", None))
         return self._handle(desc, lambda b, t: ReducingState(b, t, reduce))
 
     def aggregating_state(self, name: str, accumulator_type, aggregate,
                           function: str | None = None) -> AggregatingState:
-        desc = KeyedStateDescriptor(name, "aggregating", accumulator_type,
+        desc = KeyedStateDescriptor(name, StateKind.AGGREGATING, accumulator_type,
                                     function=function or type(aggregate).__name__)
         return self._handle(desc, lambda b, t: AggregatingState(b, t, aggregate))
 
@@ -309,16 +315,16 @@ class KeyedStateBackend:
         return key_group_of(kns), kns[KEY_GROUP_BYTES:]
 
     def register_event_time_timer(self, timestamp: int) -> None:
-        self._timer_add("event", *_ts_first(timestamp, self._timer_args()))
+        self._timer_add(TimerDomain.EVENT, *_ts_first(timestamp, self._timer_args()))
 
     def delete_event_time_timer(self, timestamp: int) -> None:
-        self._timer_remove("event", *_ts_first(timestamp, self._timer_args()))
+        self._timer_remove(TimerDomain.EVENT, *_ts_first(timestamp, self._timer_args()))
 
     def register_processing_time_timer(self, timestamp: int) -> None:
-        self._timer_add("processing", *_ts_first(timestamp, self._timer_args()))
+        self._timer_add(TimerDomain.PROCESSING, *_ts_first(timestamp, self._timer_args()))
 
     def delete_processing_time_timer(self, timestamp: int) -> None:
-        self._timer_remove("processing", *_ts_first(timestamp, self._timer_args()))
+        self._timer_remove(TimerDomain.PROCESSING, *_ts_first(timestamp, self._timer_args()))
 
     def fire_event_time_timers(self, watermark: int) -> Iterator[Timer]:
         """Remove and yield every event-time timer with timestamp <= *watermark*.
@@ -327,10 +333,10 @@ class KeyedStateBackend:
         each yield the current key and namespace become the timer's; a timer
         registered meanwhile that is due fires in the same call.
         """
-        return self._fire("event", watermark)
+        return self._fire(TimerDomain.EVENT, watermark)
 
     def fire_processing_time_timers(self, now: int) -> Iterator[Timer]:
-        return self._fire("processing", now)
+        return self._fire(TimerDomain.PROCESSING, now)
 
     def _fire(self, domain: str, up_to: int) -> Iterator[Timer]:
         layout = self._need_keyed()
@@ -346,13 +352,13 @@ class KeyedStateBackend:
     # --- operator state ---------------------------------------------------------------
 
     def operator_list_state(self, name: str, value_type):
-        return self.operator_states.get(name, "list", value_type, taken=self._descriptors)
+        return self.operator_states.get(name, OperatorStateKind.LIST, value_type, taken=self._descriptors)
 
     def union_list_state(self, name: str, value_type):
-        return self.operator_states.get(name, "union", value_type, taken=self._descriptors)
+        return self.operator_states.get(name, OperatorStateKind.UNION, value_type, taken=self._descriptors)
 
     def broadcast_state(self, name: str, key_type, value_type):
-        return self.operator_states.get(name, "broadcast", value_type, key_type,
+        return self.operator_states.get(name, OperatorStateKind.BROADCAST, value_type, key_type,
                                         taken=self._descriptors)
 
     # --- canonical restore and snapshot -------------------------------------------------
@@ -373,7 +379,7 @@ class KeyedStateBackend:
                     kns = self._row_kns(row)
                     for desc in section.states:
                         value = row[desc.name]
-                        if value is not None and (value or desc.kind not in ("list", "map")):
+                        if value is not None and (value or not StateKind(desc.kind).is_collection):
                             self._tables[desc.name].load(kns, value)
         schema = canonical.timers_schema(section)
         for f in canonical.files_for_range(section.timers, first, last):
@@ -408,7 +414,7 @@ class KeyedStateBackend:
             operator_id=t.operator_id, uid=t.uid, subtask=t.index, parallelism=t.parallelism,
             max_parallelism=t.max_parallelism, keyed=section,
             operator_states=self.operator_states.snapshot(out, t.operator_id),
-            format=self.format if section is not None else CANONICAL,
+            format=self.format if section is not None else Format.CANONICAL,
             lineage=tuple(lineage),
         )
 
@@ -436,44 +442,17 @@ class KeyedStateBackend:
                 writer.abort()
             raise
 
+    def _rows(self) -> RowMaker:
+        return RowMaker(self.layout, self.key_fields, self.namespace_type is not None)
+
     def _write_keyed(self, out: Location):
         schema = canonical.keyed_schema(self.section())
-        names = list(self._tables)
-        scans = [_tagged(self._tables[n].scan(), i) for i, n in enumerate(names)]
-
-        def rows():
-            current, row = None, None
-            for kns, i, value in heapq.merge(*scans, key=lambda e: (e[0], e[1])):
-                if kns != current:
-                    if row is not None:
-                        yield row
-                    current, row = kns, self._key_row(kns)
-                row[names[i]] = value
-            if row is not None:
-                yield row
-        return self._write_rows(out, "keyed", schema, rows())
-
-    def _key_row(self, kns: bytes) -> dict:
-        kg, key, ns, _ = self.layout.split(kns)
-        row = {KEY_GROUP_COLUMN: kg, **{f.name: v for f, v in zip(self.key_fields, key)}}
-        if self.namespace_type is not None:
-            row[NAMESPACE_COLUMN] = ns
-        return row
+        rows = self._rows().keyed_rows({n: t.scan() for n, t in self._tables.items()})
+        return self._write_rows(out, "keyed", schema, rows)
 
     def _write_timers(self, out: Location):
         schema = canonical.timers_schema(self.section())
-
-        def rows():
-            for kg, domain, ts, key_ns in self._timer_scan():
-                row = self._key_row(key_group_prefix(kg) + key_ns)
-                row.update(timestamp=ts, domain=domain)
-                yield row
-        return self._write_rows(out, "timers", schema, rows())
-
-
-def _tagged(entries, index: int):
-    for kns, value in entries:
-        yield kns, index, value
+        return self._write_rows(out, "timers", schema, self._rows().timer_rows(self._timer_scan()))
 
 
 def _ts_first(timestamp: int, args: tuple[int, bytes]) -> tuple[int, int, bytes]:

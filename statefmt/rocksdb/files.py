@@ -1,4 +1,4 @@
-"""The native physical format: a subtask's keyed state as the files of its RocksDB.
+"""The RocksDB format's files in a savepoint: a subtask's keyed state as the files of its database.
 
 A snapshot is a RocksDB checkpoint (a consistent set of SST files plus the
 MANIFEST, CURRENT and OPTIONS files that reopen them) copied into the
@@ -17,11 +17,11 @@ import shutil
 import uuid
 from typing import Iterable
 
-from .errors import IntegrityError, MissingFileError
-from .fs import Location
-from .integrity import ALGORITHM
-from .model import DataFile, FileRef, LineageEntry, Operator, Savepoint
-from .savepoint import file_location
+from ..errors import IntegrityError, MissingFileError
+from ..fs import Location
+from ..integrity import ALGORITHM
+from ..model import DataFile, FileRef, LineageEntry, Operator, Savepoint
+from ..savepoint import file_location
 
 # Files of a checkpoint that reopening does not need.
 _SKIPPED = ("LOCK", "LOG")

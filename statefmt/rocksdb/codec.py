@@ -20,6 +20,7 @@ from typing import Any, Callable
 from ..errors import DataFileError, UsageError
 from ..keygroups import timestamp_micros
 from ..types import DataType, type_str
+from ..vocabulary import TimerDomain
 
 _INT_WIDTH = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "date32": 4}
 _EPOCH_DATE = dt.date(1970, 1, 1)
@@ -395,11 +396,11 @@ def _no_namespace() -> tuple[Encoder, Decoder]:
 
 
 # Timers: kg ‖ domain ‖ timestamp (sortable int64) ‖ key ‖ namespace; no value.
-TIMER_DOMAINS = ("event", "processing")
+_DOMAINS = tuple(TimerDomain)  # a timer key's domain byte is the index
 
 
 def timer_prefix(key_group: int, domain: str) -> bytes:
-    return key_group_prefix(key_group) + bytes([TIMER_DOMAINS.index(domain)])
+    return key_group_prefix(key_group) + bytes([_DOMAINS.index(domain)])
 
 
 def timer_key(key_group: int, domain: str, timestamp: int, key_ns: bytes) -> bytes:
@@ -411,11 +412,11 @@ def split_timer(layout: KeyLayout, entry: bytes) -> tuple[int, str, int, tuple, 
     """(key group, domain, timestamp, key, namespace) of a timer entry key."""
     kg = key_group_of(entry)
     d = entry[KEY_GROUP_BYTES]
-    if d >= len(TIMER_DOMAINS):
+    if d >= len(_DOMAINS):
         raise DataFileError("corrupt timer entry: unknown domain")
     ts, pos = read_sortable_int(entry, KEY_GROUP_BYTES + 1, 8)
     key, pos = layout.decode_key(entry, pos)
     ns, pos = layout.decode_namespace(entry, pos)
     if pos != len(entry):
         raise DataFileError("corrupt timer entry: trailing bytes")
-    return kg, TIMER_DOMAINS[d], ts, key, ns
+    return kg, _DOMAINS[d], ts, key, ns

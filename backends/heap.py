@@ -10,23 +10,25 @@ from __future__ import annotations
 import heapq
 from typing import Iterator
 
-from ..model import KeyedStateDescriptor
+from statectl.statefmt.model import KeyedStateDescriptor
+from statectl.statefmt.rocksdb.codec import ValueCodec, map_pairs
+from statectl.statefmt.vocabulary import StateKind, TimerDomain
+
 from .base import KeyedStateBackend
-from .codec import ValueCodec, map_pairs
 
 
 class HeapTable:
     def __init__(self, descriptor: KeyedStateDescriptor):
         self.descriptor = descriptor
         self._data: dict[bytes, object] = {}
-        if descriptor.kind == "map":
+        if descriptor.kind == StateKind.MAP:
             self._user_key = ValueCodec(descriptor.user_key_type)
 
     def get(self, kns: bytes):
         return self._data.get(kns)
 
     def put(self, kns: bytes, value) -> None:
-        self._data[kns] = list(value) if self.descriptor.kind == "list" else value
+        self._data[kns] = list(value) if self.descriptor.kind == StateKind.LIST else value
 
     def delete(self, kns: bytes) -> None:
         self._data.pop(kns, None)
@@ -57,7 +59,7 @@ class HeapTable:
         return [entries[k] for k in sorted(entries)]
 
     def load(self, kns: bytes, value) -> None:
-        if self.descriptor.kind == "map":
+        if self.descriptor.kind == StateKind.MAP:
             for k, v in map_pairs(value):
                 self.map_put(kns, k, v)
         else:
@@ -67,7 +69,7 @@ class HeapTable:
         """(kns, value) in byte order; a map's value is its (key, value) pairs."""
         for kns in sorted(self._data):
             value = self._data[kns]
-            if self.descriptor.kind == "map":
+            if self.descriptor.kind == StateKind.MAP:
                 value = [value[k] for k in sorted(value)]
             yield kns, value
 
@@ -78,8 +80,8 @@ class HeapBackend(KeyedStateBackend):
     def _open(self, **options) -> None:
         super()._open(**options)
         # per domain: a heap of (ts, kg, key_ns) and the set of live timers (lazy deletion)
-        self._timer_heap: dict[str, list] = {"event": [], "processing": []}
-        self._timer_live: dict[str, set] = {"event": set(), "processing": set()}
+        self._timer_heap: dict[str, list] = {d: [] for d in TimerDomain}
+        self._timer_live: dict[str, set] = {d: set() for d in TimerDomain}
 
     def _new_table(self, descriptor: KeyedStateDescriptor) -> HeapTable:
         return HeapTable(descriptor)
@@ -111,4 +113,4 @@ class HeapBackend(KeyedStateBackend):
     def _timer_scan(self):
         rows = [(kg, domain, ts, key_ns) for domain, live in self._timer_live.items()
                 for ts, kg, key_ns in live]
-        return iter(sorted(rows, key=lambda r: (r[0], r[1] != "event", r[2], r[3])))
+        return iter(sorted(rows, key=lambda r: (r[0], r[1] != TimerDomain.EVENT, r[2], r[3])))

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ..build import write_operator_state_file
-from ..canonical import operator_state_schema, read_file
-from ..errors import UsageError
-from ..fs import Location
-from ..keygroups import even_split
-from ..model import OperatorState, Savepoint
-from ..savepoint import file_location
-from ..types import type_str, validate_type
+from statectl.statefmt.build import write_operator_state_file
+from statectl.statefmt.canonical import operator_state_schema, read_file
+from statectl.statefmt.errors import UsageError
+from statectl.statefmt.fs import Location
+from statectl.statefmt.keygroups import even_split
+from statectl.statefmt.model import OperatorState, Savepoint
+from statectl.statefmt.savepoint import file_location
+from statectl.statefmt.types import type_str, validate_type
+from statectl.statefmt.vocabulary import OperatorStateKind
 
 
 class OperatorListState:
@@ -83,12 +84,12 @@ class OperatorStates:
     def restore(self, sp: Savepoint, states: tuple[OperatorState, ...]) -> None:
         for desc in states:
             table = _read_all(sp, desc)
-            if desc.kind == "broadcast":
+            if desc.kind == OperatorStateKind.BROADCAST:
                 pairs = zip(table.column("key").to_pylist(), table.column("value").to_pylist())
                 self._states[desc.name] = BroadcastState(_bare(desc), dict(pairs))
                 continue
             values = table.column("value").to_pylist()
-            if desc.kind == "list":
+            if desc.kind == OperatorStateKind.LIST:
                 start, stop = even_split(len(values), self.parallelism, self.subtask)
                 values = values[start:stop]
             self._states[desc.name] = OperatorListState(_bare(desc), values)
@@ -103,7 +104,7 @@ class OperatorStates:
             if name in taken:
                 raise UsageError(f"state name {name!r} is already used by a keyed state")
             existing = self._states[name] = (
-                BroadcastState(wanted) if kind == "broadcast" else OperatorListState(wanted)
+                BroadcastState(wanted) if kind == OperatorStateKind.BROADCAST else OperatorListState(wanted)
             )
         elif existing.descriptor != wanted:
             d = existing.descriptor

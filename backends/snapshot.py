@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import UsageError
-from ..fs import Location
-from ..model import KeyedSection, LineageEntry, Operator, OperatorState, Savepoint
-from ..savepoint import commit, merge_lineage, new_savepoint_id, now_iso
+from statectl.statefmt.errors import UsageError
+from statectl.statefmt.fs import Location
+from statectl.statefmt.model import KeyedSection, LineageEntry, Operator, OperatorState, Savepoint
+from statectl.statefmt.savepoint import commit, merge_lineage, new_savepoint_id, now_iso
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,68 @@
+"""The words of the format, each defined once: state kinds, timer domains, physical formats.
+
+Each is a string enum: a member equals, hashes, prints and serialises as its
+word (``StateKind.MAP == "map"``, ``f"{TimerDomain.EVENT}" == "event"``), so
+`_metadata`, Parquet columns, specs and messages hold the plain word while the
+code names it once.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Word(str, Enum):
+    """A word of the format (as Python 3.11's ``StrEnum``, also on 3.10)."""
+
+    __hash__ = str.__hash__
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @classmethod
+    def words(cls) -> tuple[str, ...]:
+        """Every word, in declaration order."""
+        return tuple(m.value for m in cls)
+
+
+class StateKind(Word):
+    """A keyed state's kind: a column of the operator's keyed table."""
+
+    VALUE = "value"
+    LIST = "list"
+    MAP = "map"
+    REDUCING = "reducing"
+    AGGREGATING = "aggregating"
+
+    @property
+    def is_collection(self) -> bool:
+        """A list or a map: empty is no entry (`docs/FORMAT.md` §11.3)."""
+        return self in (StateKind.LIST, StateKind.MAP)
+
+
+class OperatorStateKind(Word):
+    """An operator state's kind, named by how it is redistributed on restore."""
+
+    LIST = "list"  # split evenly
+    UNION = "union"  # every subtask gets all
+    BROADCAST = "broadcast"  # one map, identical on every subtask
+
+
+class TimerDomain(Word):
+    """Which clock fires a timer; the order is the timer key's domain byte."""
+
+    EVENT = "event"
+    PROCESSING = "processing"
+
+
+class Format(Word):
+    """A physical format of keyed state (operator state is canonical in both)."""
+
+    CANONICAL = "canonical"  # Parquet files sorted by key group
+    ROCKSDB = "rocksdb"  # each subtask's RocksDB database (docs/FORMAT.md §12)
