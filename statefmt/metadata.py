@@ -31,7 +31,7 @@ from .model import (
     OperatorState,
     Savepoint,
 )
-from .refs import check_relative_path
+from .refs import check_relative_path, split_options
 from .types import validate_type
 
 _CHECKSUM = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -47,7 +47,8 @@ def encode(sp: Savepoint) -> bytes:
         "format_version": sp.format_version,
         "savepoint_id": sp.savepoint_id,
         "created_at": sp.created_at,
-        "lineage": [{"savepoint_id": e.savepoint_id, "location": e.location} for e in sp.lineage],
+        "lineage": [{"savepoint_id": e.savepoint_id, "location": split_options(e.location)[0]}
+                    for e in sp.lineage],  # the user's filesystem options are not the file's
         "operators": [_encode_operator(op) for op in sp.operators],
     }
     return (json.dumps(doc, indent=1, ensure_ascii=False) + "\n").encode("utf-8")

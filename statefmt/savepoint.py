@@ -6,10 +6,17 @@ import dataclasses
 import datetime as dt
 import uuid
 
-from .errors import MissingFileError, NotASavepointError, SavepointExistsError, StatectlError
+from .errors import (
+    MissingFileError,
+    NotASavepointError,
+    SavepointExistsError,
+    StatectlError,
+    UnsafeReferenceError,
+)
 from .fs import Location
 from .metadata import decode, encode
 from .model import DataFile, FileRef, LineageEntry, Operator, Savepoint
+from .refs import check_lineage_location, resolve_reference
 
 METADATA_FILE = "_metadata"
 
@@ -25,20 +32,66 @@ def load(location: str | Location) -> Savepoint:
                 "(or a write that never finished)"
             )
         raise NotASavepointError(f"{loc}: no such savepoint directory")
-    return decode(meta.read_bytes(), source=str(meta)).replace(location=loc.uri)
+    sp = decode(meta.read_bytes(), source=str(meta)).replace(location=loc.uri)
+    return check_lineage(sp)
+
+
+def _users_of(sp: Savepoint, savepoint_id: str) -> str:
+    """The operators whose files lie in lineage entry *savepoint_id*, for error messages."""
+    labels = sorted({op.label for op, f in sp.data_files() if f.ref.savepoint == savepoint_id})
+    return "operator " + ", ".join(labels) if labels else "lineage"
+
+
+def check_lineage(sp: Savepoint) -> Savepoint:
+    """*sp* with every lineage location checked and opened with the user's filesystem options.
+
+    A lineage location must be an absolute location on the savepoint's own
+    filesystem (see :func:`refs.check_lineage_location`) and, when it exists,
+    hold the savepoint the entry names: so `_metadata` cannot point statectl at
+    an arbitrary directory. A location that is gone is left for the reader or
+    validator to report as a missing dependency.
+    """
+    entries = []
+    for e in sp.lineage:
+        where = _users_of(sp, e.savepoint_id)
+        location = check_lineage_location(e.location, sp.location, where)
+        base = Location(location)
+        if base.exists():
+            meta = base.child(METADATA_FILE)
+            try:
+                found = decode(meta.read_bytes(), source=str(meta)).savepoint_id \
+                    if meta.exists() else None
+            except StatectlError:
+                found = None
+            if found != e.savepoint_id:
+                raise UnsafeReferenceError(
+                    f"{where}: lineage location {e.location!r} does not hold savepoint "
+                    f"{e.savepoint_id}")
+        entries.append(LineageEntry(e.savepoint_id, location))
+    return sp.replace(lineage=tuple(entries)) if entries else sp
 
 
 def file_location(sp: Savepoint, ref: FileRef) -> Location:
-    """Where the file named by *ref* lies, for a savepoint read from disk."""
+    """Where the file named by *ref* lies, for a savepoint read from disk.
+
+    Goes through :func:`refs.resolve_reference`: the file must stay inside its
+    savepoint (a symlink leading out is refused, naming the operator).
+    """
     if sp.location is None:
         raise StatectlError("the savepoint has no location yet")
-    if ref.savepoint is None:
-        return Location(sp.location).child(ref.path)
+    root = sp.location
+    if ref.savepoint is not None:
+        try:
+            root = sp.lineage_entry(ref.savepoint).location
+        except KeyError:
+            raise MissingFileError(
+                f"{ref.path}: savepoint {ref.savepoint} is not in the lineage") from None
     try:
-        base = sp.lineage_entry(ref.savepoint)
-    except KeyError:
-        raise MissingFileError(f"{ref.path}: savepoint {ref.savepoint} is not in the lineage") from None
-    return Location(base.location).child(ref.path)
+        return resolve_reference(root, ref.path)
+    except UnsafeReferenceError as e:
+        owner = next((op.label for op, f in sp.data_files() if f.ref == ref), None)
+        where = f"operator {owner}" if owner else "file reference"
+        raise UnsafeReferenceError(f"{where}: {str(e).split(': ', 1)[-1]}") from None
 
 
 def new_savepoint_id() -> str:

@@ -74,8 +74,8 @@ def validate(location: str | Location) -> ValidationReport:
         dep = deps.get(f.ref.savepoint) if f.ref.savepoint else None
         if dep is not None:
             dep.files += 1
-        loc = file_location(sp, f.ref)
         try:
+            loc = file_location(sp, f.ref)
             verify_file(loc, f)
             if schema is not None:
                 with loc.open_input_file() as source:
@@ -84,7 +84,8 @@ def validate(location: str | Location) -> ValidationReport:
             if dep is not None and isinstance(e, MissingFileError):
                 dep.missing_files += 1
             if dep is None or dep.present:  # a gone base is already one problem
-                report.problems.append(f"operator {op.label}: {e}")
+                prefix = f"operator {op.label}: "
+                report.problems.append(str(e) if str(e).startswith(prefix) else prefix + str(e))
             continue
         report.files_checked += 1
         report.bytes_checked += f.size
