@@ -182,9 +182,12 @@ _JSON_OPTIONS = {
 }
 
 
-def check_frame_output(fmt: str, output: str | None) -> None:
-    """Refuse impossible format/output combinations before any Spark work starts."""
+def check_frame_output(fmt: str, output: str | None, involved=(), overwrite: bool = False) -> None:
+    """Refuse impossible format/output combinations, and outputs that would overwrite
+    something (a savepoint of *involved*, an existing file without *overwrite*),
+    before any Spark work starts."""
     from statectl.statefmt.errors import UsageError
+    from statectl.statefmt.savepoint import check_output
 
     if fmt not in FRAME_FORMATS:
         raise UsageError(f"unknown format {fmt!r}; formats: {', '.join(FRAME_FORMATS)}")
@@ -192,18 +195,25 @@ def check_frame_output(fmt: str, output: str | None) -> None:
         raise UsageError("--format parquet writes a directory: give it with --output PATH")
     if fmt == "table" and output:
         raise UsageError("--output needs --format jsonl, csv or parquet")
+    if output:
+        check_output(output, involved, overwrite=overwrite,
+                     kind="directory" if fmt == "parquet" else "file")
 
 
-def write_frame(df, fmt: str, output: str | None = None, limit: int | None = None) -> None:
-    """Print or write a DataFrame as a table, JSON lines, CSV or Parquet."""
-    check_frame_output(fmt, output)
+def write_frame(df, fmt: str, output: str | None = None, limit: int | None = None,
+                overwrite: bool = False) -> None:
+    """Print or write a DataFrame as a table, JSON lines, CSV or Parquet.
+
+    A file or directory output appears whole (written aside, then renamed in).
+    """
+    check_frame_output(fmt, output, overwrite=overwrite)
     if fmt == "table":
         _frame_table(df, limit)
         return
     if limit is not None:
         df = df.limit(limit)
     if fmt == "parquet":
-        _frame_parquet(df, output)
+        _frame_parquet(df, output, overwrite)
     elif fmt == "jsonl":
         _write_lines(_json_lines(df), output)
     else:
@@ -278,22 +288,47 @@ def _write_lines(lines, output: str | None) -> None:
 
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return
-    from statectl.statefmt.fs import Location
+    import os
+    import uuid
 
-    with Location.of(output).open_output_stream() as out:
-        for text in lines:
-            out.write(text.encode("utf-8"))
-
-
-def _frame_parquet(df, output: str) -> None:
-    from statectl.statefmt.errors import UsageError
     from statectl.statefmt.fs import Location
 
     loc = Location.of(output)
-    if loc.exists():
-        raise UsageError(f"{loc} already exists; choose a new --output")
-    uri = loc.uri if "://" in loc.uri else "file://" + loc.uri
-    df.write.parquet(uri.replace("s3://", "s3a://", 1) if uri.startswith("s3://") else uri)
+    target = Location(f"{loc.uri}.tmp-{uuid.uuid4().hex}") if loc.is_local else loc
+    try:
+        with target.open_output_stream() as out:
+            for text in lines:
+                out.write(text.encode("utf-8"))
+        if target != loc:
+            os.replace(target.path, loc.path)
+    finally:
+        if target != loc:
+            target.delete_file()
+
+
+def _frame_parquet(df, output: str, overwrite: bool = False) -> None:
+    import os
+    import shutil
+    import uuid
+
+    from statectl.statefmt.fs import Location
+
+    loc = Location.of(output)
+    # locally the folder is written aside and renamed in, so a failed write leaves nothing
+    target = Location(f"{loc.uri}.tmp-{uuid.uuid4().hex}") if loc.is_local else loc
+    uri = target.uri if "://" in target.uri else "file://" + target.uri
+    uri = uri.replace("s3://", "s3a://", 1) if uri.startswith("s3://") else uri
+    try:
+        df.write.mode("overwrite" if overwrite else "errorifexists").parquet(uri)
+        if target != loc:
+            old = f"{loc.path}.old-{uuid.uuid4().hex}"
+            if os.path.exists(loc.path):
+                os.rename(loc.path, old)
+            os.rename(target.path, loc.path)
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        if target != loc and os.path.exists(target.path):
+            shutil.rmtree(target.path, ignore_errors=True)
 
 
 def _frame_table(df, limit: int | None) -> None:

@@ -99,14 +99,15 @@ def _keyed_labels(sp: Savepoint) -> str:
 
 def rescale(spark, source: str, output: str, max_parallelism: int,
             parallelism: int | None = None, uids: list[str] | None = None,
-            self_contained: bool = False, on_job=None) -> WriteReport:
+            self_contained: bool = False, on_job=None, overwrite: bool = False) -> WriteReport:
     """Write *source* rescaled to *output*; see the module doc. *source* is only read."""
     base = load(source)
     choices = choose_operators(base, max_parallelism, parallelism, uids)
     writer = SavepointWriter(base)
     for choice in choices:
         writer.with_rebuilt(choice.operator, partial(_plan, spark, base, choice))
-    return writer.write(output, spark, self_contained=self_contained, on_job=on_job)
+    return writer.write(output, spark, self_contained=self_contained, on_job=on_job,
+                        overwrite=overwrite)
 
 
 def _plan(spark, base: Savepoint, choice: RescaleChoice, copy: Operator, target: dict
