@@ -109,7 +109,7 @@ def progress(spark, quiet: bool):
     if quiet:
         yield None
         return
-    bars = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+    bars = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                     TextColumn("tasks"), TimeElapsedColumn(), console=make_console(stderr=True))
     ids: dict[str, int] = {}
 

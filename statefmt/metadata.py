@@ -113,10 +113,12 @@ def decode(data: bytes, source: str = "_metadata") -> Savepoint:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise MetadataError(f"{source}: not a statectl _metadata file (invalid JSON: {e})") from None
+    except RecursionError:  # the C decoder bounds its own depth; far deeper than any real file
+        raise MetadataError(f"{source}: JSON nested too deeply") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
         raise MetadataError(f"{source}: not a statectl _metadata file (no \"format\": \"{FORMAT_NAME}\")")
     version = doc.get("format_version")
-    if version != FORMAT_VERSION:
+    if type(version) is not int or version != FORMAT_VERSION:  # true == 1 in Python
         raise UnsupportedVersionError(
             f"{source}: format version {version!r} is not supported; "
             f"this statectl reads version {FORMAT_VERSION}"
