@@ -148,3 +148,55 @@ def test_lineage_locations_take_the_users_own_filesystem_options():
                      ("gs://bucket/base", "is not on the savepoint's own filesystem (s3)")]:
         with pytest.raises(UnsafeReferenceError, match=re.escape(why)):
             check_lineage_location(bad, "s3://bucket/sp", "lineage")
+
+
+# --- structural invariants: validate checks the rows against the operator ------------------
+
+def _edit_operator(sp, uid, **changes):
+    def change(doc):
+        op = next(o for o in doc["operators"] if o["uid"] == uid)
+        op.update(changes)
+    return change
+
+
+def test_validate_catches_an_edited_max_parallelism(tmp_path):
+    """proc is written at max parallelism 16: its rows' key groups are hash mod 16."""
+    from untrusted_helpers import edit_metadata
+
+    sp = tmp_path / "sp"
+    from builders import build_full_savepoint
+    build_full_savepoint(sp)
+    assert validate(str(sp)).valid
+    edit_metadata(sp, _edit_operator(sp, "proc", max_parallelism=17))
+    report = validate(str(sp))
+    assert not report.valid
+    assert all(p.startswith("operator proc: ") and "(was the max parallelism changed without "
+               "rescaling?)" in p and "at max parallelism 17" in p for p in report.problems)
+    assert len(report.problems) == len(load(str(sp)).operator("proc").keyed.files) + \
+        len(load(str(sp)).operator("proc").keyed.timers)
+    result = statectl("validate", str(sp))
+    assert result.returncode == 1 and "invalid" in result.stdout
+
+
+def test_validate_catches_an_edited_parallelism_of_operator_state(tmp_path):
+    from builders import build_full_savepoint
+    from untrusted_helpers import edit_metadata
+
+    sp = tmp_path / "sp"
+    build_full_savepoint(sp)
+    edit_metadata(sp, _edit_operator(sp, "src", parallelism=1))
+    problems = validate(str(sp)).problems
+    assert len(problems) == 2  # offsets and members hold subtask 1; broadcast has no subtasks
+    assert all(p.startswith("operator src: ") and p.endswith(
+        "holds entries of subtask 1, but the operator runs at parallelism 1 (was the parallelism "
+        "changed without rescaling?)") for p in problems)
+
+
+def test_a_new_parallelism_of_keyed_state_alone_is_a_valid_metadata_only_rescale(tmp_path):
+    from builders import build_full_savepoint
+    from untrusted_helpers import edit_metadata
+
+    sp = tmp_path / "sp"
+    build_full_savepoint(sp)  # proc: parallelism 3, max parallelism 16
+    edit_metadata(sp, _edit_operator(sp, "proc", parallelism=2))
+    assert validate(str(sp)).valid
