@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import sys
+import threading
 
 from rich import box
 from rich.console import Console
@@ -194,6 +197,38 @@ class JsonOutput:
 
 def output_for(json_mode: bool):
     return JsonOutput() if json_mode else RichOutput()
+
+
+@contextlib.contextmanager
+def spinner(message: str, delay: float = 1.0):
+    """A spinner with *message* on standard error, shown after *delay* seconds, on a terminal only.
+
+    It writes to a duplicate of the terminal's descriptor, so it keeps turning
+    while Spark's start-up has standard error pointed at /dev/null.
+    """
+    if not sys.stderr.isatty():
+        yield
+        return
+    stream = os.fdopen(os.dup(sys.stderr.fileno()), "w")
+    status = Console(file=stream, force_terminal=True, highlight=False, emoji=False).status(
+        plain(message))
+    done, shown = threading.Event(), threading.Event()
+
+    def show() -> None:
+        if not done.wait(delay):
+            status.start()
+            shown.set()
+
+    waiter = threading.Thread(target=show, daemon=True)
+    waiter.start()
+    try:
+        yield
+    finally:
+        done.set()
+        waiter.join()
+        if shown.is_set():
+            status.stop()
+        stream.close()
 
 
 def print_error(message: str) -> None:

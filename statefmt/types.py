@@ -33,7 +33,9 @@ MAX_TYPE_DEPTH = 64  # nesting of list/map/struct; every consumer (Arrow, Spark,
 def _short(value) -> str:
     import reprlib
 
-    return reprlib.Repr(maxlevel=3, maxstring=60, maxother=60).repr(value)
+    short = reprlib.Repr()  # keyword arguments only from Python 3.12
+    short.maxlevel, short.maxstring, short.maxother = 3, 60, 60
+    return short.repr(value)
 
 
 def validate_type(t: DataType, where: str = "type", _depth: int = 0) -> DataType:

@@ -111,3 +111,37 @@ def test_read_overwrite_replaces_the_file(tmp_path):
     assert result.returncode == 0, result.stderr
     assert target.read_text() == '{"value":10}\n{"value":11}\n{"value":20}\n'
     assert sorted(p.name for p in tmp_path.iterdir()) == ["base", "offsets.jsonl"]
+
+
+def test_a_spinner_turns_on_a_terminal_while_spark_starts(tmp_path):
+    """stderr is a terminal (a pty): the spinner shows; stdout, a pipe, gets the rows alone."""
+    import os
+    import pty
+    import select
+    import subprocess
+
+    base = tmp_path / "base"
+    build_full_savepoint(base)
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        ["statectl", "read", str(base), "--uid", "src", "--state", "offsets", "--format", "jsonl"],
+        stdout=subprocess.PIPE, stderr=slave, env=dict(os.environ, COLUMNS="100"))
+    os.close(slave)
+    seen = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 1.0)
+        if ready:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            seen += chunk
+        elif proc.poll() is not None:
+            break
+    out = proc.stdout.read()
+    assert proc.wait() == 0
+    os.close(master)
+    assert "starting Spark…".encode() in seen
+    assert out == b'{"value":10}\n{"value":11}\n{"value":20}\n'
