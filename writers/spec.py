@@ -58,6 +58,8 @@ def load_spec(path: str) -> "Spec":
     except (json.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as e:
         raise SpecError(f"{path}: not valid {'JSON' if path.endswith('.json') else 'YAML'}: "
                         f"{' '.join(str(e).split())}") from None
+    except RecursionError:
+        raise SpecError(f"{path}: nested too deeply") from None
     base = loc.uri.rsplit("/", 1)[0]
     return Spec.parse(doc, base, path)
 
@@ -139,12 +141,14 @@ class Spec:
     def parse(doc: Any, base_dir: str, source: str = "spec") -> "Spec":
         top = _Fields(doc, source, {"max_parallelism", "format", "operators"})
         fmt = top.get("format", str, default=Format.CANONICAL)
-        max_p = top.get("max_parallelism", int)
+        max_p = _limit(top.get("max_parallelism", int), None, source)
         ops = top.get("operators", list, required=True)
         if not ops:
             raise SpecError(f"{source}: operators is empty")
         parser = _Parser(base_dir)
         checked = tuple(parser.operator(o, f"operators[{i}]") for i, o in enumerate(ops))
+        for o in checked:
+            _limit(o["max_parallelism"] or max_p, o["parallelism"], f"operator {o['uid']!r}")
         uids = [o["uid"] for o in checked]
         dupes = sorted({u for u in uids if uids.count(u) > 1})
         if dupes:
@@ -201,7 +205,7 @@ class _Parser:
         out = {
             "uid": uid,
             "parallelism": f.get("parallelism", int, default=1),
-            "max_parallelism": f.get("max_parallelism", int),
+            "max_parallelism": _limit(f.get("max_parallelism", int), None, where),
             "keyed": self.keyed(f.value["keyed"], f"{where}.keyed") if f.has("keyed") else None,
             "operator_state": [self.operator_state(s, f"{where}.operator_state[{i}]")
                                for i, s in enumerate(f.get("operator_state", list, default=[]))],
@@ -343,6 +347,25 @@ def _module_from_file(loc: Location, where: str):
 
     cloudpickle.register_pickle_by_value(module)
     return module
+
+
+def _limit(max_parallelism: int | None, parallelism: int | None, where: str) -> int | None:
+    """The limits of the CLI and the API (1..32768, parallelism <= max parallelism), for a spec."""
+    from statectl.statefmt.errors import LimitError
+    from statectl.statefmt.keygroups import (
+        MAX_MAX_PARALLELISM,
+        check_max_parallelism,
+        check_parallelism,
+    )
+
+    try:
+        if parallelism is not None:
+            check_parallelism(parallelism, max_parallelism or MAX_MAX_PARALLELISM)
+        if max_parallelism is not None:
+            check_max_parallelism(max_parallelism)
+    except LimitError as e:
+        raise SpecError(f"{where}: {e}") from None
+    return max_parallelism
 
 
 def _clean_relative(path: str, where: str) -> str:
