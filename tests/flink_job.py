@@ -194,6 +194,25 @@ def _cache_dir(version: str, kn: dict[str, str]) -> Path:
     return snapshot_cache() / f"{version}-{kn['mode']}-{kn['backend']}-{digest}"
 
 
+def operator_id(uid: str) -> dict:
+    """Flink's OperatorID of a uid (murmur3_x64_128, seed 0), as expected.json spells it."""
+    import mmh3
+
+    raw = mmh3.hash_bytes(uid.encode(), 0, x64arch=True)
+    lower, upper = struct.unpack(">qq", raw)
+    return {"operator_id": raw.hex(), "operator_id_lower_part": lower, "operator_id_upper_part": upper}
+
+
+def _add_operator_ids(workdir: Path) -> None:
+    path = workdir / "expected.json"
+    expected = json.loads(path.read_text())
+    for uid, op in expected["operators"].items():
+        ids = operator_id(uid)
+        expected["operators"][uid] = {"uid": op["uid"], "role": op["role"], **ids,
+                                      **{k: v for k, v in op.items() if k not in ("uid", "role")}}
+    path.write_text(json.dumps(expected, indent=1, ensure_ascii=False) + "\n")
+
+
 def _load(workdir: Path) -> Snapshot:
     expected = json.loads((workdir / "expected.json").read_text())
     return Snapshot(Path(expected["savepoint_path"]), expected, workdir)
@@ -215,6 +234,7 @@ def make_snapshots(version: str, specs: list[dict]) -> list[Snapshot]:
         run_job(version, [{**k, "out": str(d)} for d, k in todo])
         per = (time.monotonic() - start) / len(todo)
         for d, _ in todo:
+            _add_operator_ids(d)
             (d / "done").write_text(f"{per:.1f} s\n")
     return [_load(d) for d in dirs]
 
@@ -226,10 +246,28 @@ def make_snapshot(version: str = "2.3.0", **kw) -> Snapshot:
 def restore(version: str, savepoint: Path, out: Path, **kw) -> dict:
     """Starts the job from `savepoint` (every piece of state must be claimed) and returns the JSON
     dump of what it restored: operator and broadcast state per subtask, every known key's keyed
-    state read through the state API, and the event-time timers and windows a final watermark fires."""
+    state read through the state API, and the event-time timers and windows a final watermark fires.
+    `kw` are the knobs of the job that made it (same keys and uids); `backend` may differ."""
     kn = knobs(**{**kw, "mode": "restore"})
     run_job(version, [{**kn, "out": str(out), "restore-from": str(savepoint)}])
     return json.loads((out / "restored.json").read_text())
+
+
+def restore_snapshots(version: str, items: list[tuple[Snapshot, str]]) -> list[dict]:
+    """Restores cached snapshots (each with a state backend) in one JVM; each dump is cached in
+    its snapshot's folder, so a warm run restores nothing."""
+    outs = [s.workdir / f"restored-{backend}" for s, backend in items]
+    todo = []
+    for (snap, backend), out in zip(items, outs):
+        if (out / "restored.json").exists():
+            continue
+        kn = {k.replace("-", "_"): v for k, v in snap.expected["scenario"]["knobs"].items()
+              if k.replace("-", "_") in DEFAULTS}
+        kn.update(mode="restore", backend=backend)
+        todo.append({**knobs(**kn), "out": str(out), "restore-from": str(snap.path)})
+    if todo:
+        run_job(version, todo)
+    return [json.loads((out / "restored.json").read_text()) for out in outs]
 
 
 def restore_mismatches(expected: dict, restored: dict) -> list[str]:

@@ -21,6 +21,7 @@ final class Compat {
     private Compat() {}
 
     static final String KEY_BACKEND = "state.backend.type";
+    static final String KEY_STORAGE = "state.checkpoint-storage";
     static final String KEY_INLINE_THRESHOLD = "state.storage.fs.memory-threshold";
     static final String KEY_CHECKPOINT_DIR = "state.checkpoints.dir";
     static final String KEY_RETAINED = "state.checkpoints.num-retained";

@@ -21,6 +21,7 @@ final class Compat {
     private Compat() {}
 
     static final String KEY_BACKEND = "state.backend.type";
+    static final String KEY_STORAGE = "execution.checkpointing.storage";
     static final String KEY_INLINE_THRESHOLD = "execution.checkpointing.data-inline-threshold";
     static final String KEY_CHECKPOINT_DIR = "execution.checkpointing.dir";
     static final String KEY_RETAINED = "execution.checkpointing.num-retained";

@@ -55,10 +55,14 @@ public final class Main {
     static Configuration configuration(Scenario sc) {
         Configuration conf = new Configuration();
         conf.setString(Compat.KEY_BACKEND, sc.backend);
+        // A failure ends the run (with checkpointing on, Flink would otherwise restart it forever).
+        conf.setString("restart-strategy.type", "none");
         if (sc.compression) conf.setString("execution.checkpointing.snapshot-compression", "true");
         if (!sc.inlineThreshold.equals("default")) conf.setString(Compat.KEY_INLINE_THRESHOLD, sc.inlineThreshold);
+        // File checkpoint storage (the default keeps checkpoints on the JobManager's heap).
+        conf.setString(Compat.KEY_STORAGE, "filesystem");
+        conf.setString(Compat.KEY_CHECKPOINT_DIR, Paths.get(sc.out, "checkpoints").toUri().toString());
         if (!sc.checkpoint.equals("none")) {
-            conf.setString(Compat.KEY_CHECKPOINT_DIR, Paths.get(sc.out, "checkpoints").toUri().toString());
             conf.setString("execution.checkpointing.interval", "300 ms");
             conf.setString(Compat.KEY_RETAINED, "3");
             conf.setString("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION");
