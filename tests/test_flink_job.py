@@ -4,13 +4,12 @@ with exactly the state its expected.json names."""
 
 from __future__ import annotations
 
-import re
-import struct
 from pathlib import Path
 
 import pytest
 
 import flink_job
+from flink_metadata_scan import scan
 
 # _metadata version each release writes (observed: MetadataV4Serializer up to 1.20, V6 in 2.x).
 METADATA_VERSION = {"1.17.2": 4, "1.20.3": 4, "2.3.0": 6}
@@ -26,19 +25,9 @@ SHAPES = {
     "rocksdb-native": dict(backend="rocksdb", format="native", key_type="int", states="scalars",
                            seed=31337, keys=16, events=300, partitions=4, inline_threshold=0),
 }
+# The keyed state handle each shape's savepoint holds (type byte; flink_metadata_scan.NAMES).
+KEYED_HANDLE = {"rocksdb-canonical": 7, "hashmap-native": 12, "rocksdb-native": 11}
 RESTORE_WITH = {"rocksdb-canonical": "hashmap", "hashmap-native": "hashmap", "rocksdb-native": "rocksdb"}
-
-
-def file_handles(metadata: bytes) -> list[tuple[str, str, int]]:
-    """(kind, name or path, size) of the file handles found in `_metadata` by their type bytes:
-    6 = relative file (UTF name, long size), 2 = absolute file (long size, UTF path)."""
-    found = [("relative", m.group(1).decode(), struct.unpack(">q", m.group(2))[0])
-             for m in re.finditer(rb"\x06\x00\x24([0-9a-f-]{36})(.{8})", metadata, re.S)]
-    for m in re.finditer(rb"\x02(.{8})(..)(file:/)", metadata, re.S):
-        (length,) = struct.unpack(">H", m.group(2))
-        path = metadata[m.start(3):m.start(3) + length].decode()
-        found.append(("absolute", path, struct.unpack(">q", m.group(1))[0]))
-    return found
 
 
 @pytest.fixture(scope="module", params=sorted(METADATA_VERSION))
@@ -57,12 +46,14 @@ def test_savepoint_metadata_and_files(release, shape):
     assert snap.expected["flink_version"] == version
     assert flink_job.metadata_header(snap.metadata) == (0x4960672D, METADATA_VERSION[version])
     metadata = snap.metadata.read_bytes()
-    handles = file_handles(metadata)
+    found = scan(snap.metadata)
+    assert found["operators"] == 7
+    assert found["handles"][KEYED_HANDLE[shape]] == SHAPES[shape].get("parallelism", 2) * 2  # proc, win
     on_disk = {p.name: p.stat().st_size for p in snap.path.iterdir() if p.name != "_metadata"}
-    assert {(name, size) for kind, name, size in handles} == set(on_disk.items())
-    assert all(kind == "relative" for kind, _, _ in handles)
+    assert {(name, size) for kind, name, size in found["files"]} == set(on_disk.items())
+    assert all(kind == "relative" for kind, _, _ in found["files"])
     if SHAPES[shape].get("inline_threshold") == 0:
-        assert len(on_disk) >= 2 * SHAPES[shape].get("parallelism", 2)
+        assert found["handles"][1] == 0 and len(on_disk) >= 2 * SHAPES[shape].get("parallelism", 2)
     for op in snap.expected["operators"].values():
         if not op.get("stateless"):
             assert bytes.fromhex(op["operator_id"]) in metadata, op["uid"]
@@ -97,36 +88,40 @@ def test_restore_reports_a_difference(release):
 
 @pytest.fixture(scope="module")
 def extras_23(flink_snapshots):
-    """Flink 2.3: an incremental RocksDB retained checkpoint and a snappy-compressed savepoint."""
-    incremental, compressed = flink_snapshots("2.3.0", [
+    """Flink 2.3: an incremental RocksDB retained checkpoint, a snappy-compressed savepoint and a
+    (small) size-mode savepoint."""
+    incremental, compressed, size = flink_snapshots("2.3.0", [
         dict(checkpoint="incremental", backend="rocksdb", key_type="long", max_parallelism=256,
-             parallelism=3),
+             parallelism=3, inline_threshold=0),
         dict(compression=True, backend="hashmap", format="canonical", inline_threshold=0,
              key_type="string", seed=77),
+        dict(mode="size", keys=3000, backend="hashmap", format="canonical", inline_threshold=0),
     ])
     dumps = flink_job.restore_snapshots("2.3.0", [(incremental, "rocksdb"), (compressed, "rocksdb")])
-    return incremental, compressed, dumps
+    return incremental, compressed, size, dumps
 
 
 def test_incremental_checkpoint_shares_files(extras_23):
-    snap, _, (dump, _) = extras_23
+    snap, _, _, (dump, _) = extras_23
     chk = snap.expected["checkpoint_id"]
     assert chk >= 2 and snap.path.name == f"chk-{chk}"
     assert flink_job.metadata_header(snap.metadata) == (0x4960672D, 6)
     shared = snap.path.parent / "shared"
-    handles = file_handles(snap.metadata.read_bytes())
-    absolute = {Path(p.removeprefix("file:")): size for kind, p, size in handles if kind == "absolute"}
+    found = scan(snap.metadata)
+    assert found["handles"][11] == 3 * 2  # incremental RocksDB handles of proc and win
+    absolute = {Path(p.removeprefix("file:")): size for kind, p, size in found["files"] if kind == "absolute"}
     in_shared = {p: s for p, s in absolute.items() if p.parent == shared}
     assert in_shared and all(p.stat().st_size == s for p, s in in_shared.items())
-    earlier = snap.path.parent / f"chk-{chk - 1}" / "_metadata"
-    earlier_paths = {Path(p.removeprefix("file:")) for kind, p, _ in file_handles(earlier.read_bytes())
+    earlier_paths = {Path(p.removeprefix("file:")) for c in range(1, chk)
+                     if (snap.path.parent / f"chk-{c}" / "_metadata").exists()
+                     for kind, p, _ in scan(snap.path.parent / f"chk-{c}" / "_metadata")["files"]
                      if kind == "absolute"}
-    assert set(in_shared) & earlier_paths, "no file shared with the previous checkpoint"
+    assert set(in_shared) & earlier_paths, "no file shared with an earlier checkpoint"
     assert flink_job.restore_mismatches(snap.expected, dump) == []
 
 
 def test_compressed_savepoint(extras_23):
-    _, snap, (_, dump) = extras_23
+    _, snap, _, (_, dump) = extras_23
     assert snap.expected["compression"] is True
     snappy = b"\xff\x06\x00\x00sNaPpY"
     streams = [p for p in snap.path.iterdir() if p.name != "_metadata"]
@@ -141,3 +136,17 @@ def test_missing_jars_fail_clearly(tmp_path, monkeypatch):
     assert str(err.value) == (
         f"no Flink 1.17.2 jars in {tmp_path}/1.17.2/lib: run `python tests/flink_job.py fetch 1.17.2` "
         "(it pip-downloads apache-flink-libraries==1.17.2), or set STATECTL_FLINK_HOME")
+
+
+def test_size_mode(extras_23):
+    """Size mode: String keys user-%07d, each with count = its index and events = [key, index]."""
+    snap = extras_23[2]
+    assert snap.expected["size"] == {
+        "keys": 3000, "key_format": "user-%07d (key index i, 0 <= i < keys)", "count": "Long = i",
+        "events": "List<String> = [label, decimal i]", "count_sum": 3000 * 2999 // 2,
+        "events_elements": 6000}
+    found = scan(snap.metadata)
+    assert found["operators"] == 2 and found["handles"][7] == 2 and found["handles"][4] == 0
+    data = b"".join(p.read_bytes() for p in snap.path.iterdir() if p.name != "_metadata")
+    assert all(f"user-{i:07d}".encode() in data for i in (0, 1, 1500, 2999))
+    assert b"user-0003000" not in data
