@@ -9,6 +9,8 @@ Command line (used by .ci/run and benchmarks):
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -58,6 +60,18 @@ def snapshot_cache() -> Path:
                 or Path.home() / ".cache/statectl/flink-savepoints")
 
 
+@contextlib.contextmanager
+def _locked(folder: Path):
+    """Serializes writers of a cache folder across processes (parallel test runs share it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def lib_dir(version: str) -> Path:
     return flink_home() / version / "lib"
 
@@ -71,7 +85,9 @@ def fetch_jars(version: str) -> Path:
     lib = lib_dir(version)
     if _has_jars(version):
         return lib
-    with tempfile.TemporaryDirectory() as tmp:
+    with _locked(flink_home()), tempfile.TemporaryDirectory() as tmp:
+        if _has_jars(version):
+            return lib
         subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", tmp,
                         f"apache-flink-libraries=={version}"], check=True)
         (archive,) = Path(tmp).iterdir()
@@ -126,6 +142,13 @@ def compile_job(version: str) -> Path:
     classes = flink_home() / version / f"classes-{source_hash()}"
     if (classes / "flinkjob" / "Main.class").exists():
         return classes
+    with _locked(flink_home()):
+        if not (classes / "flinkjob" / "Main.class").exists():
+            _javac(version, lib, classes)
+    return classes
+
+
+def _javac(version: str, lib: Path, classes: Path) -> None:
     sources = sorted((JOB_DIR / "src").rglob("*.java")) + sorted(_compat_dir(version).rglob("*.java"))
     tmp = Path(tempfile.mkdtemp(dir=classes.parent, prefix="classes-tmp-"))
     proc = subprocess.run([_tool("javac"), "--release", "11", "-nowarn", "-cp", f"{lib}/*", "-d", str(tmp),
@@ -135,7 +158,6 @@ def compile_job(version: str) -> Path:
         raise FlinkJobError(f"javac failed for Flink {version}:\n{proc.stdout}{proc.stderr}")
     shutil.rmtree(classes, ignore_errors=True)
     tmp.rename(classes)
-    return classes
 
 
 def run_job(version: str, runs: list[dict[str, str]], timeout: float = 1800) -> str:
@@ -225,6 +247,12 @@ def make_snapshots(version: str, specs: list[dict]) -> list[Snapshot]:
     files by absolute path, so it cannot move) and counts as cached once `done` is written there.
     """
     dirs = [_cache_dir(version, knobs(**s)) for s in specs]
+    with _locked(snapshot_cache()):
+        _make_missing(version, dirs, specs)
+    return [_load(d) for d in dirs]
+
+
+def _make_missing(version: str, dirs: list[Path], specs: list[dict]) -> None:
     todo = [(d, knobs(**s)) for d, s in zip(dirs, specs) if not (d / "done").exists()]
     todo = list({str(d): (d, k) for d, k in todo}.values())
     if todo:
@@ -236,7 +264,6 @@ def make_snapshots(version: str, specs: list[dict]) -> list[Snapshot]:
         for d, _ in todo:
             _add_operator_ids(d)
             (d / "done").write_text(f"{per:.1f} s\n")
-    return [_load(d) for d in dirs]
 
 
 def make_snapshot(version: str = "2.3.0", **kw) -> Snapshot:
@@ -266,7 +293,8 @@ def restore_snapshots(version: str, items: list[tuple[Snapshot, str]]) -> list[d
         kn.update(mode="restore", backend=backend)
         todo.append({**knobs(**kn), "out": str(out), "restore-from": str(snap.path)})
     if todo:
-        run_job(version, todo)
+        with _locked(snapshot_cache()):
+            run_job(version, todo)
     return [json.loads((out / "restored.json").read_text()) for out in outs]
 
 
