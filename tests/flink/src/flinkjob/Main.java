@@ -145,9 +145,8 @@ public final class Main {
             return;
         }
         JobClient client = env.executeAsync("flinkjob " + sc.mode + " " + sc.uidPrefix);
-        long lo = System.currentTimeMillis();
+        long lo = t0;
         waitFor(client, "the sources emitted everything", () -> Shared.sourcesDone.get() == sc.parallelism);
-        long hi = System.currentTimeMillis();
         String path;
         if (sc.checkpoint.equals("none")) {
             run.put("snapshot", "savepoint");
@@ -160,6 +159,7 @@ public final class Main {
             run.put("checkpoint_id", id);
             path = out.resolve("checkpoints").resolve(client.getJobID().toString()).resolve("chk-" + id).toString();
         }
+        long hi = System.currentTimeMillis(); // every TTL timestamp in the snapshot was read before this
         client.cancel().get();
         try {
             client.getJobExecutionResult().get();
