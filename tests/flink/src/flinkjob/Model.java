@@ -112,7 +112,7 @@ public final class Model {
             k.hasProfile = true;
             k.hits++;
             k.total += e.value;
-            k.name = e.type.equals("view") ? null : sc.labels.get(e.keyIndex) + "/" + label;
+            k.name = e.type.equals("view") ? null : sc.labels().get(e.keyIndex) + "/" + label;
             k.ttlLast = label + "@" + e.seq;
             k.bump(k.ttlSeen, e.type);
             k.windows.merge(b, e.value, Long::sum);
@@ -138,9 +138,9 @@ public final class Model {
         out.put("scenario", scenarioJson(sc, run));
         Map<String, Object> keys = new TreeMap<>();
         for (int i = 0; i < sc.numKeys; i++) {
-            Object key = sc.keys.get(i);
+            Object key = sc.keys().get(i);
             int kg = KeyGroupRangeAssignment.assignToKeyGroup(key, sc.maxParallelism);
-            keys.put(sc.labels.get(i), obj("key", Scenario.keyJson(key), "key_index", i, "key_group", kg,
+            keys.put(sc.labels().get(i), obj("key", Scenario.keyJson(key), "key_index", i, "key_group", kg,
                     "subtask", KeyGroupRangeAssignment.computeOperatorIndexForKeyGroup(sc.maxParallelism, sc.parallelism, kg),
                     "source_subtask", sc.sourceSubtaskOf(i)));
         }
@@ -220,7 +220,7 @@ public final class Model {
         for (int i = 0; i < ks.size(); i++) {
             KeyState k = ks.get(i);
             if (k.count == null) continue;
-            String l = sc.labels.get(i);
+            String l = sc.labels().get(i);
             v.get("count").put(l, k.count);
             v.get("events").put(l, k.events);
             v.get("attrs").put(l, k.attrs);
@@ -287,13 +287,13 @@ public final class Model {
         w.put("window", "TumblingEventTimeWindows 10000 ms, reduce (sum of f1), allowed lateness 0");
         List<Integer> order = new ArrayList<>();
         for (int i = 0; i < ks.size(); i++) order.add(i);
-        order.sort((a, b) -> sc.labels.get(a).compareTo(sc.labels.get(b)));
+        order.sort((a, b) -> sc.labels().get(a).compareTo(sc.labels().get(b)));
         List<Object> contents = new ArrayList<>(), timers = new ArrayList<>();
         for (int i : order) {
             for (Map.Entry<Long, Long> e : ks.get(i).windows.entrySet()) {
                 List<Object> window = Arrays.asList(e.getKey(), e.getKey() + Scenario.BUCKET_MS);
-                contents.add(obj("key", sc.labels.get(i), "window", window, "value", Arrays.asList(Scenario.keyJson(sc.keys.get(i)), e.getValue())));
-                timers.add(obj("key", sc.labels.get(i), "timestamp", e.getKey() + Scenario.BUCKET_MS - 1, "window", window));
+                contents.add(obj("key", sc.labels().get(i), "window", window, "value", Arrays.asList(Scenario.keyJson(sc.keys().get(i)), e.getValue())));
+                timers.add(obj("key", sc.labels().get(i), "timestamp", e.getKey() + Scenario.BUCKET_MS - 1, "window", window));
             }
         }
         w.put("keyed_state", obj("window-contents", obj("kind", "REDUCING",

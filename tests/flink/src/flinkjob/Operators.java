@@ -55,7 +55,7 @@ public final class Operators {
         @Override
         @SuppressWarnings("unchecked")
         public K getKey(Event e) {
-            return (K) sc.keys.get(e.keyIndex);
+            return (K) sc.keys().get(e.keyIndex);
         }
     }
 
@@ -285,7 +285,7 @@ public final class Operators {
             }
             bump(attrs, "fired_timers", 1);
             attrs.put("last_fired", ts);
-            if (sc.indexOfKey.get(ctx.getCurrentKey()) % 5 == 0) sum.clear();
+            if (sc.indexOfKey().get(ctx.getCurrentKey()) % 5 == 0) sum.clear();
         }
 
         private static <T> List<Object> list(Iterable<T> it) {

@@ -44,9 +44,10 @@ public final class Scenario implements Serializable {
     public final String out;
     public final String restoreFrom;
 
-    public final List<Object> keys = new ArrayList<>();
-    public final List<String> labels = new ArrayList<>();
-    public final Map<Object, Integer> indexOfKey = new HashMap<>();
+    // Derived from the knobs, not serialized into the job graph (a million keys would be).
+    private transient List<Object> keys;
+    private transient List<String> labels;
+    private transient Map<Object, Integer> indexOfKey;
 
     public Scenario(Map<String, String> knobs) {
         this.knobs = new LinkedHashMap<>(knobs);
@@ -72,13 +73,38 @@ public final class Scenario implements Serializable {
         out = get("out", null);
         restoreFrom = get("restore-from", null);
         if (out == null) throw new IllegalArgumentException("out=DIR is required");
+    }
+
+    /** The typed key of each key index (built on first use in each copy of the scenario). */
+    public synchronized List<Object> keys() {
+        if (keys == null) buildKeys();
+        return keys;
+    }
+
+    public List<String> labels() {
+        keys();
+        return labels;
+    }
+
+    public Map<Object, Integer> indexOfKey() {
+        keys();
+        return indexOfKey;
+    }
+
+    private void buildKeys() {
+        List<Object> k = new ArrayList<>(numKeys);
+        List<String> l = new ArrayList<>(numKeys);
+        Map<Object, Integer> idx = new HashMap<>();
         for (int i = 0; i < numKeys; i++) {
-            Object key = size ? String.format("user-%07d", i) : makeKey(i);
-            keys.add(key);
-            labels.add(label(key));
-            indexOfKey.put(key, i);
+            Object key = mode.equals("size") ? String.format("user-%07d", i) : makeKey(i);
+            k.add(key);
+            l.add(label(key));
+            idx.put(key, i);
         }
-        if (indexOfKey.size() != numKeys) throw new IllegalStateException("duplicate keys");
+        if (idx.size() != numKeys) throw new IllegalStateException("duplicate keys");
+        labels = l;
+        indexOfKey = idx;
+        keys = k;
     }
 
     private String get(String name, String dflt) {
