@@ -16,7 +16,8 @@ from .errors import (
 from .fs import Location
 from .metadata import decode, encode
 from .model import DataFile, FileRef, LineageEntry, Operator, Savepoint
-from .refs import check_lineage_location, resolve_reference
+from .refs import check_lineage_location
+from .resolve import resolve_reference
 
 METADATA_FILE = "_metadata"
 
@@ -74,7 +75,7 @@ def check_lineage(sp: Savepoint) -> Savepoint:
 def file_location(sp: Savepoint, ref: FileRef) -> Location:
     """Where the file named by *ref* lies, for a savepoint read from disk.
 
-    Goes through :func:`refs.resolve_reference`: the file must stay inside its
+    Goes through :func:`resolve.resolve_reference`: the file must stay inside its
     savepoint (a symlink leading out is refused, naming the operator).
     """
     if sp.location is None:

@@ -12,7 +12,8 @@ import pytest
 
 from statectl.statefmt.errors import UnsafeReferenceError
 from statectl.statefmt.fs import Location
-from statectl.statefmt.refs import check_lineage_location, resolve_reference
+from statectl.statefmt.refs import check_lineage_location
+from statectl.statefmt.resolve import resolve_reference
 from statectl.statefmt.savepoint import file_location, load
 from statectl.statefmt.validate import validate
 
