@@ -142,3 +142,86 @@ def test_cli_exit_codes_and_json(saved, tmp_path):
     assert "Traceback" not in missing.stderr
     usage = statectl("diff", saved["canonical"])
     assert usage.returncode == 2 and usage.stderr.endswith("Error: Missing argument 'B'.\n")
+
+
+# --- comparison rules, on small savepoints written without Spark ------------------
+
+def _small(path, keyed: list[dict], offsets: list[int], members: list[str], rules: dict):
+    """Operator "k" (key user; states v, m, l, d) and "s" (offsets, members, rules)."""
+    import pyarrow as pa
+
+    from statectl.statefmt.build import write_keyed_files, write_operator_state_file
+    from statectl.statefmt.fs import Location
+    from statectl.statefmt.ids import operator_id_for_uid
+    from statectl.statefmt.model import (Field, KeyedSection, KeyedStateDescriptor, Operator,
+                                         OperatorState, Savepoint)
+    from statectl.statefmt.savepoint import commit, new_savepoint_id, now_iso
+    from statectl.statefmt.types import to_arrow
+
+    out = Location.of(str(path))
+    section = KeyedSection(key=(Field("user", "string"),), states=(
+        KeyedStateDescriptor("v", "value", "int64"),
+        KeyedStateDescriptor("m", "map", "int64", user_key_type="string"),
+        KeyedStateDescriptor("l", "list", "int64"),
+        KeyedStateDescriptor("d", "value", "float64")))
+    schema = pa.schema([pa.field("user", pa.string())]
+                       + [pa.field(s.name, to_arrow(s.column_type)) for s in section.states])
+    k, s = operator_id_for_uid("k"), operator_id_for_uid("s")
+    files = write_keyed_files(out, k, section, pa.Table.from_pylist(keyed, schema), 16, 2)
+    section = KeyedSection(section.key, section.states, files)
+
+    def state(name, kind, table, key_type=None):
+        declared = OperatorState(name, kind, "string" if kind != "list" else "int64", key_type=key_type)
+        return OperatorState(declared.name, kind, declared.value_type,
+                             (write_operator_state_file(out, s, declared, table),), key_type)
+
+    states = (
+        state("offsets", "list", pa.table({"subtask": pa.array([i % 2 for i in range(len(offsets))], pa.int32()),
+                                           "value": pa.array(offsets, pa.int64())})),
+        state("members", "union", pa.table({"subtask": pa.array([0] * len(members), pa.int32()),
+                                            "value": pa.array(members, pa.string())})),
+        state("rules", "broadcast", pa.table({"key": list(rules), "value": list(rules.values())}),
+              key_type="string"),
+    )
+    sp = Savepoint(new_savepoint_id(), now_iso(), (Operator(k, "k", 2, 16, section),
+                                                   Operator(s, "s", 2, 16, None, states)))
+    return commit(sp, out).location
+
+
+def test_maps_nulls_lists_floats_multisets_and_sets(spark, tmp_path):
+    def row(user, v=None, m=None, l=None, d=None):
+        return {"user": user, "v": v, "m": m, "l": l, "d": d}
+
+    a = _small(tmp_path / "a", [
+        row("u1", 1, [("a", 1), ("b", 2)], [1, 2], 0.1),
+        row("u2"),                                   # every state null: as if absent
+        row("u3", 3, [], [3]),                       # an empty map is no map
+        row("u4", l=[1, 2]),
+        row("u5", d=0.1),
+        row("u7", 7),
+    ], offsets=[10, 10, 20], members=["a", "b"], rules={"r1": "x", "r2": "y"})
+    b = _small(tmp_path / "b", [
+        row("u1", 1, [("b", 2), ("a", 1)], [1, 2], 0.1),  # map entries in another order
+        row("u3", 3, None, [3]),
+        row("u4", l=[2, 1]),                              # list order matters
+        row("u5", d=0.10000000000000002),                 # floats compare exactly
+        row("u6", 6),
+    ], offsets=[20, 10, 20], members=["b", "a", "a"], rules={"r1": "x", "r2": "z", "r3": "w"})
+    d = diff_savepoints(spark, a, b, limit=10)
+    assert _counts(d) == {("k", "(keyed)"): (1, 1, 2), ("k", "(timers)"): (0, 0, 0),
+                          ("s", "offsets"): (1, 1, 0), ("s", "members"): (0, 0, 0),
+                          ("s", "rules"): (0, 1, 1)}
+    keyed = next(t for t in d.tables if t.table == "(keyed)")
+    assert keyed.samples["only_in_a"] == [{"key": {"user": "u7"},
+                                           "a": {"v": 7}}]  # null states are left out
+    assert [s["key"] for s in keyed.samples["only_in_b"]] == [{"user": "u6"}]
+    assert keyed.samples["changed"] == [
+        {"key": {"user": "u4"}, "a": {"l": [1, 2]}, "b": {"l": [2, 1]}},
+        {"key": {"user": "u5"}, "a": {"d": 0.1}, "b": {"d": 0.10000000000000002}}]
+    offsets = next(t for t in d.tables if t.table == "offsets")
+    assert offsets.samples == {"only_in_a": [{"key": {"value": 10}}],
+                               "only_in_b": [{"key": {"value": 20}}]}
+    rules = next(t for t in d.tables if t.table == "rules")
+    assert rules.samples == {"only_in_b": [{"key": {"key": "r3"}, "b": {"value": "w"}}],
+                             "changed": [{"key": {"key": "r2"}, "a": {"value": "y"},
+                                          "b": {"value": "z"}}]}
