@@ -7,7 +7,7 @@ import name: ``statectl.statefmt`` (the formats, no Spark), ``statectl.backends`
 and ``statectl.cli`` (the command). The public API is re-exported here; importing
 ``statectl`` does not start (or import) Spark.
 
-    from statectl import open_savepoint, SavepointWriter, rescale
+    from statectl import open_savepoint, SavepointWriter, rescale, diff_savepoints
 """
 
 __version__ = "0.1.0"
@@ -24,10 +24,13 @@ def __getattr__(name: str):
     if name == "SavepointWriter":
         from .writers import SavepointWriter
         return SavepointWriter
+    if name == "diff_savepoints":
+        from .readers.diff import diff_savepoints
+        return diff_savepoints
     if name == "rescale":
         from .writers.rescale import rescale
         return rescale
     raise AttributeError(f"module 'statectl' has no attribute {name!r}")
 
 
-__all__ = ["open_savepoint", "SavepointWriter", "rescale", "StatectlError", "__version__"]
+__all__ = ["open_savepoint", "SavepointWriter", "rescale", "diff_savepoints", "StatectlError", "__version__"]

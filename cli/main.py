@@ -78,6 +78,7 @@ def validate(
         raise typer.Exit(1)
 
 
+from .diffing import register as _register_diffing  # noqa: E402
 from .reading import register as _register_reading  # noqa: E402
 from .rescaling import register as _register_rescaling  # noqa: E402
 from .writing import register as _register_writing  # noqa: E402
@@ -85,6 +86,7 @@ from .writing import register as _register_writing  # noqa: E402
 _register_reading(app)
 _register_writing(app)
 _register_rescaling(app)
+_register_diffing(app)
 
 
 def run() -> None:

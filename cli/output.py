@@ -155,6 +155,40 @@ class RichOutput:
             c.print(markup("[red]invalid[/red]: {} ({} problem(s))", report["location"],
                            len(report["problems"])))
 
+    def savepoint_diff(self, doc: dict) -> None:
+        """A diff of two savepoints (see :func:`statectl.cli.summary.diff_summary`)."""
+        c = self.console
+        c.print(f"[bold]A[/bold] {escape(str(doc['a']))}\n[bold]B[/bold] {escape(str(doc['b']))}")
+        ops = doc["operators"]
+        for label in ops["removed"]:
+            c.print(f"[red]operator removed[/red]: {escape(label)} (only in A)")
+        for label in ops["added"]:
+            c.print(f"[green]operator added[/green]: {escape(label)} (only in B)")
+        for r in ops["renamed"]:
+            c.print(f"[yellow]operator renamed[/yellow]: {escape(r['a'])} -> {escape(r['b'])} "
+                    f"({r['why']})")
+        if doc["changes"]:
+            self.table("Declarations", ["operator", "change", "state", "A", "B"],
+                       [[ch["operator"], ch["what"].replace("_", " "), ch["state"] or "",
+                         _shown(ch["a"]), _shown(ch["b"])] for ch in doc["changes"]])
+        if doc["tables"]:
+            self.table("Content", ["operator", "table", "kind", "only in A", "only in B", "changed"],
+                       [[t["operator"], t["table"], t["kind"], str(t["only_in_a"]),
+                         str(t["only_in_b"]), str(t["changed"])] for t in doc["tables"]],
+                       right={3, 4, 5})
+        for t in doc["tables"]:
+            rows = [[category.replace("_", " "), _compact(s["key"]), _compact(s.get("a")),
+                     _compact(s.get("b"))]
+                    for category, samples in t["samples"].items() for s in samples]
+            if rows:
+                self.table(f"Sample of {t['operator']} {t['table']}", ["", "key", "A", "B"], rows)
+        if doc["identical"]:
+            c.print("[green]identical[/green]")
+        elif doc["same_content"]:
+            c.print("[yellow]same content[/yellow], different parallelism or max parallelism")
+        else:
+            c.print("[red]different[/red]")
+
     def written(self, doc: dict) -> None:
         """The summary of a write (see :func:`statectl.cli.summary.write_summary`)."""
         c = self.console
@@ -193,6 +227,20 @@ class JsonOutput:
 
     def written(self, doc: dict) -> None:
         print_json(doc)
+
+    def savepoint_diff(self, doc: dict) -> None:
+        print_json(doc)
+
+
+def _shown(value) -> str:
+    return "-" if value is None else str(value)
+
+
+def _compact(value) -> str:
+    """A sample value as one line of JSON ("-" when that side has no row)."""
+    if value is None:
+        return "-"
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
 
 
 def output_for(json_mode: bool):

@@ -96,3 +96,20 @@ def write_summary(report) -> dict:
         "copied_bytes": report.copied_bytes,
         "removed_leftover_files": report.removed_leftovers,
     }
+
+
+def diff_summary(d) -> dict:
+    """What :func:`statectl.readers.diff.diff_savepoints` found, as plain data."""
+    return {
+        "a": d.a,
+        "b": d.b,
+        "identical": d.identical,
+        "same_content": d.same_content,
+        "operators": {
+            "added": list(d.operators_added),
+            "removed": list(d.operators_removed),
+            "renamed": [{"a": a, "b": b, "why": why} for a, b, why in d.operators_renamed],
+        },
+        "changes": [vars(c) for c in d.changes],
+        "tables": [{**vars(t), "samples": dict(t.samples)} for t in d.tables],
+    }

@@ -85,7 +85,7 @@ def test_a_normal_install_on_python_3_10_shadows_nothing(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["__version__", "StatectlError", "open_savepoint",
-                                  "SavepointWriter", "rescale"])
+                                  "SavepointWriter", "rescale", "diff_savepoints"])
 def test_the_public_api_is_exported_from_statectl(name):
     import statectl
 
