@@ -164,9 +164,12 @@ def output_for(json_mode: bool):
 
 
 def print_error(message: str) -> None:
+    """One ``error:`` line per line of *message* (a spec's mistakes come several at once)."""
     from rich.markup import escape  # messages quote paths and Spark errors with [brackets]
 
-    make_console(stderr=True).print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+    console = make_console(stderr=True)
+    for line in message.splitlines() or [message]:
+        console.print(f"[red]error:[/red] {escape(line)}", soft_wrap=True)
 
 
 # --- DataFrames: `statectl read` and `statectl sql` --------------------------
