@@ -27,7 +27,7 @@ class ValueState:
 
     name: str
     column: str
-    data: Any = None  # a DataFrame; None: the keyed section's data
+    data: Any = None  # a DataFrame (a spec's DataRef until opened); None: the keyed section's data
     combine: str | None = None
 
 
