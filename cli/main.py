@@ -88,21 +88,41 @@ _register_rescaling(app)
 
 
 def run() -> None:
-    """Console-script entry point: one clear message and exit 1 for bad input.
+    """Console-script entry point: one clear `error:` line for bad input, never a traceback.
 
     Usage lines name ``statectl`` however Python was started (click would name
     ``python -m ...`` when the command runs inside another module's process).
+
+    Exit codes: 0 success, 1 bad input (or an invalid savepoint), 2 a usage error
+    (an unknown option, a missing argument), 130 interrupted.
     """
+    from typer._click import exceptions as click_errors  # typer's own copy of click
+
     try:
-        app(prog_name="statectl")
+        code = app(standalone_mode=False, prog_name="statectl")
+    except click_errors.NoArgsIsHelpError as e:
+        print(e.ctx.get_help())
+        sys.exit(2)
+    except click_errors.UsageError as e:
+        command = e.ctx.command_path if e.ctx is not None else "statectl"
+        print_error(f"{e.format_message()} (see {command} --help)")
+        sys.exit(2)
+    except click_errors.ClickException as e:
+        print_error(e.format_message())
+        sys.exit(e.exit_code)
+    except typer.Abort:
+        print_error("interrupted")
+        sys.exit(130)
     except StatectlError as e:
         if debug_enabled():
             traceback.print_exc()
-        print_error(str(e))
+        for line in getattr(e, "lines", None) or (str(e),):  # a spec's mistakes: one line each
+            print_error(line)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         print_error("interrupted")
         sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import re
 import sys
+import threading
 
 from rich import box
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from statectl.statefmt.types import type_str
 
@@ -29,10 +33,40 @@ def print_json(doc) -> None:
 def make_console(stderr: bool = False) -> Console:
     """A console; when output goes to a file or pipe, wide enough not to fold tables."""
     probe = Console(stderr=stderr)
-    return Console(stderr=stderr, highlight=False, width=None if probe.is_terminal else 200)
+    return Console(stderr=stderr, highlight=False, emoji=False,
+                   width=None if probe.is_terminal else 200)
 
 
 PLAIN_TABLE_ROWS = 200
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """*text* with control characters (ESC, CR, newlines...) shown as ``\\xNN``: file
+    content must not move the cursor or recolour the terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def plain(text) -> Text:
+    """*text* as rich text that is never parsed as markup, control characters shown."""
+    return Text(printable(str(text)))
+
+
+def markup(template: str, *values) -> Text:
+    """*template* (rich markup, written here) with every ``{}`` filled by a :func:`plain` value.
+
+    Values come from users and from savepoint files: a ``[`` or a trailing ``\\``
+    in a path or an id must print as itself, so values are never parsed as markup.
+    """
+    pieces = template.split("{}")
+    out = Text()
+    for i, piece in enumerate(pieces):
+        out.append_text(Text.from_markup(piece))
+        if i < len(values):
+            out.append_text(plain(values[i]))
+    return out
 
 
 class RichOutput:
@@ -43,13 +77,13 @@ class RichOutput:
 
     def savepoint_info(self, info: dict) -> None:
         c = self.console
-        c.print(f"[bold]Savepoint[/bold] {info['location']}")
-        c.print(f"  id {info['savepoint_id']}, created {info['created_at']}, "
-                f"format version {info['format_version']}")
-        c.print(f"  {len(info['operators'])} operator(s), {info['files']} file(s), "
-                f"{human_bytes(info['bytes'])}")
+        c.print(markup("[bold]Savepoint[/bold] {}", info["location"]))
+        c.print(markup("  id {}, created {}, format version {}", info["savepoint_id"],
+                       info["created_at"], info["format_version"]))
+        c.print(markup("  {} operator(s), {} file(s), {}", len(info["operators"]), info["files"],
+                       human_bytes(info["bytes"])))
         for entry in info["lineage"]:
-            c.print(f"  references savepoint {entry['savepoint_id']} at {entry['location']}")
+            c.print(markup("  references savepoint {} at {}", entry["savepoint_id"], entry["location"]))
         ops = []
         for op in info["operators"]:
             ops.append([op["uid"] if op["uid"] is not None else "(unknown)", op["operator_id"],
@@ -91,10 +125,11 @@ class RichOutput:
             table.add_column(col, justify="right" if i in right else "left",
                              no_wrap=i in (0, 1))
         for row in rows:
-            table.add_row(*(escape(cell) for cell in row))
+            table.add_row(*(plain(cell) for cell in row))
         self.console.print(table)
 
     def _plain_table(self, title, columns, rows, right) -> None:
+        rows = [[printable(c) for c in r] for r in rows]
         widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
 
         def line(cells):
@@ -109,35 +144,36 @@ class RichOutput:
         c = self.console
         for dep in report["dependencies"]:
             state = "present" if dep["present"] else "[red]GONE[/red]"
-            c.print(f"depends on savepoint {dep['savepoint_id']} at {dep['location']}: {state}, "
-                    f"{dep['files']} file(s) referenced")
+            c.print(markup("depends on savepoint {} at {}: " + state + ", {} file(s) referenced",
+                           dep["savepoint_id"], dep["location"], dep["files"]))
         for problem in report["problems"]:
-            c.print(f"[red]problem:[/red] {problem}", soft_wrap=True)
+            c.print(markup("[red]problem:[/red] {}", problem), soft_wrap=True)
         if report["valid"]:
-            c.print(f"[green]valid[/green]: {report['location']} "
-                    f"({report['files_checked']} file(s), {human_bytes(report['bytes_checked'])} checked)")
+            c.print(markup("[green]valid[/green]: {} ({} file(s), {} checked)", report["location"],
+                           report["files_checked"], human_bytes(report["bytes_checked"])))
         else:
-            c.print(f"[red]invalid[/red]: {report['location']} "
-                    f"({len(report['problems'])} problem(s))")
+            c.print(markup("[red]invalid[/red]: {} ({} problem(s))", report["location"],
+                           len(report["problems"])))
 
     def written(self, doc: dict) -> None:
         """The summary of a write (see :func:`statectl.cli.summary.write_summary`)."""
         c = self.console
-        c.print(f"[green]wrote[/green] savepoint {doc['savepoint_id']} to {escape(doc['location'])}")
+        c.print(markup("[green]wrote[/green] savepoint {} to {}", doc["savepoint_id"], doc["location"]))
         table = Table(box=box.SIMPLE_HEAD)
         for col, justify in (("uid", "left"), ("operator id", "left"), ("", "left"),
                              ("states", "left"), ("files", "right"), ("rows", "right"),
                              ("size", "right")):
             table.add_column(col, justify=justify, no_wrap=col in ("uid", "operator id"))
         for o in doc["operators"]:
-            table.add_row(escape(o["uid"]) if o["uid"] is not None else "(unknown)", o["operator_id"],
-                          o["action"], escape(", ".join(o["states"])), str(o["files"]),
+            table.add_row(plain(o["uid"]) if o["uid"] is not None else "(unknown)",
+                          plain(o["operator_id"]), plain(o["action"]),
+                          plain(", ".join(o["states"])), str(o["files"]),
                           str(o["rows"]), human_bytes(o["bytes"]))
         c.print(table)
         for uid in doc["removed"]:
-            c.print(f"removed operator {escape(uid)}")
+            c.print(markup("removed operator {}", uid))
         for e in doc["lineage"]:
-            c.print(f"shares files of savepoint {e['savepoint_id']} at {escape(e['location'])}")
+            c.print(markup("shares files of savepoint {} at {}", e["savepoint_id"], e["location"]))
         if doc["copied_files"]:
             c.print(f"copied {doc['copied_files']} file(s), {human_bytes(doc['copied_bytes'])}, "
                     "from other savepoints: self-contained")
@@ -163,13 +199,41 @@ def output_for(json_mode: bool):
     return JsonOutput() if json_mode else RichOutput()
 
 
-def print_error(message: str) -> None:
-    """One ``error:`` line per line of *message* (a spec's mistakes come several at once)."""
-    from rich.markup import escape  # messages quote paths and Spark errors with [brackets]
+@contextlib.contextmanager
+def spinner(message: str, delay: float = 1.0):
+    """A spinner with *message* on standard error, shown after *delay* seconds, on a terminal only.
 
-    console = make_console(stderr=True)
-    for line in message.splitlines() or [message]:
-        console.print(f"[red]error:[/red] {escape(line)}", soft_wrap=True)
+    It writes to a duplicate of the terminal's descriptor, so it keeps turning
+    while Spark's start-up has standard error pointed at /dev/null.
+    """
+    if not sys.stderr.isatty():
+        yield
+        return
+    stream = os.fdopen(os.dup(sys.stderr.fileno()), "w")
+    status = Console(file=stream, force_terminal=True, highlight=False, emoji=False).status(
+        plain(message))
+    done, shown = threading.Event(), threading.Event()
+
+    def show() -> None:
+        if not done.wait(delay):
+            status.start()
+            shown.set()
+
+    waiter = threading.Thread(target=show, daemon=True)
+    waiter.start()
+    try:
+        yield
+    finally:
+        done.set()
+        waiter.join()
+        if shown.is_set():
+            status.stop()
+        stream.close()
+
+
+def print_error(message: str) -> None:
+    """One line: messages quote paths and Spark errors, with [brackets] and newlines."""
+    make_console(stderr=True).print(markup("[red]error:[/red] {}", message.strip()), soft_wrap=True)
 
 
 # --- DataFrames: `statectl read` and `statectl sql` --------------------------
@@ -185,9 +249,12 @@ _JSON_OPTIONS = {
 }
 
 
-def check_frame_output(fmt: str, output: str | None) -> None:
-    """Refuse impossible format/output combinations before any Spark work starts."""
+def check_frame_output(fmt: str, output: str | None, involved=(), overwrite: bool = False) -> None:
+    """Refuse impossible format/output combinations, and outputs that would overwrite
+    something (a savepoint of *involved*, an existing file without *overwrite*),
+    before any Spark work starts."""
     from statectl.statefmt.errors import UsageError
+    from statectl.statefmt.savepoint import check_output
 
     if fmt not in FRAME_FORMATS:
         raise UsageError(f"unknown format {fmt!r}; formats: {', '.join(FRAME_FORMATS)}")
@@ -195,18 +262,25 @@ def check_frame_output(fmt: str, output: str | None) -> None:
         raise UsageError("--format parquet writes a directory: give it with --output PATH")
     if fmt == "table" and output:
         raise UsageError("--output needs --format jsonl, csv or parquet")
+    if output:
+        check_output(output, involved, overwrite=overwrite,
+                     kind="directory" if fmt == "parquet" else "file")
 
 
-def write_frame(df, fmt: str, output: str | None = None, limit: int | None = None) -> None:
-    """Print or write a DataFrame as a table, JSON lines, CSV or Parquet."""
-    check_frame_output(fmt, output)
+def write_frame(df, fmt: str, output: str | None = None, limit: int | None = None,
+                overwrite: bool = False) -> None:
+    """Print or write a DataFrame as a table, JSON lines, CSV or Parquet.
+
+    A file or directory output appears whole (written aside, then renamed in).
+    """
+    check_frame_output(fmt, output, overwrite=overwrite)
     if fmt == "table":
         _frame_table(df, limit)
         return
     if limit is not None:
         df = df.limit(limit)
     if fmt == "parquet":
-        _frame_parquet(df, output)
+        _frame_parquet(df, output, overwrite)
     elif fmt == "jsonl":
         _write_lines(_json_lines(df), output)
     else:
@@ -281,22 +355,47 @@ def _write_lines(lines, output: str | None) -> None:
 
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return
-    from statectl.statefmt.fs import Location
+    import os
+    import uuid
 
-    with Location.of(output).open_output_stream() as out:
-        for text in lines:
-            out.write(text.encode("utf-8"))
-
-
-def _frame_parquet(df, output: str) -> None:
-    from statectl.statefmt.errors import UsageError
     from statectl.statefmt.fs import Location
 
     loc = Location.of(output)
-    if loc.exists():
-        raise UsageError(f"{loc} already exists; choose a new --output")
-    uri = loc.uri if "://" in loc.uri else "file://" + loc.uri
-    df.write.parquet(uri.replace("s3://", "s3a://", 1) if uri.startswith("s3://") else uri)
+    target = Location(f"{loc.uri}.tmp-{uuid.uuid4().hex}") if loc.is_local else loc
+    try:
+        with target.open_output_stream() as out:
+            for text in lines:
+                out.write(text.encode("utf-8"))
+        if target != loc:
+            os.replace(target.path, loc.path)
+    finally:
+        if target != loc:
+            target.delete_file()
+
+
+def _frame_parquet(df, output: str, overwrite: bool = False) -> None:
+    import os
+    import shutil
+    import uuid
+
+    from statectl.statefmt.fs import Location
+
+    loc = Location.of(output)
+    # locally the folder is written aside and renamed in, so a failed write leaves nothing
+    target = Location(f"{loc.uri}.tmp-{uuid.uuid4().hex}") if loc.is_local else loc
+    uri = target.uri if "://" in target.uri else "file://" + target.uri
+    uri = uri.replace("s3://", "s3a://", 1) if uri.startswith("s3://") else uri
+    try:
+        df.write.mode("overwrite" if overwrite else "errorifexists").parquet(uri)
+        if target != loc:
+            old = f"{loc.path}.old-{uuid.uuid4().hex}"
+            if os.path.exists(loc.path):
+                os.rename(loc.path, old)
+            os.rename(target.path, loc.path)
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        if target != loc and os.path.exists(target.path):
+            shutil.rmtree(target.path, ignore_errors=True)
 
 
 def _frame_table(df, limit: int | None) -> None:

@@ -39,6 +39,7 @@ def read(
     limit: Optional[int] = typer.Option(None, "--limit", min=0, help="At most this many rows."),
     where: Optional[str] = typer.Option(None, "--where", help="Keep rows matching a Spark SQL "
                                         "condition, e.g. \"count > 10\"."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --output."),
     master: Optional[str] = typer.Option(None, "--master", help=_MASTER_HELP),
 ) -> None:
     """Read one operator's keyed table, timers, or an operator state."""
@@ -47,8 +48,8 @@ def read(
     from statectl.statefmt.ids import OperatorRef
     from statectl.statefmt.savepoint import load
 
-    check_frame_output(fmt, output)
     sp = load(savepoint)
+    check_frame_output(fmt, output, [sp], overwrite)
     if (uid is None) == (operator_id is None):
         raise UsageError("name the operator with exactly one of --uid or --operator-id; "
                          f"operators: {sp.operator_labels()}")
@@ -59,7 +60,7 @@ def read(
         df = reader.table(choice)
         if where:
             df = filtered(df, where)
-        write_frame(df, fmt, output, limit)
+        write_frame(df, fmt, output, limit, overwrite)
 
 
 def sql(
@@ -71,17 +72,21 @@ def sql(
     output: Optional[str] = typer.Option(None, "--output", "-o",
                                          help="Write to this file (directory for parquet)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=0, help="At most this many rows."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --output."),
     master: Optional[str] = typer.Option(None, "--master", help=_MASTER_HELP),
 ) -> None:
     """Run a Spark SQL query over every state of a savepoint."""
     from statectl.readers import SavepointReader
     from statectl.statefmt.savepoint import load
 
-    check_frame_output(fmt, output)
+    from .statements import check_read_only
+
+    check_read_only(query)
     sp = load(savepoint)
+    check_frame_output(fmt, output, [sp], overwrite)
     with spark_errors():
         reader = SavepointReader(start_spark(master), sp)
-        write_frame(reader.sql(query), fmt, output, limit)
+        write_frame(reader.sql(query), fmt, output, limit, overwrite)
 
 
 def filtered(df, where: str):

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from .spark import MASTER_HELP, spark_errors, start_spark
-from .writing import SELF_CONTAINED_HELP, progress, summary
+from .writing import OVERWRITE_HELP, SELF_CONTAINED_HELP, progress, summary
 
 
 def register(app: typer.Typer) -> None:
@@ -25,6 +25,7 @@ def rescale(
                                             "operator (uid or operator id). Repeatable; "
                                             "default: every keyed operator."),
     self_contained: bool = typer.Option(False, "--self-contained", help=SELF_CONTAINED_HELP),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
     master: Optional[str] = typer.Option(None, "--master", help=MASTER_HELP),
     json_: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
 ) -> None:
@@ -33,13 +34,14 @@ def rescale(
     A new parallelism alone keeps the keyed files (they are indexed by key group);
     operator list and union state are dealt out again. Other operators are shallow copies.
     """
-    from statectl.statefmt.savepoint import check_output
+    from statectl.statefmt.savepoint import check_output, load
     from statectl.writers.rescale import Rescale
 
-    check_output(output)
-    chosen = Rescale.of(savepoint, max_parallelism, parallelism, uid)  # fails before Spark starts
+    source = load(savepoint)
+    check_output(output, [source], overwrite=overwrite)
+    chosen = Rescale.of(source, max_parallelism, parallelism, uid)  # fails before Spark starts
     with spark_errors():
         spark = start_spark(master)
         with progress(spark, quiet=json_) as on_job:
-            report = chosen.write(spark, output, self_contained, on_job=on_job)
+            report = chosen.write(spark, output, self_contained, on_job=on_job, overwrite=overwrite)
     summary(report, json_)

@@ -53,20 +53,23 @@ def start_spark(master: str | None = None):
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
     if debug_enabled():
         return spark_session(master)
+    from .output import spinner
+
     _quiet_pyspark_loggers()
     sys.stdout.flush()
     sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, 1)
-        os.dup2(null, 2)
-        spark = spark_session(master)
-    finally:
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in (*saved, null):
-            os.close(fd)
+    with spinner("starting Spark…"):
+        saved = os.dup(1), os.dup(2)
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, 1)
+            os.dup2(null, 2)
+            spark = spark_session(master)
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in (*saved, null):
+                os.close(fd)
     spark.sparkContext.setLogLevel("OFF")  # a failed task is reported once, by statectl
     _plain_interrupts()
     return spark

@@ -17,6 +17,8 @@ from .spark import MASTER_HELP as _MASTER_HELP
 from .spark import spark_errors, start_spark
 from .output import make_console, output_for
 
+OVERWRITE_HELP = ("Replace a savepoint (or non-empty directory) already at the output; the old "
+                  "savepoint stays valid until the new _metadata replaces it, then its files go.")
 SELF_CONTAINED_HELP = ("Copy every file shared from another savepoint into the output, "
                         "so it no longer depends on any other savepoint.")
 
@@ -36,6 +38,7 @@ def bootstrap(
     fmt: Optional[str] = typer.Option(None, "--format", help="Physical format: canonical "
                                       "(default, or the spec's format) or rocksdb."),
     self_contained: bool = typer.Option(False, "--self-contained", help=SELF_CONTAINED_HELP),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
     master: Optional[str] = typer.Option(None, "--master", help=_MASTER_HELP),
     json_: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
 ) -> None:
@@ -47,15 +50,16 @@ def bootstrap(
     parsed = load_spec(spec)
     physical = fmt or parsed.format
     _check_format(physical)
-    check_output(output)
     base_sp = load(base) if base is not None else None
+    check_output(output, [base_sp], overwrite=overwrite)
     writer = SavepointWriter(base_sp, parsed.max_parallelism, physical)
     with spark_errors():
         spark = start_spark(master)
         with progress(spark, quiet=json_) as on_job:
             for op in parsed.operator_data(spark):
                 writer.with_operator(op)
-            report = writer.write(output, spark, self_contained, on_job=on_job)
+            report = writer.write(output, spark, self_contained, on_job=on_job,
+                                  overwrite=overwrite)
     summary(report, json_)
 
 
@@ -67,14 +71,15 @@ def modify(
     rename: Optional[list[str]] = typer.Option(None, "--rename", help="OLD=NEW: give an operator "
                                                "a new uid. Repeatable."),
     self_contained: bool = typer.Option(False, "--self-contained", help=SELF_CONTAINED_HELP),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
     json_: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
 ) -> None:
     """Derive a savepoint by metadata alone: remove or rename operators, or copy it whole."""
     from statectl.statefmt.savepoint import check_output
     from statectl.writers import SavepointWriter
 
-    check_output(output)
     writer = SavepointWriter.from_existing(base)
+    check_output(output, [writer.base], overwrite=overwrite)
     for uid in remove or []:
         writer.remove_operator(uid)
     for pair in rename or []:
@@ -82,7 +87,7 @@ def modify(
         if not sep or not old or not new:
             raise UsageError(f"--rename takes OLD=NEW, got {pair!r}")
         writer.rename_operator(old, new)
-    summary(writer.write(output, None, self_contained), json_)
+    summary(writer.write(output, None, self_contained, overwrite=overwrite), json_)
 
 
 def _check_format(physical: str) -> None:
@@ -104,7 +109,7 @@ def progress(spark, quiet: bool):
     if quiet:
         yield None
         return
-    bars = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+    bars = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                     TextColumn("tasks"), TimeElapsedColumn(), console=make_console(stderr=True))
     ids: dict[str, int] = {}
 

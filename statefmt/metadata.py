@@ -27,7 +27,7 @@ from .model import (
     OperatorState,
     Savepoint,
 )
-from .refs import check_relative_path
+from .refs import check_relative_path, split_options
 from .types import validate_type
 from .vocabulary import Format, OperatorStateKind, StateKind
 
@@ -44,7 +44,8 @@ def encode(sp: Savepoint) -> bytes:
         "format_version": sp.format_version,
         "savepoint_id": sp.savepoint_id,
         "created_at": sp.created_at,
-        "lineage": [{"savepoint_id": e.savepoint_id, "location": e.location} for e in sp.lineage],
+        "lineage": [{"savepoint_id": e.savepoint_id, "location": split_options(e.location)[0]}
+                    for e in sp.lineage],  # the user's filesystem options are not the file's
         "operators": [_encode_operator(op) for op in sp.operators],
     }
     return (json.dumps(doc, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
@@ -109,10 +110,12 @@ def decode(data: bytes, source: str = "_metadata") -> Savepoint:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise MetadataError(f"{source}: not a statectl _metadata file (invalid JSON: {e})") from None
+    except RecursionError:  # the C decoder bounds its own depth; far deeper than any real file
+        raise MetadataError(f"{source}: JSON nested too deeply") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
         raise MetadataError(f"{source}: not a statectl _metadata file (no \"format\": \"{FORMAT_NAME}\")")
     version = doc.get("format_version")
-    if version != FORMAT_VERSION:
+    if type(version) is not int or version != FORMAT_VERSION:  # true == 1 in Python
         raise UnsupportedVersionError(
             f"{source}: format version {version!r} is not supported; "
             f"this statectl reads version {FORMAT_VERSION}"

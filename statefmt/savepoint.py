@@ -6,10 +6,18 @@ import dataclasses
 import datetime as dt
 import uuid
 
-from .errors import MissingFileError, NotASavepointError, SavepointExistsError, StatectlError
+from .errors import (
+    MissingFileError,
+    NotASavepointError,
+    SavepointExistsError,
+    StatectlError,
+    UnsafeReferenceError,
+)
 from .fs import Location
 from .metadata import decode, encode
 from .model import DataFile, FileRef, LineageEntry, Operator, Savepoint
+from .refs import check_lineage_location
+from .resolve import resolve_reference
 
 METADATA_FILE = "_metadata"
 
@@ -25,20 +33,66 @@ def load(location: str | Location) -> Savepoint:
                 "(or a write that never finished)"
             )
         raise NotASavepointError(f"{loc}: no such savepoint directory")
-    return decode(meta.read_bytes(), source=str(meta)).replace(location=loc.uri)
+    sp = decode(meta.read_bytes(), source=str(meta)).replace(location=loc.uri)
+    return check_lineage(sp)
+
+
+def _users_of(sp: Savepoint, savepoint_id: str) -> str:
+    """The operators whose files lie in lineage entry *savepoint_id*, for error messages."""
+    labels = sorted({op.label for op, f in sp.data_files() if f.ref.savepoint == savepoint_id})
+    return "operator " + ", ".join(labels) if labels else "lineage"
+
+
+def check_lineage(sp: Savepoint) -> Savepoint:
+    """*sp* with every lineage location checked and opened with the user's filesystem options.
+
+    A lineage location must be an absolute location on the savepoint's own
+    filesystem (see :func:`refs.check_lineage_location`) and, when it exists,
+    hold the savepoint the entry names: so `_metadata` cannot point statectl at
+    an arbitrary directory. A location that is gone is left for the reader or
+    validator to report as a missing dependency.
+    """
+    entries = []
+    for e in sp.lineage:
+        where = _users_of(sp, e.savepoint_id)
+        location = check_lineage_location(e.location, sp.location, where)
+        base = Location(location)
+        if base.exists():
+            meta = base.child(METADATA_FILE)
+            try:
+                found = decode(meta.read_bytes(), source=str(meta)).savepoint_id \
+                    if meta.exists() else None
+            except StatectlError:
+                found = None
+            if found != e.savepoint_id:
+                raise UnsafeReferenceError(
+                    f"{where}: lineage location {e.location!r} does not hold savepoint "
+                    f"{e.savepoint_id}")
+        entries.append(LineageEntry(e.savepoint_id, location))
+    return sp.replace(lineage=tuple(entries)) if entries else sp
 
 
 def file_location(sp: Savepoint, ref: FileRef) -> Location:
-    """Where the file named by *ref* lies, for a savepoint read from disk."""
+    """Where the file named by *ref* lies, for a savepoint read from disk.
+
+    Goes through :func:`resolve.resolve_reference`: the file must stay inside its
+    savepoint (a symlink leading out is refused, naming the operator).
+    """
     if sp.location is None:
         raise StatectlError("the savepoint has no location yet")
-    if ref.savepoint is None:
-        return Location(sp.location).child(ref.path)
+    root = sp.location
+    if ref.savepoint is not None:
+        try:
+            root = sp.lineage_entry(ref.savepoint).location
+        except KeyError:
+            raise MissingFileError(
+                f"{ref.path}: savepoint {ref.savepoint} is not in the lineage") from None
     try:
-        base = sp.lineage_entry(ref.savepoint)
-    except KeyError:
-        raise MissingFileError(f"{ref.path}: savepoint {ref.savepoint} is not in the lineage") from None
-    return Location(base.location).child(ref.path)
+        return resolve_reference(root, ref.path)
+    except UnsafeReferenceError as e:
+        owner = next((op.label for op, f in sp.data_files() if f.ref == ref), None)
+        where = f"operator {owner}" if owner else "file reference"
+        raise UnsafeReferenceError(f"{where}: {str(e).split(': ', 1)[-1]}") from None
 
 
 def new_savepoint_id() -> str:
@@ -93,22 +147,134 @@ def prune_lineage(sp: Savepoint) -> Savepoint:
     return sp.replace(lineage=tuple(e for e in sp.lineage if e.savepoint_id in used))
 
 
-def check_output(location: str | Location) -> Location:
-    """The output location, refused if it already holds a savepoint."""
+WRITE_MARKER_PREFIX = "_writing-"  # an unfinished write's marker (writers/job.py)
+
+
+def _comparable(loc: Location) -> str:
+    """A location's text for containment tests: the real path on a local disk."""
+    import os
+
+    from .refs import split_options
+
+    if loc.is_local:
+        path = loc.uri[len("file://"):] if loc.uri.startswith("file://") else loc.uri
+        return os.path.realpath(split_options(path)[0])
+    return split_options(loc.uri)[0].rstrip("/")
+
+
+def _overlaps(a: str, b: str) -> str | None:
+    if a == b:
+        return "is"
+    if a.startswith(b.rstrip("/") + "/"):
+        return "is inside"
+    if b.startswith(a.rstrip("/") + "/"):
+        return "contains"
+    return None
+
+
+def savepoint_roots(savepoints) -> list[str]:
+    """Every directory the savepoints read by a command occupy: theirs and their lineage's."""
+    roots = []
+    for sp in savepoints:
+        if sp is None or sp.location is None:
+            continue
+        roots.append(sp.location)
+        roots.extend(e.location for e in sp.lineage)
+    return roots
+
+
+def check_output(location: str | Location, involved=(), *, overwrite: bool = False,
+                 kind: str = "savepoint") -> Location:
+    """The output location of a command, checked before any work starts.
+
+    Refused: an output that is, contains or lies inside a savepoint of
+    *involved* (those the command reads, and their lineage); one that is or
+    lies below an existing file (for *kind* ``"file"``: that is a directory);
+    an existing savepoint or non-empty directory, or an existing file, unless
+    *overwrite* (a directory holding only an unfinished write's leftovers is
+    not refused: the next write removes them).
+    """
+    from .errors import UsageError
+
     loc = Location.of(location)
+    mine = _comparable(loc)
+    for root in savepoint_roots(involved):
+        how = _overlaps(mine, _comparable(Location.of(root)))
+        if how is not None:
+            raise UsageError(f"output {loc} {how} the savepoint {root}, which this command reads; "
+                             "choose an output outside it")
+    if loc.is_local:
+        _check_local_parents(loc)
+    info = loc.info()
+    if info.type == pafs_file_type().NotFound:
+        return loc
+    if kind == "file":
+        if info.type == pafs_file_type().Directory:
+            raise UsageError(f"output {loc} is a directory; give a file name")
+        if not overwrite:
+            raise UsageError(f"output {loc} already exists; choose a new output or pass --overwrite")
+        return loc
+    if info.type != pafs_file_type().Directory:
+        raise UsageError(f"output {loc} is a file; give a directory")
+    if overwrite:
+        return loc
     if loc.child(METADATA_FILE).exists():
-        raise SavepointExistsError(f"{loc} already holds a savepoint; choose a new output")
+        raise SavepointExistsError(f"{loc} already holds a savepoint; choose a new output "
+                                   "or pass --overwrite")
+    entries = loc.list_files()
+    if entries and not any(p.startswith(WRITE_MARKER_PREFIX) for p in entries):
+        raise UsageError(f"output {loc} is a directory that is not empty; choose a new output "
+                         "or pass --overwrite")
     return loc
 
 
-def commit(sp: Savepoint, location: str | Location) -> Savepoint:
+def pafs_file_type():
+    import pyarrow.fs as pafs
+
+    return pafs.FileType
+
+
+def _check_local_parents(loc: Location) -> None:
+    """Refuse a local output lying below an existing file."""
+    import os
+
+    from .errors import UsageError
+
+    path = os.path.dirname(_comparable(loc))
+    while path and not os.path.exists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    if path and os.path.exists(path) and not os.path.isdir(path):
+        raise UsageError(f"output {loc} lies below {path}, which is a file")
+
+
+def commit(sp: Savepoint, location: str | Location, overwrite: bool = False) -> Savepoint:
     """Write `_metadata` last, atomically: before it exists there is no savepoint.
 
     Every data file must already be in place. Returns *sp* bound to *location*.
+    With *overwrite*, a savepoint already there stays valid until the new
+    `_metadata` replaces its own in one rename; then its files that the new one
+    does not reference are removed.
     """
-    loc = check_output(location)
+    loc = Location.of(location)
+    previous = None
+    meta = loc.child(METADATA_FILE)
+    if meta.exists():
+        if not overwrite:
+            raise SavepointExistsError(f"{loc} already holds a savepoint; choose a new output")
+        try:
+            previous = decode(meta.read_bytes(), source=str(meta))
+        except StatectlError:
+            previous = None  # not a readable savepoint: nothing of it is removed
     if any(e.location == loc.uri for e in sp.lineage):
         raise StatectlError(f"{loc}: a savepoint cannot reference itself as its base")
     loc.make_dirs()
-    loc.child(METADATA_FILE).write_bytes_atomically(encode(sp))
+    meta.write_bytes_atomically(encode(sp))
+    if previous is not None:
+        kept = {f.ref.path for _, f in sp.data_files() if not f.ref.is_shared}
+        for _, f in previous.data_files():
+            if not f.ref.is_shared and f.ref.path not in kept:
+                loc.child(f.ref.path).delete_file()
     return sp.replace(location=loc.uri)

@@ -27,23 +27,38 @@ PRIMITIVES = (
     "date32",
 )
 TIMESTAMP_UNITS = ("us",)
+MAX_TYPE_DEPTH = 64  # nesting of list/map/struct; every consumer (Arrow, Spark, rich) stays shallow
 
 
-def validate_type(t: DataType, where: str = "type") -> DataType:
-    """Check that *t* is a well-formed type; return it unchanged."""
+def _short(value) -> str:
+    import reprlib
+
+    short = reprlib.Repr()  # keyword arguments only from Python 3.12
+    short.maxlevel, short.maxstring, short.maxother = 3, 60, 60
+    return short.repr(value)
+
+
+def validate_type(t: DataType, where: str = "type", _depth: int = 0) -> DataType:
+    """Check that *t* is a well-formed type, at most MAX_TYPE_DEPTH deep; return it unchanged."""
+    if _depth > MAX_TYPE_DEPTH:
+        import re
+
+        outer = re.split(r"\.(?:list|map|struct)\b", where)[0]
+        raise MetadataError(f"{outer}: type nested deeper than {MAX_TYPE_DEPTH} levels")
     if isinstance(t, str):
         if t not in PRIMITIVES:
-            raise MetadataError(f"{where}: unknown type {t!r}")
+            raise MetadataError(f"{where}: unknown type {_short(t)}")
         return t
     if not isinstance(t, dict) or len(t) != 1:
-        raise MetadataError(f"{where}: a type is a name or a one-key object, got {t!r}")
+        raise MetadataError(f"{where}: a type is a name or a one-key object, got {_short(t)}")
     (tag, arg), = t.items()
+    d = _depth + 1
     if tag == "list":
-        validate_type(arg, f"{where}.list")
+        validate_type(arg, f"{where}.list", d)
     elif tag == "map":
         _require_keys(arg, ("key", "value"), f"{where}.map")
-        validate_type(arg["key"], f"{where}.map.key")
-        validate_type(arg["value"], f"{where}.map.value")
+        validate_type(arg["key"], f"{where}.map.key", d)
+        validate_type(arg["value"], f"{where}.map.value", d)
     elif tag == "struct":
         if not isinstance(arg, list) or not arg:
             raise MetadataError(f"{where}.struct: a non-empty list of fields is required")
@@ -55,7 +70,7 @@ def validate_type(t: DataType, where: str = "type") -> DataType:
             names.add(field["name"])
             if not isinstance(field.get("nullable", True), bool):
                 raise MetadataError(f"{where}.struct[{i}].nullable must be true or false")
-            validate_type(field["type"], f"{where}.struct.{field['name']}")
+            validate_type(field["type"], f"{where}.struct.{field['name']}", d)
     elif tag == "timestamp":
         _require_keys(arg, ("unit", "tz"), f"{where}.timestamp")
         if arg["unit"] not in TIMESTAMP_UNITS:

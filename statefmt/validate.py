@@ -1,14 +1,29 @@
-"""`statectl validate`: every reference, size, checksum and file schema, all problems listed."""
+"""`statectl validate`: every reference, size, checksum, file schema and structural
+invariant, all problems listed.
+
+Besides what `_metadata` decoding already enforces (limits, key-group ranges
+inside ``0..max_parallelism-1`` and not overlapping, kinds and their types),
+each data file is checked against its operator: a keyed or timer file's rows
+carry the key group their key hashes to at the operator's max parallelism
+(checked on a sample of rows spread over the file, so an edited max
+parallelism is caught), and list and union entries belong to subtasks below
+the parallelism. A new parallelism alone is a metadata-only rescale (keyed
+files are indexed by key group), so keyed file ranges need not match the
+subtasks' ranges.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pyarrow.compute as pc
+
 from .canonical import check_parquet, keyed_schema, operator_state_schema, timers_schema
-from .errors import MissingFileError, StatectlError
+from .errors import DataFileError, MissingFileError, StatectlError
+from .keygroups import key_group_for_key
 from .fs import Location
 from .integrity import verify_file
-from .model import Savepoint
+from .model import KEY_GROUP_COLUMN, DataFile, Operator, Savepoint
 from .vocabulary import Format
 from .savepoint import file_location, load
 
@@ -55,6 +70,33 @@ def files_with_schemas(sp: Savepoint):
                 yield op, f, schema
 
 
+KEY_SAMPLES = 16  # rows per keyed file whose key group is recomputed from the key
+
+
+def check_invariants(op: Operator, f: DataFile, loc: Location, pf) -> None:
+    """Raise DataFileError if the rows of *f* contradict *op*'s parallelism or max parallelism."""
+    if f.key_groups is not None and op.keyed is not None and pf.metadata.num_rows:
+        names = op.keyed.key_names
+        table = pf.read(columns=[KEY_GROUP_COLUMN, *names])
+        n = table.num_rows
+        picks = sorted({i * (n - 1) // max(1, KEY_SAMPLES - 1) for i in range(KEY_SAMPLES)})
+        sample = table.take(picks).to_pylist()
+        for row in sample:
+            expected = key_group_for_key([row[c] for c in names], op.keyed.key_types,
+                                         op.max_parallelism)
+            if row[KEY_GROUP_COLUMN] != expected:
+                raise DataFileError(
+                    f"{loc}: a row of key group {row[KEY_GROUP_COLUMN]} holds a key of key group "
+                    f"{expected} at max parallelism {op.max_parallelism} (was the max "
+                    "parallelism changed without rescaling?)")
+    if f.key_groups is None and "subtask" in pf.schema_arrow.names and pf.metadata.num_rows:
+        top = pc.max(pf.read(columns=["subtask"]).column("subtask")).as_py()
+        if top is not None and top >= op.parallelism:
+            raise DataFileError(
+                f"{loc}: holds entries of subtask {top}, but the operator runs at parallelism "
+                f"{op.parallelism} (was the parallelism changed without rescaling?)")
+
+
 def validate(location: str | Location) -> ValidationReport:
     report = ValidationReport(str(location))
     try:
@@ -75,17 +117,18 @@ def validate(location: str | Location) -> ValidationReport:
         dep = deps.get(f.ref.savepoint) if f.ref.savepoint else None
         if dep is not None:
             dep.files += 1
-        loc = file_location(sp, f.ref)
         try:
+            loc = file_location(sp, f.ref)
             verify_file(loc, f)
             if schema is not None:
                 with loc.open_input_file() as source:
-                    check_parquet(loc, source, schema, f)
+                    check_invariants(op, f, loc, check_parquet(loc, source, schema, f))
         except StatectlError as e:
             if dep is not None and isinstance(e, MissingFileError):
                 dep.missing_files += 1
             if dep is None or dep.present:  # a gone base is already one problem
-                report.problems.append(f"operator {op.label}: {e}")
+                prefix = f"operator {op.label}: "
+                report.problems.append(str(e) if str(e).startswith(prefix) else prefix + str(e))
             continue
         report.files_checked += 1
         report.bytes_checked += f.size

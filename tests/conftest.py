@@ -25,3 +25,35 @@ def pytest_sessionfinish(session, exitstatus):
 @pytest.fixture
 def cli():
     return statectl
+
+
+@pytest.fixture(scope="session")
+def flink_savepoint():
+    """Factory for snapshots made by the suite's Flink job (tests/flink/), cached between runs:
+    ``flink_savepoint(version="2.3.0", backend="rocksdb", format="canonical", key_type="long", ...)``
+    returns a ``flink_job.Snapshot`` (path, expected.json). Knobs: ``flink_job.DEFAULTS``.
+    Missing javac or Flink jars fail the test with the command that installs them."""
+    import flink_job
+
+    def make(version: str = "2.3.0", **knobs):
+        try:
+            return flink_job.make_snapshot(version, **knobs)
+        except flink_job.FlinkSetupError as e:
+            pytest.fail(str(e), pytrace=False)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def flink_snapshots():
+    """Like flink_savepoint, for several knob sets of one version made in one JVM:
+    ``flink_snapshots("1.20.3", [dict(backend="hashmap"), dict(format="native")])``."""
+    import flink_job
+
+    def make(version: str, specs: list[dict]):
+        try:
+            return flink_job.make_snapshots(version, specs)
+        except flink_job.FlinkSetupError as e:
+            pytest.fail(str(e), pytrace=False)
+
+    return make

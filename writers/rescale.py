@@ -113,20 +113,22 @@ class Rescale:
         base = source if isinstance(source, Savepoint) else load(source)
         return cls(base, tuple(choose_operators(base, max_parallelism, parallelism, uids)))
 
-    def write(self, spark, output: str, self_contained: bool = False, on_job=None) -> WriteReport:
+    def write(self, spark, output: str, self_contained: bool = False, on_job=None,
+              overwrite: bool = False) -> WriteReport:
         """Write the rescaled savepoint to *output*; the base is only read."""
         writer = SavepointWriter(self.base)
         for choice in self.choices:
             writer.with_rebuilt(RescaledOperator(spark, self.base, choice))
-        return writer.write(output, spark, self_contained=self_contained, on_job=on_job)
+        return writer.write(output, spark, self_contained=self_contained, on_job=on_job,
+                            overwrite=overwrite)
 
 
 def rescale(spark, source: str, output: str, max_parallelism: int,
             parallelism: int | None = None, uids: list[str] | None = None,
-            self_contained: bool = False, on_job=None) -> WriteReport:
+            self_contained: bool = False, on_job=None, overwrite: bool = False) -> WriteReport:
     """Write *source* rescaled to *output*; see the module doc. *source* is only read."""
     return Rescale.of(source, max_parallelism, parallelism, uids).write(
-        spark, output, self_contained, on_job)
+        spark, output, self_contained, on_job, overwrite)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from statectl.statefmt.errors import UnknownOperatorError, UsageError
-from statectl.statefmt.fs import Location
 from statectl.statefmt.ids import OperatorRef, operator_id_for_uid
 from statectl.statefmt.keygroups import check_max_parallelism, check_parallelism, default_max_parallelism
 from statectl.statefmt.model import Operator, Savepoint
@@ -143,14 +142,13 @@ class SavepointWriter:
 
     # --- writing ------------------------------------------------------------------
     def write(self, output: str, spark=None, self_contained: bool = False,
-              on_job=None) -> WriteReport:
+              on_job=None, overwrite: bool = False) -> WriteReport:
         """Write the savepoint to *output* (a new location); Spark is needed for new operators.
 
         *on_job*, if given, is called with a description before each Spark job.
+        *overwrite* replaces a savepoint already at *output* (see :func:`commit`).
         """
-        out = check_output(output)
-        if self.base is not None and Location.of(self.base.location).uri == out.uri:
-            raise UsageError("the output cannot be the base savepoint")
+        out = check_output(output, [self.base], overwrite=overwrite)
         derived = self._derive()  # metadata-only part: checked before any file is written
         if self._new and spark is None:
             raise UsageError("writing operators from data needs a Spark session")
@@ -171,7 +169,7 @@ class SavepointWriter:
             if self_contained:
                 sp, files, size = make_self_contained(sp, out, session.token)
                 copied = (files, size)
-            sp = commit(sp, out)
+            sp = commit(sp, out, overwrite=overwrite)
         except BaseException:
             session.fail()
             raise

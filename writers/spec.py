@@ -150,7 +150,7 @@ class Spec:
         parser = _Parser(base_dir)
         spec = parser.spec(doc, source)
         if parser.errors:
-            raise SpecError("\n".join(dict.fromkeys(parser.errors)))
+            raise SpecError(*dict.fromkeys(parser.errors))
         return spec
 
     def operator_data(self, spark) -> list[OperatorData]:

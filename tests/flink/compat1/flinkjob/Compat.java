@@ -1,0 +1,93 @@
+package flinkjob;
+
+import org.apache.flink.api.common.functions.RuntimeContext;
+import org.apache.flink.api.common.state.CheckpointListener;
+import org.apache.flink.api.common.state.StateTtlConfig;
+import org.apache.flink.api.common.time.Time;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.runtime.state.FunctionInitializationContext;
+import org.apache.flink.runtime.state.FunctionSnapshotContext;
+import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.DataStreamSource;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.sink.DiscardingSink;
+import org.apache.flink.streaming.api.functions.source.RichParallelSourceFunction;
+import org.apache.flink.streaming.api.watermark.Watermark;
+import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
+
+/** The Flink 1.x (1.17 to 1.20) side of the API differences; compat2 has the 2.x side. */
+final class Compat {
+    private Compat() {}
+
+    static final String KEY_BACKEND = "state.backend.type";
+    static final String KEY_STORAGE = "state.checkpoint-storage";
+    static final String KEY_INLINE_THRESHOLD = "state.storage.fs.memory-threshold";
+    static final String KEY_CHECKPOINT_DIR = "state.checkpoints.dir";
+    static final String KEY_RETAINED = "state.checkpoints.num-retained";
+    static final String KEY_INCREMENTAL = "state.backend.incremental";
+    static final String KEY_RESTORE_PATH = "execution.savepoint.path";
+    static final String KEY_IGNORE_UNCLAIMED = "execution.savepoint.ignore-unclaimed-state";
+
+    static StateTtlConfig.Builder ttlBuilder(long ms) {
+        return StateTtlConfig.newBuilder(Time.milliseconds(ms));
+    }
+
+    static TumblingEventTimeWindows tumbling(long ms) {
+        return TumblingEventTimeWindows.of(org.apache.flink.streaming.api.windowing.time.Time.milliseconds(ms));
+    }
+
+    @SuppressWarnings("deprecation")
+    static int subtask(RuntimeContext rc) {
+        return rc.getIndexOfThisSubtask();
+    }
+
+    static <T> DataStreamSource<T> source(StreamExecutionEnvironment env, SourceBody<T> body, TypeInformation<T> ti, String name) {
+        return env.addSource(new Src<>(body), name, ti);
+    }
+
+    static <T> void discard(DataStream<T> s, String uid) {
+        s.addSink(new DiscardingSink<T>()).uid(uid).name(uid);
+    }
+
+    static String sinkOperatorName(String uid) {
+        return "Sink: " + uid;
+    }
+
+    static final class Src<T> extends RichParallelSourceFunction<T> implements CheckpointedFunction, CheckpointListener {
+        private final SourceBody<T> body;
+
+        Src(SourceBody<T> body) {
+            this.body = body;
+        }
+
+        @Override
+        public void run(SourceContext<T> ctx) throws Exception {
+            body.run(new SourceBody.Emitter<T>() {
+                public void collect(T v, long ts) { ctx.collectWithTimestamp(v, ts); }
+                public void watermark(long ts) { ctx.emitWatermark(new Watermark(ts)); }
+                public Object lock() { return ctx.getCheckpointLock(); }
+            });
+        }
+
+        @Override
+        public void cancel() {
+            body.cancel();
+        }
+
+        @Override
+        public void snapshotState(FunctionSnapshotContext ctx) throws Exception {
+            body.snapshotState(ctx);
+        }
+
+        @Override
+        public void initializeState(FunctionInitializationContext ctx) throws Exception {
+            body.initializeState(ctx, subtask(getRuntimeContext()));
+        }
+
+        @Override
+        public void notifyCheckpointComplete(long id) {
+            body.checkpointComplete(id);
+        }
+    }
+}

@@ -1,0 +1,370 @@
+"""Drives the suite's own Flink job (tests/flink/): finds or fetches a Flink release's jars, compiles
+the job once per (version, source hash), makes savepoints and retained checkpoints (cached between
+runs of the suite) and restores them into the same job, which dumps what it restored.
+
+Command line (used by .ci/run and benchmarks):
+    python tests/flink_job.py fetch [VERSION ...]        # jars of the given (default: all) versions
+    python tests/flink_job.py make VERSION name=value ...  # one snapshot; prints its path
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+VERSIONS = ("1.17.2", "1.20.3", "2.3.0")
+JOB_DIR = Path(__file__).resolve().parent / "flink"
+METADATA_MAGIC = 0x4960672D
+
+# The --add-opens/--add-exports set of Flink's own config.yaml (env.java.opts.all) for Java 17.
+JVM_FLAGS = [
+    "-Xmx1g", "-XX:+IgnoreUnrecognizedVMOptions",
+    "--add-exports=java.base/sun.net.util=ALL-UNNAMED",
+    "--add-exports=java.rmi/sun.rmi.registry=ALL-UNNAMED",
+    "--add-exports=java.security.jgss/sun.security.krb5=ALL-UNNAMED",
+    *(f"--add-opens=java.base/{p}=ALL-UNNAMED" for p in (
+        "java.lang", "java.net", "java.io", "java.nio", "sun.nio.ch", "java.lang.reflect",
+        "java.text", "java.time", "java.util", "java.util.concurrent",
+        "java.util.concurrent.atomic", "java.util.concurrent.locks")),
+]
+
+
+class FlinkSetupError(RuntimeError):
+    """javac, java or a Flink release's jars are missing: the suite cannot run its Flink job."""
+
+
+class FlinkJobError(RuntimeError):
+    """The Flink job failed; the message holds the end of its output."""
+
+
+def flink_home() -> Path:
+    """Where each release's jars live: $STATECTL_FLINK_HOME/<version>/lib."""
+    return Path(os.environ.get("STATECTL_FLINK_HOME") or Path.home() / ".cache/statectl/flink")
+
+
+def snapshot_cache() -> Path:
+    return Path(os.environ.get("STATECTL_FLINK_SAVEPOINTS")
+                or Path.home() / ".cache/statectl/flink-savepoints")
+
+
+@contextlib.contextmanager
+def _locked(folder: Path):
+    """Serializes writers of a cache folder across processes (parallel test runs share it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def lib_dir(version: str) -> Path:
+    return flink_home() / version / "lib"
+
+
+def _has_jars(version: str) -> bool:
+    return any(lib_dir(version).glob("flink-dist-*.jar"))
+
+
+def fetch_jars(version: str) -> Path:
+    """The lib/ jars of `apache-flink-libraries==version`, downloaded with pip once."""
+    lib = lib_dir(version)
+    if _has_jars(version):
+        return lib
+    with _locked(flink_home()), tempfile.TemporaryDirectory() as tmp:
+        if _has_jars(version):
+            return lib
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", tmp,
+                        f"apache-flink-libraries=={version}"], check=True)
+        (archive,) = Path(tmp).iterdir()
+        staging = Path(tmp) / "lib"
+        staging.mkdir()
+        if archive.suffix == ".whl":
+            with zipfile.ZipFile(archive) as z:
+                for name in z.namelist():
+                    if name.startswith("pyflink/lib/") and name.endswith(".jar"):
+                        (staging / Path(name).name).write_bytes(z.read(name))
+        else:
+            with tarfile.open(archive) as t:
+                for m in t.getmembers():
+                    if "/deps/lib/" in m.name and m.name.endswith(".jar"):
+                        (staging / Path(m.name).name).write_bytes(t.extractfile(m).read())
+        lib.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(staging), lib)
+    return lib
+
+
+def require_jars(version: str) -> Path:
+    if not _has_jars(version):
+        raise FlinkSetupError(
+            f"no Flink {version} jars in {lib_dir(version)}: run `python tests/flink_job.py fetch "
+            f"{version}` (it pip-downloads apache-flink-libraries=={version}), or set STATECTL_FLINK_HOME")
+    return lib_dir(version)
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise FlinkSetupError(f"`{name}` not found: the Flink tests need a JDK 11+ "
+                              "(apt-get install openjdk-17-jdk-headless)")
+    return path
+
+
+def source_hash() -> str:
+    h = hashlib.sha256()
+    for f in sorted(JOB_DIR.rglob("*")):
+        if f.is_file() and f.suffix in (".java", ".properties"):
+            h.update(str(f.relative_to(JOB_DIR)).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _compat_dir(version: str) -> Path:
+    return JOB_DIR / ("compat1" if version.startswith("1.") else "compat2")
+
+
+def compile_job(version: str) -> Path:
+    """The job's classes for this release (javac --release 11), compiled once per source hash."""
+    lib = require_jars(version)
+    classes = flink_home() / version / f"classes-{source_hash()}"
+    if (classes / "flinkjob" / "Main.class").exists():
+        return classes
+    with _locked(flink_home()):
+        if not (classes / "flinkjob" / "Main.class").exists():
+            _javac(version, lib, classes)
+    return classes
+
+
+def _javac(version: str, lib: Path, classes: Path) -> None:
+    sources = sorted((JOB_DIR / "src").rglob("*.java")) + sorted(_compat_dir(version).rglob("*.java"))
+    tmp = Path(tempfile.mkdtemp(dir=classes.parent, prefix="classes-tmp-"))
+    proc = subprocess.run([_tool("javac"), "--release", "11", "-nowarn", "-cp", f"{lib}/*", "-d", str(tmp),
+                           *map(str, sources)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise FlinkJobError(f"javac failed for Flink {version}:\n{proc.stdout}{proc.stderr}")
+    shutil.rmtree(classes, ignore_errors=True)
+    tmp.rename(classes)
+
+
+def run_job(version: str, runs: list[dict[str, str]], timeout: float = 1800) -> str:
+    """Runs the job once per knob set, all in one JVM (one MiniCluster after another)."""
+    classes = compile_job(version)
+    args: list[str] = []
+    for i, knobs in enumerate(runs):
+        if i:
+            args.append("--next")
+        args += [f"{k}={v}" for k, v in knobs.items()]
+    cmd = [_tool("java"), *JVM_FLAGS, f"-Dlog4j.configurationFile={JOB_DIR / 'log4j2.properties'}",
+           "-cp", f"{classes}:{lib_dir(version)}/*", "flinkjob.Main", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-40:])
+        raise FlinkJobError(f"the Flink {version} job failed (exit {proc.returncode}):\n{tail}")
+    return proc.stdout
+
+
+# Knobs and their defaults (see tests/flink/README.md). Python names use '_' for the job's '-'.
+DEFAULTS = {
+    "mode": "savepoint", "seed": "8675309", "keys": "30", "events": "480", "partitions": "6",
+    "value_max": "5000", "key_type": "long", "max_parallelism": "128", "parallelism": "2",
+    "states": "all", "uid_prefix": "", "backend": "rocksdb", "format": "canonical",
+    "checkpoint": "none", "compression": "false", "inline_threshold": "default",
+}
+
+
+def knobs(**kw) -> dict[str, str]:
+    """The job's knobs with defaults filled in, as the strings it takes on its command line."""
+    unknown = set(kw) - set(DEFAULTS)
+    if unknown:
+        raise TypeError(f"unknown Flink job knobs: {sorted(unknown)}")
+    merged = {**DEFAULTS, **{k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in kw.items()}}
+    if merged["mode"] == "size":
+        merged.update(events=merged["keys"], key_type="string", states="base")
+    return {k.replace("_", "-"): v for k, v in merged.items()}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A savepoint or retained checkpoint made by the job, with the state it holds."""
+
+    path: Path        # the savepoint directory, or the checkpoint's chk-N directory
+    expected: dict    # expected.json
+    workdir: Path     # the run's folder (expected.json, checkpoints/ or savepoints/)
+
+    @property
+    def metadata(self) -> Path:
+        return self.path / "_metadata"
+
+
+def _cache_dir(version: str, kn: dict[str, str]) -> Path:
+    key = json.dumps({"version": version, "knobs": kn, "source": source_hash()}, sort_keys=True)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return snapshot_cache() / f"{version}-{kn['mode']}-{kn['backend']}-{digest}"
+
+
+def operator_id(uid: str) -> dict:
+    """Flink's OperatorID of a uid (murmur3_x64_128, seed 0), as expected.json spells it."""
+    import mmh3
+
+    raw = mmh3.hash_bytes(uid.encode(), 0, x64arch=True)
+    lower, upper = struct.unpack(">qq", raw)
+    return {"operator_id": raw.hex(), "operator_id_lower_part": lower, "operator_id_upper_part": upper}
+
+
+def _add_operator_ids(workdir: Path) -> None:
+    path = workdir / "expected.json"
+    expected = json.loads(path.read_text())
+    for uid, op in expected["operators"].items():
+        ids = operator_id(uid)
+        expected["operators"][uid] = {"uid": op["uid"], "role": op["role"], **ids,
+                                      **{k: v for k, v in op.items() if k not in ("uid", "role")}}
+    path.write_text(json.dumps(expected, indent=1, ensure_ascii=False) + "\n")
+
+
+def _load(workdir: Path) -> Snapshot:
+    expected = json.loads((workdir / "expected.json").read_text())
+    return Snapshot(Path(expected["savepoint_path"]), expected, workdir)
+
+
+def make_snapshots(version: str, specs: list[dict]) -> list[Snapshot]:
+    """Snapshots for several knob sets (kwargs of knobs()); the missing ones made in one JVM.
+
+    Each is made in its final cache folder (a retained checkpoint's `_metadata` names its shared
+    files by absolute path, so it cannot move) and counts as cached once `done` is written there.
+    """
+    dirs = [_cache_dir(version, knobs(**s)) for s in specs]
+    with _locked(snapshot_cache()):
+        _make_missing(version, dirs, specs)
+    return [_load(d) for d in dirs]
+
+
+def _make_missing(version: str, dirs: list[Path], specs: list[dict]) -> None:
+    todo = [(d, knobs(**s)) for d, s in zip(dirs, specs) if not (d / "done").exists()]
+    todo = list({str(d): (d, k) for d, k in todo}.values())
+    if todo:
+        for d, _ in todo:
+            shutil.rmtree(d, ignore_errors=True)
+        start = time.monotonic()
+        run_job(version, [{**k, "out": str(d)} for d, k in todo])
+        per = (time.monotonic() - start) / len(todo)
+        for d, _ in todo:
+            _add_operator_ids(d)
+            (d / "done").write_text(f"{per:.1f} s\n")
+
+
+def make_snapshot(version: str = "2.3.0", **kw) -> Snapshot:
+    return make_snapshots(version, [kw])[0]
+
+
+def restore(version: str, savepoint: Path, out: Path, **kw) -> dict:
+    """Starts the job from `savepoint` (every piece of state must be claimed) and returns the JSON
+    dump of what it restored: operator and broadcast state per subtask, every known key's keyed
+    state read through the state API, and the event-time timers and windows a final watermark fires.
+    `kw` are the knobs of the job that made it (same keys and uids); `backend` may differ."""
+    kn = knobs(**{**kw, "mode": "restore"})
+    run_job(version, [{**kn, "out": str(out), "restore-from": str(savepoint)}])
+    return json.loads((out / "restored.json").read_text())
+
+
+def restore_snapshots(version: str, items: list[tuple[Snapshot, str]]) -> list[dict]:
+    """Restores cached snapshots (each with a state backend) in one JVM; each dump is cached in
+    its snapshot's folder, so a warm run restores nothing."""
+    outs = [s.workdir / f"restored-{backend}" for s, backend in items]
+    todo = []
+    for (snap, backend), out in zip(items, outs):
+        if (out / "restored.json").exists():
+            continue
+        kn = {k.replace("-", "_"): v for k, v in snap.expected["scenario"]["knobs"].items()
+              if k.replace("-", "_") in DEFAULTS}
+        kn.update(mode="restore", backend=backend)
+        todo.append({**knobs(**kn), "out": str(out), "restore-from": str(snap.path)})
+    if todo:
+        with _locked(snapshot_cache()):
+            run_job(version, todo)
+    return [json.loads((out / "restored.json").read_text()) for out in outs]
+
+
+def restore_mismatches(expected: dict, restored: dict) -> list[str]:
+    """Where a restore dump differs from expected.json (empty when every check passes).
+
+    Compared: SPLIT_DISTRIBUTE lists per subtask, the UNION list (every subtask gets all
+    subtasks' entries), broadcast maps per subtask, keyed values per key (AGGREGATING: its
+    result; TTL states: the values, not their timestamps), pending event-time timers of proc
+    and pending windows of win (both fired by the final watermark)."""
+    problems: list[str] = []
+
+    def check(what: str, want, got) -> None:
+        if want != got:
+            problems.append(f"{what}: expected {json.dumps(want, ensure_ascii=False)[:300]}, "
+                            f"restored {json.dumps(got, ensure_ascii=False)[:300]}")
+
+    got_ops = restored["operators"]
+    for uid, op in expected["operators"].items():
+        role = op["role"]
+        got = got_ops.get(uid, {})
+        if role == "src":
+            check(f"{uid} offsets", op["operator_state"]["offsets"]["subtasks"],
+                  got["operator_state"]["offsets"]["subtasks"])
+        elif role == "union-op":
+            subtasks = op["operator_state"]["union-counts"]["subtasks"]
+            union = [e for s in sorted(subtasks, key=int) for e in subtasks[s]]
+            want = {s: sorted(union) for s in subtasks}
+            have = {s: sorted(v) for s, v in got["operator_state"]["union-counts"]["subtasks"].items()}
+            check(f"{uid} union-counts", want, have)
+        elif role == "bcast":
+            check(f"{uid} rules", op["broadcast_state"]["rules"]["subtasks"],
+                  got["broadcast_state"]["rules"]["subtasks"])
+        elif role == "proc":
+            have_states = got["keyed_state"]
+            for name, state in op["keyed_state"].items():
+                want = state["values"]
+                if state["kind"] == "AGGREGATING":
+                    want = {k: {"result": v["result"]} for k, v in want.items()}
+                check(f"{uid} state {name}", want, have_states.get(name, {}).get("values", {}))
+            check(f"{uid} event-time timers fired", op["timers"]["event_time"]["values"],
+                  got["timers"]["event_time"]["values"])
+        elif role == "win":
+            check(f"{uid} windows fired", op["keyed_state"]["window-contents"]["values"],
+                  got["keyed_state"]["window-contents"]["values"])
+            check(f"{uid} window timers fired", op["timers"]["event_time"]["values"],
+                  got["timers"]["event_time"]["values"])
+    return problems
+
+
+def metadata_header(path: Path) -> tuple[int, int]:
+    """(magic, version) of a `_metadata` file."""
+    with open(path, "rb") as f:
+        return struct.unpack(">II", f.read(8))
+
+
+def _main(argv: list[str]) -> int:
+    if not argv or argv[0] not in ("fetch", "make"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    if argv[0] == "fetch":
+        for v in argv[1:] or VERSIONS:
+            fetch_jars(v)
+        return 0
+    version, *pairs = argv[1:]
+    kw = dict(p.split("=", 1) for p in pairs)
+    snap = make_snapshot(version, **{k.replace("-", "_"): v for k, v in kw.items()})
+    print(snap.path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
