@@ -36,7 +36,9 @@ from statectl.statefmt.vocabulary import Format, OperatorStateKind, StateKind, T
 from statectl.statefmt.rocksdb.codec import KEY_GROUP_BYTES, KeyLayout, key_group_of, key_group_prefix
 from statectl.statefmt.rocksdb.rows import RowMaker
 
-from .handles import AggregatingState, ListState, MapState, ReducingState, ValueState
+from statectl.statefmt.state_api import TimerService
+
+from .handles import AggregatingState, ListState, MapState, ReducingState, TableStore, ValueState
 from .opstate import OperatorStates
 from .snapshot import SubtaskSnapshot
 
@@ -72,7 +74,7 @@ def _operator_of(sp: Savepoint, operator: "str | OperatorRef") -> Operator:
     return sp.operator(operator)
 
 
-class KeyedStateBackend:
+class KeyedStateBackend(TimerService):
     """Base class; use :class:`HeapBackend` or :class:`RocksDBBackend`."""
 
     format = Format.CANONICAL
@@ -272,8 +274,7 @@ class KeyedStateBackend:
         validate_type(desc.value_type, f"state {desc.name!r}")
         if desc.user_key_type is not None:
             validate_type(desc.user_key_type, f"state {desc.name!r} map key")
-        table = self._declare(desc)
-        return make(self, table)
+        return make(desc.name, TableStore(self, self._declare(desc)))
 
     def value_state(self, name: str, value_type) -> ValueState:
         return self._handle(KeyedStateDescriptor(name, StateKind.VALUE, value_type), ValueState)
@@ -288,13 +289,13 @@ class KeyedStateBackend:
                        function: str | None = None) -> ReducingState:
         desc = KeyedStateDescriptor(name, StateKind.REDUCING, value_type,
                                     function=function or getattr(reduce, "__name__", None))
-        return self._handle(desc, lambda b, t: ReducingState(b, t, reduce))
+        return self._handle(desc, lambda n, store: ReducingState(n, store, reduce))
 
     def aggregating_state(self, name: str, accumulator_type, aggregate,
                           function: str | None = None) -> AggregatingState:
         desc = KeyedStateDescriptor(name, StateKind.AGGREGATING, accumulator_type,
                                     function=function or type(aggregate).__name__)
-        return self._handle(desc, lambda b, t: AggregatingState(b, t, aggregate))
+        return self._handle(desc, lambda n, store: AggregatingState(n, store, aggregate))
 
     @property
     def keyed_states(self) -> tuple[KeyedStateDescriptor, ...]:
@@ -310,21 +311,22 @@ class KeyedStateBackend:
 
     # --- timers -----------------------------------------------------------------------
 
+    @property
+    def timer_service(self) -> TimerService:
+        """The timer service of the current key and namespace (the backend itself)."""
+        return self
+
     def _timer_args(self) -> tuple[int, bytes]:
         kns = self._current_kns()
         return key_group_of(kns), kns[KEY_GROUP_BYTES:]
 
-    def register_event_time_timer(self, timestamp: int) -> None:
-        self._timer_add(TimerDomain.EVENT, *_ts_first(timestamp, self._timer_args()))
+    def _add_timer(self, domain: TimerDomain, timestamp: int) -> None:
+        kg, key_ns = self._timer_args()
+        self._timer_add(domain, kg, timestamp, key_ns)
 
-    def delete_event_time_timer(self, timestamp: int) -> None:
-        self._timer_remove(TimerDomain.EVENT, *_ts_first(timestamp, self._timer_args()))
-
-    def register_processing_time_timer(self, timestamp: int) -> None:
-        self._timer_add(TimerDomain.PROCESSING, *_ts_first(timestamp, self._timer_args()))
-
-    def delete_processing_time_timer(self, timestamp: int) -> None:
-        self._timer_remove(TimerDomain.PROCESSING, *_ts_first(timestamp, self._timer_args()))
+    def _delete_timer(self, domain: TimerDomain, timestamp: int) -> None:
+        kg, key_ns = self._timer_args()
+        self._timer_remove(domain, kg, timestamp, key_ns)
 
     def fire_event_time_timers(self, watermark: int) -> Iterator[Timer]:
         """Remove and yield every event-time timer with timestamp <= *watermark*.
@@ -453,13 +455,6 @@ class KeyedStateBackend:
     def _write_timers(self, out: Location):
         schema = canonical.timers_schema(self.section())
         return self._write_rows(out, "timers", schema, self._rows().timer_rows(self._timer_scan()))
-
-
-def _ts_first(timestamp: int, args: tuple[int, bytes]) -> tuple[int, int, bytes]:
-    if isinstance(timestamp, bool) or not isinstance(timestamp, int):
-        raise UsageError(f"a timer's timestamp is an integer (milliseconds), got {timestamp!r}")
-    kg, key_ns = args
-    return kg, timestamp, key_ns
 
 
 def _table(rows: list[dict], schema: pa.Schema) -> pa.Table:

@@ -118,7 +118,8 @@ def run() -> None:
     except StatectlError as e:
         if debug_enabled():
             traceback.print_exc()
-        print_error(str(e))
+        for line in getattr(e, "lines", None) or (str(e),):  # a spec's mistakes: one line each
+            print_error(line)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         print_error("interrupted")

@@ -9,12 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from statectl.statefmt.state_api import AGGREGATES, REDUCERS
 from statectl.statefmt.vocabulary import TimerDomain
 
 from .errors import SpecError
 
-REDUCE_FUNCTIONS = ("sum", "min", "max", "count")
-AGGREGATE_FUNCTIONS = ("avg",)
+REDUCE_FUNCTIONS = tuple(REDUCERS)  # sum, min, max, count
+AGGREGATE_FUNCTIONS = tuple(AGGREGATES)  # avg
 COMBINE_RULES = ("sum", "min", "max", "any")
 
 
@@ -26,7 +27,7 @@ class ValueState:
 
     name: str
     column: str
-    data: Any = None  # a DataFrame; None: the keyed section's data
+    data: Any = None  # a DataFrame (a spec's DataRef until opened); None: the keyed section's data
     combine: str | None = None
 
 

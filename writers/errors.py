@@ -15,7 +15,15 @@ from statectl.statefmt.errors import DuplicateKeyError, StatectlError, UsageErro
 
 
 class SpecError(UsageError):
-    """A bootstrap spec is malformed or names something that does not exist."""
+    """A bootstrap spec is malformed or names something that does not exist.
+
+    A spec's mistakes are found in one pass and raised together: :attr:`lines`
+    holds one line per mistake (the CLI prints each as an ``error:`` line).
+    """
+
+    def __init__(self, *lines: str):
+        super().__init__("\n".join(lines))
+        self.lines = lines
 
 
 class InputError(UsageError):

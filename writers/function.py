@@ -17,6 +17,7 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from statectl.statefmt.canonical import keyed_schema, timers_schema
+from statectl.statefmt import state_api
 from statectl.statefmt.errors import StatectlError
 from statectl.statefmt.model import (
     KEY_GROUP_COLUMN,
@@ -24,6 +25,14 @@ from statectl.statefmt.model import (
     Field,
     KeyedSection,
     KeyedStateDescriptor,
+)
+from statectl.statefmt.state_api import (
+    AggregatingState,
+    ListState,
+    MapState,
+    ReducingState,
+    TimerService,
+    ValueState,
 )
 from statectl.statefmt.types import from_arrow, validate_type
 from statectl.statefmt.vocabulary import StateKind, TimerDomain
@@ -41,135 +50,80 @@ FLUSH_ROWS = 16 * 1024
 
 # --- the context a function sees -----------------------------------------------------
 
-class TimerService:
-    """Registers timers of the current key and namespace (times in epoch milliseconds)."""
+class _SlotStore:
+    """A :class:`~statectl.statefmt.state_api.StateStore` over one state of the key's slots."""
 
-    def __init__(self, ctx: "KeyContext"):
-        self._ctx = ctx
+    __slots__ = ("_ctx", "_name")
 
-    def register_event_time_timer(self, timestamp: int) -> None:
-        self._ctx._timers.add((self._ctx.namespace, int(timestamp), TimerDomain.EVENT))
-
-    def register_processing_time_timer(self, timestamp: int) -> None:
-        self._ctx._timers.add((self._ctx.namespace, int(timestamp), TimerDomain.PROCESSING))
-
-
-class _Handle:
-    def __init__(self, ctx: "KeyContext", descriptor: KeyedStateDescriptor):
-        self._ctx, self._d = ctx, descriptor
-
-    def _get(self, default=None):
-        return self._ctx._slot().get(self._d.name, default)
-
-    def _set(self, value) -> None:
-        self._ctx._slot()[self._d.name] = value
-
-    def clear(self) -> None:
-        self._ctx._slot().pop(self._d.name, None)
-
-
-class ValueHandle(_Handle):
-    def value(self):
-        return self._get()
-
-    def update(self, value) -> None:
-        self._set(value) if value is not None else self.clear()
-
-
-class ListHandle(_Handle):
-    def get(self) -> list:
-        return list(self._get([]))
-
-    def add(self, value) -> None:
-        self._ctx._slot().setdefault(self._d.name, []).append(value)
-
-    def add_all(self, values) -> None:
-        self._ctx._slot().setdefault(self._d.name, []).extend(values)
-
-    def update(self, values) -> None:
-        self._set(list(values))
-
-
-class MapHandle(_Handle):
-    def _map(self) -> dict:
-        return self._ctx._slot().setdefault(self._d.name, {})
-
-    def get(self, key):
-        return self._get({}).get(key)
-
-    def put(self, key, value) -> None:
-        self._map()[key] = value
-
-    def put_all(self, mapping) -> None:
-        self._map().update(mapping)
-
-    def remove(self, key) -> None:
-        self._get({}).pop(key, None)
-
-    def contains(self, key) -> bool:
-        return key in self._get({})
-
-    def items(self):
-        return list(self._get({}).items())
-
-
-class ReducingHandle(_Handle):
-    """``add`` folds a value in with the state's function (sum|min|max|count)."""
+    def __init__(self, ctx: "KeyContext", name: str):
+        self._ctx, self._name = ctx, name
 
     def get(self):
-        return self._get()
+        return self._ctx._slot().get(self._name)
 
-    def add(self, value) -> None:
-        current, fn = self._get(), self._d.function
-        if fn == "count":
-            self._set((current or 0) + 1)
-        elif current is None:
-            self._set(value)
-        else:
-            self._set({"sum": current + value, "min": min(current, value),
-                       "max": max(current, value)}[fn])
+    def put(self, value) -> None:
+        self._ctx._slot()[self._name] = value
 
-    def update(self, value) -> None:
-        self._set(value)
+    def delete(self) -> None:
+        self._ctx._slot().pop(self._name, None)
 
+    def append(self, values: list) -> None:
+        self._ctx._slot().setdefault(self._name, []).extend(values)
 
-class AggregatingHandle(_Handle):
-    """``add`` folds a value into the accumulator; ``avg`` keeps ``{"sum", "count"}``."""
+    def map_get(self, user_key):
+        return self._ctx._slot().get(self._name, {}).get(user_key)
 
-    def get(self):
-        return self._get()
+    def map_put(self, user_key, value) -> None:
+        self._ctx._slot().setdefault(self._name, {})[user_key] = value
 
-    def add(self, value) -> None:
-        if self._d.function != "avg":
-            raise StateValueError(f"aggregating state {self._d.name!r}: add() needs function avg; "
-                                  "set the accumulator with update()")
-        acc = self._get() or {"sum": 0, "count": 0}
-        self._set({"sum": acc["sum"] + value, "count": acc["count"] + 1})
+    def map_remove(self, user_key) -> None:
+        self._ctx._slot().get(self._name, {}).pop(user_key, None)
 
-    def update(self, accumulator) -> None:
-        self._set(accumulator)
+    def map_contains(self, user_key) -> bool:
+        return user_key in self._ctx._slot().get(self._name, {})
+
+    def map_items(self) -> list[tuple]:
+        return list(self._ctx._slot().get(self._name, {}).items())
 
 
-_HANDLES = {StateKind.VALUE: ValueHandle, StateKind.LIST: ListHandle, StateKind.MAP: MapHandle,
-            StateKind.REDUCING: ReducingHandle, StateKind.AGGREGATING: AggregatingHandle}
+def _handle(d: KeyedStateDescriptor, store: _SlotStore):
+    if d.kind == StateKind.REDUCING:
+        return state_api.reducing_state(d.name, store, d.function)
+    if d.kind == StateKind.AGGREGATING:
+        return state_api.aggregating_state(d.name, store, d.function)
+    return {StateKind.VALUE: ValueState, StateKind.LIST: ListState,
+            StateKind.MAP: MapState}[d.kind](d.name, store)
 
 
-class KeyContext:
+class KeyContext(TimerService):
     """What a per-key function sees: the key, its states, its timers, the namespace.
 
-    ``ctx.value("count").update(3)``, ``ctx.list("events").add_all([...])``,
-    ``ctx.map("attrs").put("k", "v")``, ``ctx.reducing("total").add(5)``,
+    The states are the handles of ``statectl.statefmt.state_api``, as a job on
+    the backends gets them: ``ctx.value("count").update(3)``,
+    ``ctx.list("events").add_all([...])``, ``ctx.map("attrs").put("k", "v")``,
+    ``ctx.reducing("total").add(5)``, ``ctx.aggregating("mean").add(2.5)``,
     ``ctx.timer_service.register_event_time_timer(ms)``. Setting ``ctx.namespace``
     switches every state (and new timers) to that namespace.
     """
 
     def __init__(self, states: list[KeyedStateDescriptor]):
         self._descriptors = {s.name: s for s in states}
-        self.timer_service = TimerService(self)
+        self._handles: dict[str, Any] = {}
         self.key: tuple = ()
         self.namespace: Any = None
         self._slots: dict[Any, dict] = {}
         self._timers: set = set()
+
+    @property
+    def timer_service(self) -> TimerService:
+        """The timer service of the current key and namespace (the context itself)."""
+        return self
+
+    def _add_timer(self, domain: TimerDomain, timestamp: int) -> None:
+        self._timers.add((self.namespace, timestamp, domain))
+
+    def _delete_timer(self, domain: TimerDomain, timestamp: int) -> None:
+        self._timers.discard((self.namespace, timestamp, domain))
 
     def _reset(self, key: tuple) -> None:
         self.key, self.namespace, self._slots, self._timers = key, None, {}, set()
@@ -184,21 +138,24 @@ class KeyContext:
                                   f"{', '.join(self._descriptors) or '(none)'}")
         if d.kind != kind:
             raise StateValueError(f"state {name!r} is a {d.kind} state, not a {kind} state")
-        return _HANDLES[kind](self, d)
+        handle = self._handles.get(name)
+        if handle is None:
+            handle = self._handles[name] = _handle(d, _SlotStore(self, name))
+        return handle
 
-    def value(self, name: str) -> ValueHandle:
+    def value(self, name: str) -> ValueState:
         return self._handle(name, StateKind.VALUE)
 
-    def list(self, name: str) -> ListHandle:
+    def list(self, name: str) -> ListState:
         return self._handle(name, StateKind.LIST)
 
-    def map(self, name: str) -> MapHandle:
+    def map(self, name: str) -> MapState:
         return self._handle(name, StateKind.MAP)
 
-    def reducing(self, name: str) -> ReducingHandle:
+    def reducing(self, name: str) -> ReducingState:
         return self._handle(name, StateKind.REDUCING)
 
-    def aggregating(self, name: str) -> AggregatingHandle:
+    def aggregating(self, name: str) -> AggregatingState:
         return self._handle(name, StateKind.AGGREGATING)
 
 

@@ -1,24 +1,29 @@
 """The bootstrap spec: a YAML or JSON file naming, per operator, where its state comes from.
 
-Parsing checks every field (unknown fields too) without Spark, so a wrong
-spec fails at once; :meth:`Spec.operators` then reads the inputs with Spark
-and returns the :class:`OperatorData` values the writer takes. The shape is
-documented in ``docs/BOOTSTRAP.md``.
+The file is parsed once, without Spark, into the writer's own frozen values
+(:class:`OperatorData` and the states, timers and functions under it), with
+inputs as :class:`DataRef` values (a location, a format, options) opened only
+when the write runs (:meth:`Spec.operator_data`). Parsing checks every field
+(unknown fields too) in one pass and reports every mistake found, one line
+each: the path into the spec, then what is wrong. The shape is documented in
+``docs/BOOTSTRAP.md``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
-from statectl.statefmt.errors import StatectlError, first_line
+from statectl.statefmt.errors import LimitError, StatectlError, first_line
 from statectl.statefmt.fs import Location
+from statectl.statefmt.keygroups import MAX_MAX_PARALLELISM, check_max_parallelism, check_parallelism
 from statectl.statefmt.vocabulary import Format, OperatorStateKind, StateKind
 
 from .definitions import (
@@ -65,15 +70,15 @@ def load_spec(path: str) -> "Spec":
 
 
 @dataclass(frozen=True)
-class Input:
-    """An input file or folder, read by Spark."""
+class DataRef:
+    """An input file or folder of the spec; opened (read by Spark) only when the write runs."""
 
     location: str
     format: str
     schema: str | None = None
     options: tuple[tuple[str, str], ...] = ()
 
-    def read(self, spark):
+    def open(self, spark):
         reader = spark.read.format(self.format)
         options = dict(self.options)
         if self.format == "csv":
@@ -131,51 +136,95 @@ def _kind(v) -> str:
 
 @dataclass(frozen=True)
 class Spec:
+    """A checked spec: its options and its operators, whose inputs are :class:`DataRef` values."""
+
     source: str
     max_parallelism: int | None
     format: str
-    operators: tuple[dict, ...]  # checked raw operator entries, inputs resolved
+    operators: tuple[OperatorData, ...]
     base_dir: str
 
     @staticmethod
     def parse(doc: Any, base_dir: str, source: str = "spec") -> "Spec":
-        top = _Fields(doc, source, {"max_parallelism", "format", "operators"})
-        fmt = top.get("format", str, default=Format.CANONICAL)
-        max_p = _limit(top.get("max_parallelism", int), None, source)
-        ops = top.get("operators", list, required=True)
-        if not ops:
-            raise SpecError(f"{source}: operators is empty")
+        """Check *doc* in one pass; a :class:`SpecError` lists every mistake, one line each."""
         parser = _Parser(base_dir)
-        checked = tuple(parser.operator(o, f"operators[{i}]") for i, o in enumerate(ops))
-        for o in checked:
-            _limit(o["max_parallelism"] or max_p, o["parallelism"], f"operator {o['uid']!r}")
-        uids = [o["uid"] for o in checked]
-        dupes = sorted({u for u in uids if uids.count(u) > 1})
-        if dupes:
-            raise SpecError(f"{source}: operator uid(s) {', '.join(map(repr, dupes))} given twice")
-        for o in checked:  # names, functions and combine rules, before any data is read
-            _build(o, lambda _input: None).check()
-        return Spec(source, max_p, fmt, checked, base_dir)
+        spec = parser.spec(doc, source)
+        if parser.errors:
+            raise SpecError(*dict.fromkeys(parser.errors))
+        return spec
 
     def operator_data(self, spark) -> list[OperatorData]:
-        """Read the inputs with Spark and build the writer's operator values."""
-        cache: dict[Input, Any] = {}
+        """The operators with their inputs opened by Spark (each input once)."""
+        opened: dict[DataRef, Any] = {}
 
-        def read(inp: Input | None):
-            if inp is None:
-                return None
-            if inp not in cache:
-                cache[inp] = inp.read(spark)
-            return cache[inp]
+        def open_(ref: DataRef):
+            if ref not in opened:
+                opened[ref] = ref.open(spark)
+            return opened[ref]
 
-        return [_build(o, read) for o in self.operators]
+        return [_opened(op, open_) for op in self.operators]
+
+
+def _opened(value, open_: Callable[[DataRef], Any]):
+    """*value* with every :class:`DataRef` in it replaced by what *open_* gives."""
+    if isinstance(value, DataRef):
+        return open_(value)
+    if isinstance(value, tuple):
+        return tuple(_opened(v, open_) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {f.name: _opened(getattr(value, f.name), open_) for f in dataclasses.fields(value)
+                   if f.name in ("data", "keyed", "states", "timers", "operator_states")}
+        return dataclasses.replace(value, **changes)
+    return value
 
 
 class _Parser:
+    """One pass over the document; each mistake is kept as one line in :attr:`errors`."""
+
     def __init__(self, base_dir: str):
         self.base_dir = base_dir
+        self.errors: list[str] = []
 
-    def input(self, value, where: str) -> Input | None:
+    def _each(self, items: list, parse: Callable[[Any, str], Any], where: str) -> tuple:
+        """Parse every item; one that is wrong (or None) adds its line(s) and is left out."""
+        out = []
+        for i, item in enumerate(items):
+            try:
+                parsed = parse(item, f"{where}[{i}]")
+            except SpecError as e:
+                self.errors.append(str(e))
+                continue
+            if parsed is not None:
+                out.append(parsed)
+        return tuple(out)
+
+    def _quiet(self, parse: Callable, *args, on_error=None):
+        """``parse(*args)``; when wrong, its line is kept and *on_error* stands in for it."""
+        try:
+            return parse(*args)
+        except SpecError as e:
+            self.errors.append(str(e))
+            return on_error
+
+    def spec(self, doc, source: str) -> Spec | None:
+        try:
+            top = _Fields(doc, source, {"max_parallelism", "format", "operators"})
+        except SpecError as e:
+            self.errors.append(str(e))
+            return None
+        fmt = self._quiet(top.get, "format", str, False, Format.CANONICAL, on_error=Format.CANONICAL)
+        max_p = self._quiet(lambda: _limit(top.get("max_parallelism", int), None, source))
+        ops = self._quiet(top.get, "operators", list, True, on_error=[])
+        if not ops and "operators" in top.value and isinstance(top.value["operators"], list):
+            self.errors.append(f"{source}: operators is empty")
+        operators = self._each(ops, lambda o, w: self.operator(o, w, max_p), "operators")
+        uids = [o.uid for o in operators]
+        dupes = sorted({u for u in uids if uids.count(u) > 1})
+        if dupes:
+            self.errors.append(f"{source}: operator uid(s) {', '.join(map(repr, dupes))} given twice")
+        return Spec(source, max_p, fmt, operators, self.base_dir)
+
+    def input(self, value, where: str) -> DataRef | None:
         if value is None:
             return None
         if isinstance(value, str):
@@ -194,124 +243,120 @@ class _Parser:
         if fmt not in ("parquet", "csv", "json"):
             raise SpecError(f"{where}.format must be parquet, csv or json, got {fmt!r}")
         options = f.get("options", dict, default={})
-        return Input(loc.uri, fmt, f.get("schema", str),
-                     tuple(sorted((str(k), _option(v)) for k, v in options.items())))
+        return DataRef(loc.uri, fmt, f.get("schema", str),
+                       tuple(sorted((str(k), _option(v)) for k, v in options.items())))
 
-    def operator(self, value, where: str) -> dict:
+    def operator(self, value, where: str, default_max_p: int | None) -> OperatorData | None:
+        """The operator, or None when a part of it is wrong (its lines are in :attr:`errors`)."""
         f = _Fields(value, where, {"uid", "parallelism", "max_parallelism", "keyed",
                                    "operator_state", "broadcast_state"})
         uid = f.get("uid", str, required=True)
         where = f"operator {uid!r}"
-        out = {
-            "uid": uid,
-            "parallelism": f.get("parallelism", int, default=1),
-            "max_parallelism": _limit(f.get("max_parallelism", int), None, where),
-            "keyed": self.keyed(f.value["keyed"], f"{where}.keyed") if f.has("keyed") else None,
-            "operator_state": [self.operator_state(s, f"{where}.operator_state[{i}]")
-                               for i, s in enumerate(f.get("operator_state", list, default=[]))],
-        }
-        out["operator_state"] += [
-            self.broadcast(s, f"{where}.broadcast_state[{i}]")
-            for i, s in enumerate(f.get("broadcast_state", list, default=[]))
-        ]
-        if out["keyed"] is None and not out["operator_state"]:
+        before = len(self.errors)
+        parallelism = self._quiet(f.get, "parallelism", int, False, 1, on_error=1)
+        max_p = self._quiet(lambda: _limit(f.get("max_parallelism", int), None, where))
+        self._quiet(_limit, max_p or default_max_p, parallelism, where)
+        keyed = self._quiet(self.keyed, f.value["keyed"], f"{where}.keyed") if f.has("keyed") else None
+        states = self._each(self._quiet(f.get, "operator_state", list, False, [], on_error=[]),
+                            self.operator_state, f"{where}.operator_state")
+        states += self._each(self._quiet(f.get, "broadcast_state", list, False, [], on_error=[]),
+                             self.broadcast, f"{where}.broadcast_state")
+        if len(self.errors) > before:  # incomplete: its own checks would mislead
+            return None
+        if keyed is None and not states:
             raise SpecError(f"{where}: no state given (keyed, operator_state or broadcast_state)")
-        return out
+        op = OperatorData(uid, parallelism, max_p, keyed, states)
+        op.check()  # names, functions and combine rules, before any data is read
+        return op
 
-    def keyed(self, value, where: str) -> dict:
+    def keyed(self, value, where: str) -> KeyedData | KeyedFunction:
         f = _Fields(value, where, {"key", "input", "namespace", "states", "timers", "function",
                                    "order_by"})
         key = f.get("key", (list, str), required=True)
-        key = [key] if isinstance(key, str) else key
+        key = (key,) if isinstance(key, str) else tuple(key)
         if not key or not all(isinstance(k, str) for k in key):
             raise SpecError(f"{where}.key must be a column name or a list of them")
+        data = self.input(f.value.get("input"), f"{where}.input")
+        namespace = f.get("namespace", str)
         function = f.get("function", str)
-        out = {
-            "key": key, "input": self.input(f.value.get("input"), f"{where}.input"),
-            "namespace": f.get("namespace", str), "function": function,
-            "order_by": f.get("order_by", (list, str), default=[]),
-        }
-        if isinstance(out["order_by"], str):
-            out["order_by"] = [out["order_by"]]
+        order_by = f.get("order_by", (list, str), default=())
+        order_by = (order_by,) if isinstance(order_by, str) else tuple(order_by)
         states = f.get("states", list, default=[])
         if function is not None:
-            out["function"] = self.function(function, f"{where}.function")
-            out["states"] = [self.declared_state(s, f"{where}.states[{i}]")
-                             for i, s in enumerate(states)]
-            out["timers"] = []
+            function = self.function(function, f"{where}.function")
+            declared = self._each(states, self.declared_state, f"{where}.states")
             if f.has("timers") or f.has("namespace"):
                 raise SpecError(f"{where}: with a function, the function sets timers and namespaces")
-            if out["input"] is None:
+            if data is None:
                 raise SpecError(f"{where}: a function needs the keyed input")
-            return out
-        if out["order_by"]:
+            return KeyedFunction(key, data, function, declared, order_by=order_by)
+        if order_by:
             raise SpecError(f"{where}.order_by is for functions; list states take their own order_by")
-        out["states"] = [self.state(s, f"{where}.states[{i}]") for i, s in enumerate(states)]
-        out["timers"] = [self.timers(t, f"{where}.timers[{i}]")
-                         for i, t in enumerate(f.get("timers", list, default=[]))]
-        if not out["states"] and not out["timers"]:
+        column_states = self._each(states, self.state, f"{where}.states")
+        raw_timers = f.get("timers", list, default=[])
+        timers = self._each(raw_timers, self.timers, f"{where}.timers")
+        if not states and not raw_timers:
             raise SpecError(f"{where}: no states or timers given")
-        if out["input"] is None and any(s["input"] is None for s in out["states"] + out["timers"]):
+        if data is None and any(s.data is None for s in column_states + timers):
             raise SpecError(f"{where}: a state has no input and there is no default keyed input")
-        return out
+        return KeyedData(key, column_states, data, timers, namespace)
 
+    # kind -> (required fields, optional fields, the writer's value)
     _STATE_FIELDS = {
-        StateKind.VALUE: ({"column"}, {"combine"}),
-        StateKind.LIST: ({"column"}, {"order_by"}),
-        StateKind.MAP: ({"key_column", "value_column"}, {"combine"}),
-        StateKind.REDUCING: ({"column", "function"}, set()),
-        StateKind.AGGREGATING: ({"column", "function"}, set()),
+        StateKind.VALUE: (("column",), ("combine",), ValueState),
+        StateKind.LIST: (("column",), ("order_by",), ListState),
+        StateKind.MAP: (("key_column", "value_column"), ("combine",), MapState),
+        StateKind.REDUCING: (("column", "function"), (), ReducingState),
+        StateKind.AGGREGATING: (("column", "function"), (), AggregatingState),
     }
 
-    def state(self, value, where: str) -> dict:
+    def state(self, value, where: str):
         kind = value.get("kind") if isinstance(value, dict) else None
         if kind not in self._STATE_FIELDS:
             raise SpecError(f"{where}.kind must be one of {', '.join(self._STATE_FIELDS)}, "
                             f"got {kind!r}")
-        required, optional = self._STATE_FIELDS[kind]
-        f = _Fields(value, where, {"name", "kind", "input"} | required | optional)
-        out = {"name": f.get("name", str, required=True), "kind": kind,
-               "input": self.input(f.value.get("input"), f"{where}.input")}
+        required, optional, make = self._STATE_FIELDS[kind]
+        f = _Fields(value, where, {"name", "kind", "input", *required, *optional})
+        args = {"name": f.get("name", str, required=True),
+                "data": self.input(f.value.get("input"), f"{where}.input")}
         for name in sorted(required):
-            out[name] = f.get(name, str, required=True)
+            args[name] = f.get(name, str, required=True)
         for name in sorted(optional):
-            out[name] = f.get(name, str)
-        return out
+            args[name] = f.get(name, str)
+        return make(**args)
 
-    def declared_state(self, value, where: str) -> dict:
+    def declared_state(self, value, where: str) -> StateDescriptor:
         f = _Fields(value, where, {"name", "kind", "type", "key_type", "function"})
-        return {"name": f.get("name", str, required=True), "kind": f.get("kind", str, required=True),
-                "type": f.get("type", (str, dict), required=True),
-                "key_type": f.get("key_type", (str, dict)), "function": f.get("function", str)}
+        return StateDescriptor(f.get("name", str, required=True), f.get("kind", str, required=True),
+                               f.get("type", (str, dict), required=True),
+                               f.get("key_type", (str, dict)), f.get("function", str))
 
-    def timers(self, value, where: str) -> dict:
+    def timers(self, value, where: str) -> Timers:
         f = _Fields(value, where, {"domain", "column", "input"})
-        return {"domain": f.get("domain", str, required=True),
-                "column": f.get("column", str, required=True),
-                "input": self.input(f.value.get("input"), f"{where}.input")}
+        return Timers(f.get("domain", str, required=True), f.get("column", str, required=True),
+                      self.input(f.value.get("input"), f"{where}.input"))
 
-    def operator_state(self, value, where: str) -> dict:
+    def operator_state(self, value, where: str):
         kind = value.get("kind") if isinstance(value, dict) else None
         if kind == OperatorStateKind.BROADCAST:
             return self.broadcast({k: v for k, v in value.items() if k != "kind"}, where)
         f = _Fields(value, where, {"name", "kind", "column", "input"})
         if kind not in (OperatorStateKind.LIST, OperatorStateKind.UNION):
             raise SpecError(f"{where}.kind must be list, union or broadcast, got {kind!r}")
-        inp = self.input(f.value.get("input"), f"{where}.input")
-        if inp is None:
+        data = self.input(f.value.get("input"), f"{where}.input")
+        if data is None:
             raise SpecError(f"{where}: field 'input' is required")
-        return {"name": f.get("name", str, required=True), "kind": kind,
-                "column": f.get("column", str, required=True), "input": inp}
+        make = OperatorListState if kind == OperatorStateKind.LIST else UnionListState
+        return make(f.get("name", str, required=True), f.get("column", str, required=True), data)
 
-    def broadcast(self, value, where: str) -> dict:
+    def broadcast(self, value, where: str) -> BroadcastState:
         f = _Fields(value, where, {"name", "key_column", "value_column", "input", "combine"})
-        inp = self.input(f.value.get("input"), f"{where}.input")
-        if inp is None:
+        data = self.input(f.value.get("input"), f"{where}.input")
+        if data is None:
             raise SpecError(f"{where}: field 'input' is required")
-        return {"name": f.get("name", str, required=True), "kind": OperatorStateKind.BROADCAST,
-                "key_column": f.get("key_column", str, required=True),
-                "value_column": f.get("value_column", str, required=True),
-                "combine": f.get("combine", str), "input": inp}
+        return BroadcastState(f.get("name", str, required=True),
+                              f.get("key_column", str, required=True),
+                              f.get("value_column", str, required=True), data, f.get("combine", str))
 
     def function(self, text: str, where: str):
         """``file.py:name`` (relative to the spec) or ``module:name``: the per-key function."""
@@ -330,6 +375,8 @@ class _Parser:
         if not callable(fn):
             raise SpecError(f"{where}: {target} has no function {name!r}")
         return fn
+
+
 
 
 def _module_from_file(loc: Location, where: str):
@@ -351,13 +398,6 @@ def _module_from_file(loc: Location, where: str):
 
 def _limit(max_parallelism: int | None, parallelism: int | None, where: str) -> int | None:
     """The limits of the CLI and the API (1..32768, parallelism <= max parallelism), for a spec."""
-    from statectl.statefmt.errors import LimitError
-    from statectl.statefmt.keygroups import (
-        MAX_MAX_PARALLELISM,
-        check_max_parallelism,
-        check_parallelism,
-    )
-
     try:
         if parallelism is not None:
             check_parallelism(parallelism, max_parallelism or MAX_MAX_PARALLELISM)
@@ -396,45 +436,3 @@ def _format_of(loc: Location, where: str) -> str:
 
 def _option(v) -> str:
     return str(v).lower() if isinstance(v, bool) else str(v)
-
-
-# --- spec entries -> writer values ---------------------------------------------------------
-
-def _build(o: dict, read) -> OperatorData:
-    keyed = None
-    k = o["keyed"]
-    if k is not None and k["function"] is not None:
-        keyed = KeyedFunction(
-            key=k["key"], data=read(k["input"]), function=k["function"],
-            states=[StateDescriptor(s["name"], s["kind"], s["type"], s["key_type"], s["function"])
-                    for s in k["states"]],
-            order_by=k["order_by"])
-    elif k is not None:
-        keyed = KeyedData(
-            key=k["key"], data=read(k["input"]), namespace=k["namespace"],
-            states=[_column_state(s, read(s["input"])) for s in k["states"]],
-            timers=[Timers(t["domain"], t["column"], read(t["input"])) for t in k["timers"]])
-    states = []
-    for s in o["operator_state"]:
-        data = read(s["input"])
-        if s["kind"] == OperatorStateKind.LIST:
-            states.append(OperatorListState(s["name"], s["column"], data))
-        elif s["kind"] == OperatorStateKind.UNION:
-            states.append(UnionListState(s["name"], s["column"], data))
-        else:
-            states.append(BroadcastState(s["name"], s["key_column"], s["value_column"], data,
-                                         s["combine"]))
-    return OperatorData(o["uid"], o["parallelism"], o["max_parallelism"], keyed, tuple(states))
-
-
-def _column_state(s: dict, data):
-    kind = s["kind"]
-    if kind == StateKind.VALUE:
-        return ValueState(s["name"], s["column"], data, s["combine"])
-    if kind == StateKind.LIST:
-        return ListState(s["name"], s["column"], data, s["order_by"])
-    if kind == StateKind.MAP:
-        return MapState(s["name"], s["key_column"], s["value_column"], data, s["combine"])
-    if kind == StateKind.REDUCING:
-        return ReducingState(s["name"], s["column"], s["function"], data)
-    return AggregatingState(s["name"], s["column"], s["function"], data)
