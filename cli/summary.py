@@ -9,7 +9,8 @@ from statectl.statefmt.types import type_str
 
 def _files(files) -> dict:
     files = list(files)
-    return {"files": len(files), "bytes": sum(f.size for f in files), "rows": sum(f.rows for f in files)}
+    rows = None if any(f.rows is None for f in files) else sum(f.rows for f in files)  # Flink: unknown
+    return {"files": len(files), "bytes": sum(f.size for f in files), "rows": rows}
 
 
 def _shared(files: list[DataFile]) -> list[DataFile]:

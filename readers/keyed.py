@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from statectl.statefmt.canonical import TIMER_DOMAINS, files_for_range, keyed_schema, timers_schema
 from statectl.statefmt.errors import UsageError
-from statectl.statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, ROCKSDB, Operator, Savepoint
+from statectl.statefmt.model import FLINK, KEY_GROUP_COLUMN, NAMESPACE_COLUMN, ROCKSDB, Operator, Savepoint
 
 from .files import read_splits, splits
 
@@ -37,7 +37,8 @@ def _in_range(df, key_groups):
 def keyed_table(spark, sp: Savepoint, op: Operator, states: tuple[str, ...] = (),
                 key_groups: tuple[int, int] | None = None, include_key_group: bool = False,
                 verify=None):
-    """(DataFrame, splits): key columns, [namespace], one column per keyed state.
+    """(DataFrame, splits): key columns, [namespace], one column per keyed state
+    (a Flink TTL state is followed by its ``<state>_ttl_ts`` timestamps).
 
     *verify* is called with the splits before Spark touches them.
 
@@ -48,12 +49,19 @@ def keyed_table(spark, sp: Savepoint, op: Operator, states: tuple[str, ...] = ()
     from pyspark.sql import functions as F
 
     section = op.keyed
-    schema = keyed_schema(section)
-    if op.format == ROCKSDB:  # files are verified in the tasks that fetch them
+    if op.format == FLINK:  # files: size only (Flink keeps no checksums)
+        from .flink import flink_keyed_table
+
+        parts = splits(sp, section.files, None)
+        if verify is not None:
+            verify(parts)
+        df = _in_range(flink_keyed_table(spark, sp, op), key_groups)
+    elif op.format == ROCKSDB:  # files are verified in the tasks that fetch them
         from .native import native_table
 
         parts, df = [], _in_range(native_table(spark, sp, op), key_groups)
     else:
+        schema = keyed_schema(section)
         parts = splits(sp, _files_in(section.files, key_groups), schema)
         if verify is not None:
             verify(parts)
@@ -64,20 +72,29 @@ def keyed_table(spark, sp: Savepoint, op: Operator, states: tuple[str, ...] = ()
         for name in chosen[1:]:
             present = present | F.col(name).isNotNull()
         df = df.filter(present)
-    return df.select(*_key_columns(op, include_key_group), *chosen), parts
+    columns = [c for name in chosen for c in section.state(name).columns]
+    return df.select(*_key_columns(op, include_key_group), *columns), parts
 
 
 def timers_table(spark, sp: Savepoint, op: Operator, domain: str | None = None,
                  key_groups: tuple[int, int] | None = None, include_key_group: bool = False,
                  verify=None):
-    """(DataFrame, splits): key columns, [namespace], ``timestamp``, ``domain``."""
+    """(DataFrame, splits): key columns, [namespace], ``timestamp``, ``domain`` (and
+    ``service`` for Flink)."""
     from pyspark.sql import functions as F
 
     if domain is not None and domain not in TIMER_DOMAINS:
         raise UsageError(f"timer domain must be one of {', '.join(TIMER_DOMAINS)}, got {domain!r}")
     section = op.keyed
     schema = timers_schema(section)
-    if op.format == ROCKSDB:
+    if op.format == FLINK:
+        from .flink import flink_keyed_table
+
+        parts = splits(sp, section.files, None)
+        if verify is not None:
+            verify(parts)
+        df = _in_range(flink_keyed_table(spark, sp, op, timers=True), key_groups)
+    elif op.format == ROCKSDB:
         from .native import native_table
 
         parts, df = [], _in_range(native_table(spark, sp, op, timers=True), key_groups)
@@ -88,4 +105,5 @@ def timers_table(spark, sp: Savepoint, op: Operator, domain: str | None = None,
         df = _in_range(read_splits(spark, schema, parts), key_groups)
     if domain is not None:
         df = df.filter(F.col("domain") == domain)
-    return df.select(*_key_columns(op, include_key_group), "timestamp", "domain"), parts
+    service = ["service"] if op.format == FLINK else []  # Flink: the timer service's name
+    return df.select(*_key_columns(op, include_key_group), "timestamp", "domain", *service), parts

@@ -9,6 +9,7 @@ import uuid
 from .errors import MissingFileError, NotASavepointError, SavepointExistsError, StatectlError
 from .fs import Location
 from .metadata import decode, encode
+from .flink.metadata import is_flink_metadata
 from .model import DataFile, FileRef, LineageEntry, Operator, Savepoint
 
 METADATA_FILE = "_metadata"
@@ -25,13 +26,20 @@ def load(location: str | Location) -> Savepoint:
                 "(or a write that never finished)"
             )
         raise NotASavepointError(f"{loc}: no such savepoint directory")
-    return decode(meta.read_bytes(), source=str(meta)).replace(location=loc.uri)
+    data = meta.read_bytes()
+    if is_flink_metadata(data[:4]):
+        from .flink.model import load_flink
+
+        return load_flink(loc)
+    return decode(data, source=str(meta)).replace(location=loc.uri)
 
 
 def file_location(sp: Savepoint, ref: FileRef) -> Location:
     """Where the file named by *ref* lies, for a savepoint read from disk."""
     if sp.location is None:
         raise StatectlError("the savepoint has no location yet")
+    if ref.location is not None:  # a Flink file handle, resolved when loaded
+        return Location(ref.location)
     if ref.savepoint is None:
         return Location(sp.location).child(ref.path)
     try:

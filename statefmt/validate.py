@@ -8,7 +8,7 @@ from .canonical import check_parquet, keyed_schema, operator_state_schema, timer
 from .errors import MissingFileError, StatectlError
 from .fs import Location
 from .integrity import verify_file
-from .model import ROCKSDB, Savepoint
+from .model import FLINK, ROCKSDB, Savepoint
 from .savepoint import file_location, load
 
 
@@ -42,14 +42,14 @@ def files_with_schemas(sp: Savepoint):
     for op in sp.operators:
         if op.keyed is not None:
             ks, ts = keyed_schema(op.keyed), timers_schema(op.keyed)
-            if op.format == ROCKSDB:
-                ks = None  # RocksDB files: size and checksum only
+            if op.format in (ROCKSDB, FLINK):
+                ks = None  # RocksDB files: size and checksum only; Flink files: size only
             for f in op.keyed.files:
                 yield op, f, ks
             for f in op.keyed.timers:
                 yield op, f, ts
         for state in op.operator_states:
-            schema = operator_state_schema(state)
+            schema = operator_state_schema(state) if op.format != FLINK else None
             for f in state.files:
                 yield op, f, schema
 

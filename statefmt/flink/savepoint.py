@@ -22,6 +22,7 @@ import pyarrow.fs as pafs
 from ..errors import (FlinkFormatError, MissingFileError, NotASavepointError, StatectlError,
                       UnknownOperatorError)
 from ..fs import Location
+from ..refs import check_relative_path
 from . import tables as TB
 from .handles import (IncrementalRocksDB, InlineStream, KeyGroupsStream, OperatorStream,
                       RelativeFile, SegmentFile, StreamHandle)
@@ -43,11 +44,24 @@ def stream_location(base: Location, handle: StreamHandle) -> Location | None:
     if isinstance(handle, InlineStream):
         return None
     if isinstance(handle, RelativeFile):
-        return base.child(handle.relative_path)
+        return check_reference(base, handle.relative_path)
     path = handle.path
     if path.startswith("file:") and not path.startswith("file://"):
         path = "/" + path[len("file:"):].lstrip("/")
-    return Location.of(path)
+    return check_reference(base, path)
+
+
+def check_reference(base: Location, reference: str) -> Location:
+    """Every file a Flink `_metadata` names passes here: a relative path must stay inside
+    the savepoint; an absolute one (a retained checkpoint's `shared/` files, segment
+    files) is taken as written.
+
+    The one place to call the project's reference check (`statefmt.refs.resolve_reference`
+    with the job directory, the checkpoint's parent, as an allowed root) once it exists.
+    """
+    if reference.startswith("/") or "://" in reference:
+        return Location.of(reference)
+    return base.child(check_relative_path(reference, f"{base.child(METADATA)}: file handle"))
 
 
 def stream_name(base: Location, handle: StreamHandle) -> str:
