@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from statectl.statefmt.model import FLINK
 from statectl.statefmt.types import type_str
 
 
@@ -73,12 +74,40 @@ class RichOutput:
             if "keyed" in op and op["keyed"]["timers"]["files"]:
                 states.append([label, "(timers)", "timers",
                                f"{op['keyed']['timers']['rows']} timer(s)", key])
-        if states:
+        if any(op["format"] == FLINK for op in info["operators"]):
+            self._flink_info(info)
+        elif states:
             self.table("States", ["operator", "state", "kind", "type", "key"], states)
         if info["shared_files"]:
             self.table("Files shared from other savepoints", ["operator", "file", "size"],
                        [[f["operator"], f["location"], human_bytes(f["bytes"])]
                         for f in info["shared_files"]])
+
+    def _flink_info(self, info: dict) -> None:
+        """A Flink savepoint's operators by name, and each state's serializer, TTL and size."""
+        def key(op):
+            if "keyed" not in op:
+                return ""
+            text = ", ".join(f"{k['name']}: {type_str(k['type'])}" for k in op["keyed"]["key"])
+            ns = op["keyed"]["namespace_type"]
+            return text + (f" / namespace: {type_str(ns)}" if ns is not None else "")
+
+        self.table("Flink operators", ["uid", "operator id", "name", "key"],
+                   [[op["uid"] or "(none)", op["operator_id"], op["name"] or "", key(op)]
+                    for op in info["operators"]])
+        rows = []
+        for op in info["operators"]:
+            label = op["uid"] if op["uid"] is not None else op["operator_id"]
+            for s in op["states"]:
+                kind = s["kind"] if s["scope"] == "keyed" else f"operator {s['kind']}"
+                rows.append([label, s["name"], kind, s["serializer"], s["type"],
+                             "ttl" if s["ttl"] else "", human_bytes(s["bytes"])])
+        if rows:
+            self.table("States", ["operator", "state", "kind", "serializer", "type", "ttl", "size"],
+                       rows, right={6})
+        if info["absolute_files"]:
+            self.table("Files referenced by absolute path", ["operator", "file", "size"],
+                       [[f["operator"], f["path"], human_bytes(f["bytes"])] for f in info["absolute_files"]])
 
     def table(self, title: str, columns: list[str], rows: list[list[str]],
               right: set[int] = frozenset()) -> None:
@@ -111,6 +140,8 @@ class RichOutput:
             state = "present" if dep["present"] else "[red]GONE[/red]"
             c.print(f"depends on savepoint {dep['savepoint_id']} at {dep['location']}: {state}, "
                     f"{dep['files']} file(s) referenced")
+        for note in report["notes"]:
+            c.print(f"note: {escape(note)}", soft_wrap=True)
         for problem in report["problems"]:
             c.print(f"[red]problem:[/red] {problem}", soft_wrap=True)
         if report["valid"]:

@@ -31,6 +31,7 @@ class ValidationReport:
     dependencies: list[Dependency] = field(default_factory=list)
     files_checked: int = 0
     bytes_checked: int = 0
+    notes: list[str] = field(default_factory=list)  # what was not checked, and why
 
     @property
     def valid(self) -> bool:
@@ -89,4 +90,9 @@ def validate(location: str | Location) -> ValidationReport:
         report.files_checked += 1
         report.bytes_checked += f.size
     report.dependencies = list(deps.values())
+    if any(op.format == FLINK for op in sp.operators):
+        report.notes.append("Flink savepoint: its files have no checksums, so only their presence "
+                            "and sizes were checked")
+        report.notes += [f"operator {op.label}: absolute file reference {f.ref.path}"
+                         for op, f in sp.data_files() if f.ref.location is not None]
     return report

@@ -102,8 +102,8 @@ def rescale(spark, source: str, output: str, max_parallelism: int,
             self_contained: bool = False, on_job=None) -> WriteReport:
     """Write *source* rescaled to *output*; see the module doc. *source* is only read."""
     base = load(source)
+    writer = SavepointWriter(base)  # refuses what cannot be written (a Flink savepoint) first
     choices = choose_operators(base, max_parallelism, parallelism, uids)
-    writer = SavepointWriter(base)
     for choice in choices:
         writer.with_rebuilt(choice.operator, partial(_plan, spark, base, choice))
     return writer.write(output, spark, self_contained=self_contained, on_job=on_job)

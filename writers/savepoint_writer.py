@@ -18,7 +18,7 @@ from statectl.statefmt.errors import UnknownOperatorError, UsageError
 from statectl.statefmt.fs import Location
 from statectl.statefmt.ids import OperatorRef, operator_id_for_uid
 from statectl.statefmt.keygroups import check_max_parallelism, check_parallelism, default_max_parallelism
-from statectl.statefmt.model import CANONICAL, PHYSICAL_FORMATS, Operator, Savepoint
+from statectl.statefmt.model import CANONICAL, FLINK, PHYSICAL_FORMATS, Operator, Savepoint
 from statectl.statefmt.savepoint import (
     check_output,
     commit,
@@ -70,6 +70,9 @@ class SavepointWriter:
                              f"{' or '.join(PHYSICAL_FORMATS)}")
         if max_parallelism is not None:
             check_max_parallelism(max_parallelism)
+        if base is not None and any(op.format == FLINK for op in base.operators):
+            raise UsageError(f"{base.location} is a Flink savepoint: writing Flink savepoints "
+                             "is not supported yet (it can be read: info, validate, read, sql)")
         self.base = base
         self.max_parallelism = max_parallelism
         self.format = format
