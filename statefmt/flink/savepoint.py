@@ -239,7 +239,7 @@ def _describe(base: Location, op: FlinkOperator) -> FlinkOperatorInfo:
                 keyed_header = header
             for name, size in _handle_files(base, handle):
                 files[name] = size
-                keyed_bytes += size
+            keyed_bytes += sum(s.size for s in _handle_streams(handle))  # inline streams too
             keyed_splits += _keyed_splits(base, op, sub.index, handle)
         for oh in sub.managed_operator:
             offsets = [o for st in oh.states for o in st.offsets]
@@ -266,11 +266,14 @@ def _describe(base: Location, op: FlinkOperator) -> FlinkOperatorInfo:
         keyed_header, op_states)
 
 
-def _handle_files(base: Location, handle) -> list[tuple[str, int]]:
-    streams = [handle.stream] if isinstance(handle, KeyGroupsStream) else \
+def _handle_streams(handle) -> list[StreamHandle]:
+    return [handle.stream] if isinstance(handle, KeyGroupsStream) else \
         [handle.meta] + [s for _, s in handle.files]
+
+
+def _handle_files(base: Location, handle) -> list[tuple[str, int]]:
     out = []
-    for s in streams:
+    for s in _handle_streams(handle):
         if isinstance(s, InlineStream):
             continue
         out.append((str(stream_location(base, s)), s.size))
