@@ -34,9 +34,37 @@ def _in_range(df, key_groups):
     return df.filter(F.col(KEY_GROUP_COLUMN).between(key_groups[0], key_groups[1]))
 
 
+def _key_filter(sp: Savepoint, op: Operator, keys, key_groups):
+    """(keys as tuples, their key groups, the key-group range to read) for a key filter."""
+    if keys is None:
+        return None, None, key_groups
+    from .keys import key_groups as groups_of
+    from .keys import key_values
+
+    keys = key_values(op, keys)
+    if not keys:
+        raise UsageError("keys: give at least one key")
+    groups = groups_of(sp, op, keys)
+    if key_groups is not None:
+        groups = [g for g in groups if key_groups[0] <= g <= key_groups[1]]
+    return keys, groups, (groups[0], groups[-1]) if groups else (0, 0)
+
+
+def _only_keys(df, op: Operator, keys, groups):
+    if keys is None:
+        return df
+    from pyspark.sql import functions as F
+
+    from .keys import key_condition
+
+    if not groups:
+        return df.limit(0)
+    return df.filter(F.col(KEY_GROUP_COLUMN).isin(groups) & key_condition(op, keys))
+
+
 def keyed_table(spark, sp: Savepoint, op: Operator, states: tuple[str, ...] = (),
                 key_groups: tuple[int, int] | None = None, include_key_group: bool = False,
-                verify=None):
+                verify=None, keys=None):
     """(DataFrame, splits): key columns, [namespace], one column per keyed state
     (a Flink TTL state is followed by its ``<state>_ttl_ts`` timestamps).
 
@@ -44,18 +72,20 @@ def keyed_table(spark, sp: Savepoint, op: Operator, states: tuple[str, ...] = ()
 
     With *states*, only those columns, and only the rows where at least one of
     them has a value. *key_groups* restricts to an inclusive range of key groups
-    (only the files meeting it are read).
+    (only the files meeting it are read). *keys* (values, or sequences of values for
+    several key columns) keeps only those keys, reading only their key groups.
     """
     from pyspark.sql import functions as F
 
     section = op.keyed
+    keys, groups, key_groups = _key_filter(sp, op, keys, key_groups)
     if op.format == FLINK:  # files: size only (Flink keeps no checksums)
         from .flink import flink_keyed_table
 
         parts = splits(sp, section.files, None)
         if verify is not None:
             verify(parts)
-        df = _in_range(flink_keyed_table(spark, sp, op), key_groups)
+        df = _in_range(flink_keyed_table(spark, sp, op, key_groups=groups), key_groups)
     elif op.format == ROCKSDB:  # files are verified in the tasks that fetch them
         from .native import native_table
 
@@ -66,6 +96,7 @@ def keyed_table(spark, sp: Savepoint, op: Operator, states: tuple[str, ...] = ()
         if verify is not None:
             verify(parts)
         df = _in_range(read_splits(spark, schema, parts), key_groups)
+    df = _only_keys(df, op, keys, groups)
     chosen = list(states) or [s.name for s in section.states]
     if states:
         present = F.col(chosen[0]).isNotNull()
@@ -78,7 +109,7 @@ def keyed_table(spark, sp: Savepoint, op: Operator, states: tuple[str, ...] = ()
 
 def timers_table(spark, sp: Savepoint, op: Operator, domain: str | None = None,
                  key_groups: tuple[int, int] | None = None, include_key_group: bool = False,
-                 verify=None):
+                 verify=None, keys=None):
     """(DataFrame, splits): key columns, [namespace], ``timestamp``, ``domain`` (and
     ``service`` for Flink)."""
     from pyspark.sql import functions as F
@@ -87,13 +118,14 @@ def timers_table(spark, sp: Savepoint, op: Operator, domain: str | None = None,
         raise UsageError(f"timer domain must be one of {', '.join(TIMER_DOMAINS)}, got {domain!r}")
     section = op.keyed
     schema = timers_schema(section)
+    keys, groups, key_groups = _key_filter(sp, op, keys, key_groups)
     if op.format == FLINK:
         from .flink import flink_keyed_table
 
         parts = splits(sp, section.files, None)
         if verify is not None:
             verify(parts)
-        df = _in_range(flink_keyed_table(spark, sp, op, timers=True), key_groups)
+        df = _in_range(flink_keyed_table(spark, sp, op, timers=True, key_groups=groups), key_groups)
     elif op.format == ROCKSDB:
         from .native import native_table
 
@@ -103,6 +135,7 @@ def timers_table(spark, sp: Savepoint, op: Operator, domain: str | None = None,
         if verify is not None:
             verify(parts)
         df = _in_range(read_splits(spark, schema, parts), key_groups)
+    df = _only_keys(df, op, keys, groups)
     if domain is not None:
         df = df.filter(F.col("domain") == domain)
     service = ["service"] if op.format == FLINK else []  # Flink: the timer service's name

@@ -32,7 +32,7 @@ def norm(value):
     if isinstance(value, dict):
         if value and all(k == f"f{i}" for i, k in enumerate(value)):
             return [norm(v) for v in value.values()]
-        return {k: norm(v) for k, v in value.items()}
+        return {label(k): norm(v) for k, v in value.items()}
     if isinstance(value, list):
         if value and all(isinstance(x, tuple) and len(x) == 2 for x in value):
             return {label(k): norm(v) for k, v in value}

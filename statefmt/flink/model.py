@@ -130,3 +130,33 @@ def _operator(base: Location, op: FlinkOperatorInfo) -> Operator:
         files_left = ()
     return Operator(op.operator_id, op.uid, op.parallelism, op.max_parallelism, keyed,
                     tuple(operator_states), format=FLINK, name=op.name)
+
+
+_JAVA_SCALARS = {"long": "Long", "int": "Integer", "short": "Short", "byte": "Byte", "double": "Double",
+                 "float": "Float", "boolean": "Boolean"}
+
+
+def java_key_type(key, operator: str):
+    """The Java type `keyhash` takes for a Flink key type (a tuple for a Tuple key).
+
+    Keys whose Java ``hashCode`` is not computable here (POJO, Row, opaque) raise one
+    KeyTypeError naming the operator and the key's serializer.
+    """
+    from ..errors import KeyTypeError
+    from . import types as T
+
+    if isinstance(key, T.Scalar) and key.kind in _JAVA_SCALARS:
+        return _JAVA_SCALARS[key.kind]
+    if isinstance(key, T.String):
+        return "String"
+    if isinstance(key, T.Char):
+        return "Character"
+    if isinstance(key, T.Tuple):
+        try:
+            return tuple(java_key_type(f, operator) for f in key.fields)
+        except KeyTypeError:
+            pass
+    raise KeyTypeError(
+        f"operator {operator}: key filters need a String, number, boolean, char or tuple of these "
+        f"as the key; this key is {key.describe()} ({key.serializer or 'no serializer'}); "
+        "filter with --where instead")
