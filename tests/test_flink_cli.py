@@ -155,3 +155,21 @@ def test_stream_ending_early_is_reported_from_the_spark_task(savepoint):
     result = statectl("read", str(savepoint), "--uid", "lk-proc", "-f", "jsonl")
     assert error_line(result, savepoint) == \
         f"error: SP/{PROC_STREAM}: stream ends early in key group 74 at offset 17725"
+
+
+def test_read_key_filter():
+    """--key: a tuple key as a JSON array, repeatable; exactly those keys' rows."""
+    sp = FIXTURES / "tuple-rocksdb-native" / "savepoint"
+    counts = expected_of("tuple-rocksdb-native")["operators"]["tk-proc"]["keyed_state"]["count"]["values"]
+    result = statectl("read", str(sp), "--uid", "tk-proc", "--state", "count",
+                      "--key", '["ap-süd", 18]', "--key", '["sa", 4]', "-f", "jsonl")
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert sorted((r["f0"], r["f1"], r["count"]) for r in rows) == \
+        [("ap-süd", 18, counts["(ap-süd,18)"]), ("sa", 4, counts["(sa,4)"])]
+
+
+def test_read_key_filter_of_a_wrong_shape_is_one_line():
+    result = statectl("read", str(LONG), "--uid", "lk-proc", "--key", "abc")
+    assert error_line(result, LONG) == ("error: --key 'abc': not a JSON value (a key of operator lk-proc "
+                                        "is int64; a tuple key is written [\"a\", 1])")
