@@ -72,6 +72,7 @@ def validate(
         "dependencies": [vars(d) for d in report.dependencies],
         "files_checked": report.files_checked,
         "bytes_checked": report.bytes_checked,
+        "notes": report.notes,
     }
     output_for(json_).validation(doc)
     if not report.valid:

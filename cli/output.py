@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from statectl.statefmt.vocabulary import Format
 from statectl.statefmt.types import type_str
 
 
@@ -107,12 +108,40 @@ class RichOutput:
             if "keyed" in op and op["keyed"]["timers"]["files"]:
                 states.append([label, "(timers)", "timers",
                                f"{op['keyed']['timers']['rows']} timer(s)", key])
-        if states:
+        if any(op["format"] == Format.FLINK for op in info["operators"]):
+            self._flink_info(info)
+        elif states:
             self.table("States", ["operator", "state", "kind", "type", "key"], states)
         if info["shared_files"]:
             self.table("Files shared from other savepoints", ["operator", "file", "size"],
                        [[f["operator"], f["location"], human_bytes(f["bytes"])]
                         for f in info["shared_files"]])
+
+    def _flink_info(self, info: dict) -> None:
+        """A Flink savepoint's operators by name, and each state's serializer, TTL and size."""
+        def key(op):
+            if "keyed" not in op:
+                return ""
+            text = ", ".join(f"{k['name']}: {type_str(k['type'])}" for k in op["keyed"]["key"])
+            ns = op["keyed"]["namespace_type"]
+            return text + (f" / namespace: {type_str(ns)}" if ns is not None else "")
+
+        self.table("Flink operators", ["uid", "operator id", "name", "key"],
+                   [[op["uid"] or "(none)", op["operator_id"], op["name"] or "", key(op)]
+                    for op in info["operators"]])
+        rows = []
+        for op in info["operators"]:
+            label = op["uid"] if op["uid"] is not None else op["operator_id"]
+            for s in op["states"]:
+                kind = s["kind"] if s["scope"] == "keyed" else f"operator {s['kind']}"
+                rows.append([label, s["name"], kind, s["serializer"], s["type"],
+                             "ttl" if s["ttl"] else "", human_bytes(s["bytes"])])
+        if rows:
+            self.table("States", ["operator", "state", "kind", "serializer", "type", "ttl", "size"],
+                       rows, right={6})
+        if info["absolute_files"]:
+            self.table("Files referenced by absolute path", ["operator", "file", "size"],
+                       [[f["operator"], f["path"], human_bytes(f["bytes"])] for f in info["absolute_files"]])
 
     def table(self, title: str, columns: list[str], rows: list[list[str]],
               right: set[int] = frozenset()) -> None:
@@ -146,6 +175,8 @@ class RichOutput:
             state = "present" if dep["present"] else "[red]GONE[/red]"
             c.print(markup("depends on savepoint {} at {}: " + state + ", {} file(s) referenced",
                            dep["savepoint_id"], dep["location"], dep["files"]))
+        for note in report["notes"]:
+            c.print(markup("note: {}", note), soft_wrap=True)
         for problem in report["problems"]:
             c.print(markup("[red]problem:[/red] {}", problem), soft_wrap=True)
         if report["valid"]:
@@ -158,15 +189,14 @@ class RichOutput:
     def savepoint_diff(self, doc: dict) -> None:
         """A diff of two savepoints (see :func:`statectl.cli.summary.diff_summary`)."""
         c = self.console
-        c.print(f"[bold]A[/bold] {escape(str(doc['a']))}\n[bold]B[/bold] {escape(str(doc['b']))}")
+        c.print(markup("[bold]A[/bold] {}\n[bold]B[/bold] {}", doc["a"], doc["b"]))
         ops = doc["operators"]
         for label in ops["removed"]:
-            c.print(f"[red]operator removed[/red]: {escape(label)} (only in A)")
+            c.print(markup("[red]operator removed[/red]: {} (only in A)", label))
         for label in ops["added"]:
-            c.print(f"[green]operator added[/green]: {escape(label)} (only in B)")
+            c.print(markup("[green]operator added[/green]: {} (only in B)", label))
         for r in ops["renamed"]:
-            c.print(f"[yellow]operator renamed[/yellow]: {escape(r['a'])} -> {escape(r['b'])} "
-                    f"({r['why']})")
+            c.print(markup("[yellow]operator renamed[/yellow]: {} -> {} ({})", r["a"], r["b"], r["why"]))
         if doc["changes"]:
             self.table("Declarations", ["operator", "change", "state", "A", "B"],
                        [[ch["operator"], ch["what"].replace("_", " "), ch["state"] or "",

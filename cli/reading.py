@@ -33,6 +33,10 @@ def read(
         None, "--state", help="A keyed state (repeatable: keyed table restricted to these "
         "states) or one operator state. Default: the keyed table, or the only operator state."),
     timers: bool = typer.Option(False, "--timers", help="Read the operator's timers."),
+    key: Optional[list[str]] = typer.Option(
+        None, "--key", help="Only this key (repeatable): a string key as is, a number or boolean "
+        "as written, a tuple key as a JSON array, e.g. '[\"a\", 1]'. Reads only the key "
+        "groups that can hold the keys."),
     fmt: str = typer.Option("table", "--format", "-f", help=_FORMAT_HELP),
     output: Optional[str] = typer.Option(None, "--output", "-o",
                                          help="Write to this file (directory for parquet)."),
@@ -55,6 +59,8 @@ def read(
                          f"operators: {sp.operator_labels()}")
     op = find_operator(sp, OperatorRef(uid=uid) if uid is not None else OperatorRef(operator_id=operator_id))
     choice = choose_table(op, state, timers)
+    if key:
+        choice = with_keys(sp, choice, key)
     with spark_errors():
         reader = SavepointReader(start_spark(master), sp)
         df = reader.table(choice)
@@ -100,3 +106,18 @@ def filtered(df, where: str):
         raise UsageError(f"--where {where!r}: {first_line(e)}") from None
 
 
+
+
+def with_keys(sp, choice, texts: list[str]):
+    """*choice* restricted to the keys given by ``--key``, checked (and hashed) before Spark starts."""
+    import dataclasses
+
+    from statectl.readers.keys import key_groups, key_values, parse_key
+    from statectl.readers.resolve import OPERATOR_STATE
+
+    if choice.kind == OPERATOR_STATE:
+        raise UsageError("--key filters a keyed table or its timers, not an operator state")
+    op = choice.operator
+    keys = [parse_key(op, t) for t in texts]
+    key_groups(sp, op, key_values(op, keys))  # a key the hash cannot take fails here
+    return dataclasses.replace(choice, keys=tuple(keys))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import sys
 import threading
@@ -123,5 +124,26 @@ def spark_errors():
         if isinstance(e, StatectlError):
             raise
 
+        task_error = statectl_error_in(e)
+        if task_error is not None:
+            raise task_error from None
         hint = " (--debug shows Spark's own output)" if "JAVA_GATEWAY" in str(e) else ""
         raise StatectlError(f"Spark failed: {first_line(e)}{hint}") from None
+
+
+_TASK_ERROR = re.compile(r"statectl\.statefmt\.errors\.(\w+): (.+)")
+
+
+def statectl_error_in(e: Exception) -> StatectlError | None:
+    """The StatectlError a Spark task raised (a Flink stream that ends early, say), found in
+    the failure's text, so the user sees that one line rather than Spark's."""
+    from statectl.statefmt import errors
+
+    text = str(e) + "\n" + str(getattr(e, "java_exception", "") or "")
+    found = _TASK_ERROR.search(text)
+    if found is None:
+        return None
+    cls = getattr(errors, found.group(1), None)
+    if not (isinstance(cls, type) and issubclass(cls, StatectlError)):
+        cls = StatectlError
+    return cls(found.group(2).strip())

@@ -9,7 +9,8 @@ from statectl.statefmt.types import type_str
 
 def _files(files) -> dict:
     files = list(files)
-    return {"files": len(files), "bytes": sum(f.size for f in files), "rows": sum(f.rows for f in files)}
+    rows = None if any(f.rows is None for f in files) else sum(f.rows for f in files)  # Flink: unknown
+    return {"files": len(files), "bytes": sum(f.size for f in files), "rows": rows}
 
 
 def _shared(files: list[DataFile]) -> list[DataFile]:
@@ -26,7 +27,7 @@ def state_rows(op: Operator) -> list[dict]:
                 row["user_key_type"] = s.user_key_type
             if s.function is not None:
                 row["function"] = s.function
-            out.append(row)
+            out.append(_flink_fields(row, s))
     for s in op.operator_states:
         row = {"name": s.name, "kind": s.kind, "scope": "operator", "value_type": s.value_type,
                "type": type_str(s.value_type) if s.key_type is None
@@ -34,8 +35,15 @@ def state_rows(op: Operator) -> list[dict]:
         if s.key_type is not None:
             row["key_type"] = s.key_type
         row.update(_files(s.files))
-        out.append(row)
+        out.append(_flink_fields(row, s))
     return out
+
+
+def _flink_fields(row: dict, state) -> dict:
+    """A Flink state's serializer class, TTL and bytes (statectl's own states have none)."""
+    if state.serializer is not None:
+        row.update(serializer=state.serializer, ttl=getattr(state, "ttl", False), bytes=state.size)
+    return row
 
 
 def operator_summary(op: Operator) -> dict:
@@ -47,6 +55,7 @@ def operator_summary(op: Operator) -> dict:
         "parallelism": op.parallelism,
         "max_parallelism": op.max_parallelism,
         "format": op.format,
+        "name": op.name,
         "states": state_rows(op),
         "files": len(files),
         "bytes": sum(f.size for f in files),
@@ -80,7 +89,14 @@ def savepoint_summary(sp: Savepoint) -> dict:
         "files": sum(o["files"] for o in operators),
         "bytes": sum(o["bytes"] for o in operators),
         "shared_files": shared,
+        "absolute_files": absolute_references(sp),
     }
+
+
+def absolute_references(sp: Savepoint) -> list[dict]:
+    """Files a Flink `_metadata` names by absolute path (a retained checkpoint's shared files)."""
+    return [{"operator": op.label, "path": f.ref.path, "bytes": f.size}
+            for op, f in sp.data_files() if f.ref.location is not None]
 
 
 def write_summary(report) -> dict:

@@ -93,7 +93,7 @@ def modify(
 def _check_format(physical: str) -> None:
     from statectl.statefmt.vocabulary import Format
 
-    if physical not in Format.words():
+    if physical not in Format.own():
         raise UsageError(f"unknown format {physical!r}; known: {', '.join(Format)}")
 
 

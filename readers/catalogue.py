@@ -55,9 +55,11 @@ def views(sp: Savepoint) -> list[View]:
     return out
 
 
-def _files(files) -> tuple[int, int, int]:
+def _files(files) -> tuple[int, int | None, int]:
+    """(files, rows, bytes); rows None when a file does not record them (Flink's)."""
     files = list(files)
-    return len(files), sum(f.rows for f in files), sum(f.size for f in files)
+    rows = None if any(f.rows is None for f in files) else sum(f.rows for f in files)
+    return len(files), rows, sum(f.size for f in files)
 
 
 def catalogue_rows(sp: Savepoint) -> list[tuple]:

@@ -66,23 +66,28 @@ class SavepointReader:
 
     # --- state tables -------------------------------------------------------
     def keyed(self, operator: OperatorName, states: str | list[str] | None = None, *,
-              key_groups: tuple[int, int] | None = None, include_key_group: bool = False):
+              key_groups: tuple[int, int] | None = None, include_key_group: bool = False,
+              keys: list | None = None):
         """The keyed table: key column(s), ``namespace`` if any, one column per keyed state.
 
         *states* keeps only those columns and the rows with a value in one of them.
-        *key_groups* ``(first, last)`` reads only that range of key groups.
+        *key_groups* ``(first, last)`` reads only that range of key groups. *keys*
+        keeps only those keys (a value each, a sequence for a tuple key), reading
+        only the key groups that can hold them.
         """
         op = self._keyed_operator(operator)
         chosen = check_keyed_states(op, states)
         return keyed_table(self.spark, self.savepoint, op, chosen, key_groups, include_key_group,
-                           verify=self._verify)[0]
+                           verify=self._verify, keys=keys)[0]
 
     def timers(self, operator: OperatorName, domain: str | None = None, *,
-               key_groups: tuple[int, int] | None = None, include_key_group: bool = False):
-        """Timers: key column(s), ``namespace`` if any, ``timestamp``, ``domain``."""
+               key_groups: tuple[int, int] | None = None, include_key_group: bool = False,
+               keys: list | None = None):
+        """Timers: key column(s), ``namespace`` if any, ``timestamp``, ``domain`` (and a
+        Flink timer's ``service``); *keys* as for :meth:`keyed`."""
         op = self._keyed_operator(operator)
         return timers_table(self.spark, self.savepoint, op, domain, key_groups, include_key_group,
-                            verify=self._verify)[0]
+                            verify=self._verify, keys=keys)[0]
 
     def operator_state(self, operator: OperatorName, name: str):
         """An operator state of any kind: ``value`` (list, union) or ``key``, ``value`` (broadcast)."""
@@ -180,9 +185,10 @@ class SavepointReader:
     def _frame(self, choice: TableChoice, verify=None):
         op = choice.operator
         if choice.kind == KEYED:
-            return keyed_table(self.spark, self.savepoint, op, choice.states, verify=verify)
+            return keyed_table(self.spark, self.savepoint, op, choice.states, verify=verify,
+                               keys=choice.keys)
         if choice.kind == TIMERS:
-            return timers_table(self.spark, self.savepoint, op, verify=verify)
+            return timers_table(self.spark, self.savepoint, op, verify=verify, keys=choice.keys)
         state = check_operator_state(op, choice.states[0])
         return operator_state_table(self.spark, self.savepoint, state, verify)
 

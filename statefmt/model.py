@@ -20,6 +20,7 @@ FORMAT_VERSION = 1
 KEY_GROUP_COLUMN = "_key_group"
 NAMESPACE_COLUMN = "namespace"
 RESERVED_COLUMNS = (KEY_GROUP_COLUMN, NAMESPACE_COLUMN)
+TTL_SUFFIX = "_ttl_ts"  # a Flink TTL state's last-access timestamps column
 
 
 @dataclass(frozen=True)
@@ -28,10 +29,13 @@ class FileRef:
 
     ``savepoint`` is None for this savepoint's own files, or the savepoint id of
     one of its lineage entries for a file shared from another savepoint.
+    ``location`` is set only for a Flink file handle: where the file lies
+    (checked by the reference check), *path* then being the handle's text.
     """
 
     path: str
     savepoint: str | None = None
+    location: str | None = None
 
     @property
     def is_shared(self) -> bool:
@@ -40,12 +44,16 @@ class FileRef:
 
 @dataclass(frozen=True)
 class DataFile:
-    """One data file: its reference, and what must be true of it."""
+    """One data file: its reference, and what must be true of it.
+
+    statectl's own files always carry a checksum and a row count (`metadata.py`
+    requires them); Flink's files have neither, so both are None there.
+    """
 
     ref: FileRef
     size: int
-    checksum: str  # "sha256:<64 hex digits>"
-    rows: int
+    checksum: str | None  # "sha256:<64 hex digits>"
+    rows: int | None
     key_groups: tuple[int, int] | None = None  # inclusive range, keyed and timer files
     name: str | None = None  # native files only: the file's name in its RocksDB directory
 
@@ -70,6 +78,16 @@ class KeyedStateDescriptor:
     value_type: DataType
     user_key_type: DataType | None = None
     function: str | None = None  # reducing/aggregating: what combined the values
+    # Flink savepoints only: the state's serializer class, whether it has a TTL (its
+    # last-access timestamps are the column <name>_ttl_ts), and the bytes holding it
+    serializer: str | None = None
+    ttl: bool = False
+    size: int | None = None
+
+    @property
+    def columns(self) -> list[str]:
+        """The table columns of this state: its own, and its TTL timestamps if any."""
+        return [self.name, self.name + TTL_SUFFIX] if self.ttl else [self.name]
 
     @property
     def column_type(self) -> DataType:
@@ -118,6 +136,8 @@ class OperatorState:
     value_type: DataType
     files: tuple[DataFile, ...] = ()
     key_type: DataType | None = None
+    serializer: str | None = None  # Flink savepoints only, as for keyed states
+    size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -129,6 +149,7 @@ class Operator:
     keyed: KeyedSection | None = None
     operator_states: tuple[OperatorState, ...] = ()
     format: str = Format.CANONICAL
+    name: str | None = None  # Flink savepoints only: the operator's name in the job
 
     @property
     def label(self) -> str:

@@ -15,6 +15,7 @@ from .errors import (
 )
 from .fs import Location
 from .metadata import decode, encode
+from .flink.metadata import is_flink_metadata
 from .model import DataFile, FileRef, LineageEntry, Operator, Savepoint
 from .refs import check_lineage_location
 from .resolve import resolve_reference
@@ -33,7 +34,12 @@ def load(location: str | Location) -> Savepoint:
                 "(or a write that never finished)"
             )
         raise NotASavepointError(f"{loc}: no such savepoint directory")
-    sp = decode(meta.read_bytes(), source=str(meta)).replace(location=loc.uri)
+    data = meta.read_bytes()
+    if is_flink_metadata(data[:4]):
+        from .flink.model import load_flink
+
+        return load_flink(loc)
+    sp = decode(data, source=str(meta)).replace(location=loc.uri)
     return check_lineage(sp)
 
 
@@ -80,6 +86,8 @@ def file_location(sp: Savepoint, ref: FileRef) -> Location:
     """
     if sp.location is None:
         raise StatectlError("the savepoint has no location yet")
+    if ref.location is not None:  # a Flink file handle, checked by resolve_reference when loaded
+        return Location(ref.location)
     root = sp.location
     if ref.savepoint is not None:
         try:

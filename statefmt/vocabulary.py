@@ -66,3 +66,9 @@ class Format(Word):
 
     CANONICAL = "canonical"  # Parquet files sorted by key group
     ROCKSDB = "rocksdb"  # each subtask's RocksDB database (docs/FORMAT.md §12)
+    FLINK = "flink"  # an Apache Flink savepoint or checkpoint, read only (docs/FLINK.md)
+
+    @classmethod
+    def own(cls) -> tuple[str, ...]:
+        """The formats statectl writes, and the only ones its own `_metadata` may declare."""
+        return (cls.CANONICAL.value, cls.ROCKSDB.value)

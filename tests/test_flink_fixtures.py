@@ -3,8 +3,6 @@ namespaces, timers, TTL timestamps, operator list, union and broadcast state."""
 
 from __future__ import annotations
 
-import json
-import math
 import pickle
 from pathlib import Path
 
@@ -13,54 +11,15 @@ import pytest
 from statectl.statefmt.flink.savepoint import (FlinkSplit, keyed_table, open_flink_savepoint,
                                                operator_state_table, read_split, timers_table)
 
-FIXTURES = Path(__file__).parent / "fixtures" / "flink-dev"
-NAMES = sorted(p.name for p in FIXTURES.iterdir() if (p / "expected.json").exists())
+from statectl.statefmt.flink.tables import key_fields
+from tests.flink_expect import (FIXTURE_NAMES, FIXTURES, check_broadcast, check_keyed, check_list_state,
+                           check_timers, expected_of, key_names_of)
 
 
-@pytest.fixture(scope="module", params=NAMES)
+
+@pytest.fixture(scope="module", params=FIXTURE_NAMES)
 def fixture(request):
-    expected = json.loads((FIXTURES / request.param / "expected.json").read_text())
-    sp = open_flink_savepoint(FIXTURES / request.param / "savepoint")
-    return expected, sp
-
-
-# --- normalising our rows to expected.json's conventions ------------------------------
-
-def label(key) -> str:
-    """expected.json names keys by label: a String itself, a number in decimal, a Tuple '(f0,f1)'."""
-    if isinstance(key, (list, tuple)):
-        return "(" + ",".join(label(k) for k in key) + ")"
-    return key if isinstance(key, str) else str(key)
-
-
-def norm(value):
-    """Tuples (structs f0..fn) as lists, maps as dicts with string keys, the rest as is."""
-    if isinstance(value, dict):
-        if value and all(k == f"f{i}" for i, k in enumerate(value)):
-            return [norm(v) for v in value.values()]
-        return {k: norm(v) for k, v in value.items()}
-    if isinstance(value, list):
-        if value and all(isinstance(x, tuple) and len(x) == 2 for x in value):
-            return {label(k): norm(v) for k, v in value}
-        return [norm(v) for v in value]
-    return value
-
-
-def key_of(row: dict, key_names: list[str]):
-    if key_names == ["key"]:
-        return row["key"]
-    return [row[n] for n in key_names]
-
-
-def same(a, b) -> bool:
-    if isinstance(a, float) or isinstance(b, float):
-        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and \
-            (a == b or (math.isnan(a) and math.isnan(b)))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    return a == b
+    return expected_of(request.param), open_flink_savepoint(FIXTURES / request.param / "savepoint")
 
 
 # --- tests ----------------------------------------------------------------------------
@@ -89,45 +48,9 @@ def test_keyed_state(fixture):
             continue
         op = sp.operator(uid)
         table = keyed_table(op)
-        key_names = [f.name for f in table.schema][1:1 + (1 if "key" in table.schema.names else 2)]
-        rows = table.to_pylist()
-        # every row's key group is the one real Flink gave its key
-        for row in rows:
-            assert row["_key_group"] == expected["keys"][label(key_of(row, key_names))]["key_group"]
-        for name, state in exp["keyed_state"].items():
-            info = next(s for s in op.states if s.name == name)
-            if "state_serializer" in state:
-                assert info.serializer == state["state_serializer"], (uid, name)
-            if isinstance(state["values"], list):  # window contents: one entry per (key, window)
-                got = sorted(
-                    ([label(key_of(r, key_names)), [r["namespace"]["start"], r["namespace"]["end"]], norm(r[name])]
-                     for r in rows if r[name] is not None), key=json.dumps)
-                want = sorted(([e["key"], e["window"], e["value"]] for e in state["values"]), key=json.dumps)
-                assert same(got, want), (uid, name)
-                assert "namespace" in table.schema.names
-                continue
-            assert "namespace" not in table.schema.names
-            got = {label(key_of(r, key_names)): norm(r[name]) for r in rows if r[name] is not None}
-            want = state["values"]
-            if state["kind"] == "AGGREGATING":
-                want = {k: v["accumulator"] for k, v in want.items()}
-            assert same(got, want), (uid, name)
-            if "timestamps" in state:
-                bounds = state["timestamps"]["bounds"]
-                ts = {label(key_of(r, key_names)): norm(r[name + "_ttl_ts"])
-                      for r in rows if r[name] is not None}
-                assert ts.keys() == bounds.keys()
-                checked = 0
-                for k, b in bounds.items():
-                    if isinstance(b, dict):
-                        assert ts[k].keys() == b.keys()
-                        for mk, (lo, hi) in b.items():
-                            assert lo <= ts[k][mk] <= hi
-                            checked += 1
-                    else:
-                        assert b[0] <= ts[k] <= b[1]
-                        checked += 1
-                assert checked > 0
+        key_names = [f.name for f in key_fields(op.key_type)]
+        assert check_keyed(expected, uid, table.to_pylist(), key_names, table.schema.names,
+                           {s.name: s.serializer for s in op.states}) > 0
 
 
 def test_timers(fixture):
@@ -135,28 +58,8 @@ def test_timers(fixture):
     for uid, exp in expected["operators"].items():
         if "timers" not in exp:
             continue
-        op = sp.operator(uid)
-        table = timers_table(op)
-        key_names = [n for n in table.schema.names if n not in ("_key_group", "namespace", "timestamp",
-                                                                 "domain", "service")]
-        rows = table.to_pylist()
-        for domain_name, t in exp["timers"].items():
-            domain = "event" if domain_name == "event_time" else "processing"
-            service = t["state_name"].split("_", 2)[-1].split("_", 1)[-1]
-            mine = [r for r in rows if r["domain"] == domain and r["service"] == service]
-            for r in mine:
-                assert r["_key_group"] == expected["keys"][label(key_of(r, key_names))]["key_group"]
-            if isinstance(t["values"], list):
-                got = sorted(([label(key_of(r, key_names)), r["timestamp"],
-                               [r["namespace"]["start"], r["namespace"]["end"]]] for r in mine), key=json.dumps)
-                want = sorted(([e["key"], e["timestamp"], e["window"]] for e in t["values"]), key=json.dumps)
-            else:
-                got = {}
-                for r in mine:
-                    got.setdefault(label(key_of(r, key_names)), []).append(r["timestamp"])
-                got = {k: sorted(v) for k, v in got.items()}
-                want = {k: sorted(v) for k, v in t["values"].items() if v}
-            assert got == want, (uid, domain_name)
+        table = timers_table(sp.operator(uid))
+        check_timers(expected, uid, table.to_pylist(), key_names_of(table.schema.names))
 
 
 def test_operator_state(fixture):
@@ -164,17 +67,11 @@ def test_operator_state(fixture):
     for uid, exp in expected["operators"].items():
         op = sp.operator(uid) if not exp.get("stateless") else None
         for name, state in exp.get("operator_state", {}).items():
-            rows = operator_state_table(op, name).to_pylist()
-            got = {}
-            for r in rows:
-                got.setdefault(str(r["subtask"]), []).append(r["value"])
-            assert got == state["subtasks"], (uid, name)
+            check_list_state(state, operator_state_table(op, name).to_pylist(), by_subtask=True)
             assert op.operator_states[name].kind == {"UNION": "union", "SPLIT_DISTRIBUTE": "list"}[
                 state["distribution"]]
         for name, state in exp.get("broadcast_state", {}).items():
-            rows = operator_state_table(op, name).to_pylist()
-            assert {r["key"]: r["value"] for r in rows} == state["subtasks"]["0"]
-            assert all(s == state["subtasks"]["0"] for s in state["subtasks"].values())
+            check_broadcast(state, operator_state_table(op, name).to_pylist())
 
 
 def test_splits_pickle_and_key_group_filter(fixture):

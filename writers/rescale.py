@@ -43,7 +43,7 @@ from statectl.statefmt.vocabulary import Format, OperatorStateKind
 
 from .operators import OperatorPlan, chunked_job, target_tasks
 from .partitioning import Chunks
-from .savepoint_writer import SavepointWriter, WriteReport
+from .savepoint_writer import SavepointWriter, WriteReport, check_writable_base
 from .tasks import HANDLE_DDL, FileTarget, OperatorOutput, SingleFileSink, guarded
 
 
@@ -111,6 +111,7 @@ class Rescale:
            uids: list[str] | None = None) -> "Rescale":
         """Load *source* and choose its operators; bad limits or uids fail here."""
         base = source if isinstance(source, Savepoint) else load(source)
+        check_writable_base(base)
         return cls(base, tuple(choose_operators(base, max_parallelism, parallelism, uids)))
 
     def write(self, spark, output: str, self_contained: bool = False, on_job=None,

@@ -71,16 +71,25 @@ class Rebuild(Protocol):
         """The jobs writing the files that replace some of *copy*'s (its shallow copy)."""
 
 
+def check_writable_base(base: Savepoint) -> None:
+    """Refuse a base whose format statectl only reads (a Flink savepoint), before any work."""
+    if any(op.format == Format.FLINK for op in base.operators):
+        raise UsageError(f"{base.location} is a Flink savepoint: writing Flink savepoints "
+                         "is not supported yet (it can be read: info, validate, read, sql)")
+
+
 class SavepointWriter:
     """Build a savepoint from DataFrames, optionally on top of an existing one."""
 
     def __init__(self, base: Savepoint | None = None, max_parallelism: int | None = None,
                  format: str = Format.CANONICAL):
-        if format not in Format.words():
+        if format not in Format.own():
             raise UsageError(f"unknown physical format {format!r}; use "
-                             f"{' or '.join(Format)}")
+                             f"{' or '.join(Format.own())}")
         if max_parallelism is not None:
             check_max_parallelism(max_parallelism)
+        if base is not None:
+            check_writable_base(base)
         self.base = base
         self.max_parallelism = max_parallelism
         self.format = format

@@ -9,6 +9,7 @@ once, and describes every operator and state (for `info`), with the
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ import pyarrow.fs as pafs
 from ..errors import (FlinkFormatError, MissingFileError, NotASavepointError, StatectlError,
                       UnknownOperatorError)
 from ..fs import Location
+from ..resolve import resolve_reference
 from . import tables as TB
 from .handles import (IncrementalRocksDB, InlineStream, KeyGroupsStream, OperatorStream,
                       RelativeFile, SegmentFile, StreamHandle)
@@ -43,11 +45,30 @@ def stream_location(base: Location, handle: StreamHandle) -> Location | None:
     if isinstance(handle, InlineStream):
         return None
     if isinstance(handle, RelativeFile):
-        return base.child(handle.relative_path)
+        return check_reference(base, handle.relative_path)
     path = handle.path
     if path.startswith("file:") and not path.startswith("file://"):
         path = "/" + path[len("file:"):].lstrip("/")
-    return Location.of(path)
+    return check_reference(base, path)
+
+
+def check_reference(base: Location, reference: str) -> Location:
+    """Every file a Flink `_metadata` names passes here, through the project's one
+    reference check (:func:`statectl.statefmt.resolve.resolve_reference`).
+
+    A file lies inside the savepoint; a retained checkpoint (``.../<job>/chk-N``)
+    may also reach its job's ``shared/`` and ``taskowned/`` folders, where Flink
+    keeps the files checkpoints share (absolute handles). Nothing else.
+    """
+    return resolve_reference(base, reference, _checkpoint_roots(base),
+                             where=f"{base.child(METADATA)}: file handle")
+
+
+def _checkpoint_roots(base: Location) -> list[Location]:
+    if not re.fullmatch(r"chk-\d+", base.name.rstrip("/")):
+        return []
+    job = Location(base.uri.rstrip("/").rsplit("/", 1)[0])
+    return [job.child("shared"), job.child("taskowned")]
 
 
 def stream_name(base: Location, handle: StreamHandle) -> str:
@@ -225,7 +246,7 @@ def _describe(base: Location, op: FlinkOperator) -> FlinkOperatorInfo:
                 keyed_header = header
             for name, size in _handle_files(base, handle):
                 files[name] = size
-                keyed_bytes += size
+            keyed_bytes += sum(s.size for s in _handle_streams(handle))  # inline streams too
             keyed_splits += _keyed_splits(base, op, sub.index, handle)
         for oh in sub.managed_operator:
             offsets = [o for st in oh.states for o in st.offsets]
@@ -252,11 +273,14 @@ def _describe(base: Location, op: FlinkOperator) -> FlinkOperatorInfo:
         keyed_header, op_states)
 
 
-def _handle_files(base: Location, handle) -> list[tuple[str, int]]:
-    streams = [handle.stream] if isinstance(handle, KeyGroupsStream) else \
+def _handle_streams(handle) -> list[StreamHandle]:
+    return [handle.stream] if isinstance(handle, KeyGroupsStream) else \
         [handle.meta] + [s for _, s in handle.files]
+
+
+def _handle_files(base: Location, handle) -> list[tuple[str, int]]:
     out = []
-    for s in streams:
+    for s in _handle_streams(handle):
         if isinstance(s, InlineStream):
             continue
         out.append((str(stream_location(base, s)), s.size))

@@ -14,13 +14,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN
+from ..model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, TTL_SUFFIX
 from .headers import StateMeta
 from .streams import StateRows
 from . import types as T
 from .types import Buf
 
-TTL_SUFFIX = "_ttl_ts"
 TIMER_PREFIX = "_timer_state/"
 
 

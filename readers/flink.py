@@ -1,0 +1,127 @@
+"""Flink savepoints into DataFrames: a Python Data Source, one partition per split.
+
+A split (`statefmt.flink.savepoint.FlinkSplit`: one subtask stream, or a
+key-group range of one) is pickled into its partition and decoded in the
+executor by `read_split`; the driver only reads `_metadata` and stream headers.
+The batches have the format layer's table schema, with the types Spark takes
+(`statefmt.flink.model.spark_arrow_type`).
+"""
+
+from __future__ import annotations
+
+import json
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from statectl.statefmt.model import Operator, Savepoint
+
+SOURCE_NAME = "statectl_flink"
+
+
+class SplitPartition(InputPartition):
+    def __init__(self, split):
+        super().__init__(split.subtask)
+        self.split = split
+
+
+class FlinkSource(DataSource):
+    """Options: ``savepoint``, ``operator_id``, ``table`` (keyed, timers, or an operator
+    state's name), ``ddl``, ``one_copy`` (broadcast: the first subtask only) and
+    ``key_groups`` (a JSON list: only these key groups are opened)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> str:
+        return self.options["ddl"]
+
+    def reader(self, schema):
+        return FlinkReader(self.options)
+
+
+class FlinkReader(DataSourceReader):
+    def __init__(self, options):
+        self.location = options["savepoint"]
+        self.operator_id = options["operator_id"]
+        self.table = options["table"]
+        self.one_copy = options.get("one_copy") == "true"
+        groups = options.get("key_groups")
+        self.key_groups = None if groups is None else json.loads(groups)
+
+    def partitions(self):
+        from statectl.statefmt.flink.model import flink_savepoint
+
+        op = flink_savepoint(self.location).operator(self.operator_id)
+        if self.table in ("keyed", "timers"):
+            chosen = op.keyed_splits
+            if self.key_groups is not None:
+                wanted = self.key_groups
+                chosen = [s for s in chosen if any(s.key_groups[0] <= g <= s.key_groups[1] for g in wanted)]
+        else:
+            chosen = op.operator_splits[:1] if self.one_copy else op.operator_splits
+        return [SplitPartition(s) for s in chosen]
+
+    def read(self, partition):
+        import pyarrow as pa
+
+        from statectl.statefmt.flink.model import spark_schema
+        from statectl.statefmt.flink.savepoint import read_split
+
+        split = partition.split
+        target = None
+        groups = None if self.key_groups is None else set(self.key_groups)
+        for batch in read_split(split, self.table, groups):
+            if target is None:
+                target = spark_schema(batch.schema)
+            yield pa.RecordBatch.from_arrays(
+                [c.cast(f.type) if c.type != f.type else c for c, f in zip(batch.columns, target)],
+                schema=target)
+
+
+_registered: set[int] = set()
+
+
+def _frame(spark, sp: Savepoint, op: Operator, table: str, schema, key_groups=None, one_copy=False):
+    from statectl.statefmt.flink.model import spark_schema
+    from statectl.statefmt.types import from_arrow, quote_identifier, to_spark_ddl
+
+    if id(spark) not in _registered:
+        spark.dataSource.register(FlinkSource)
+        _registered.add(id(spark))
+    ddl = ", ".join(f"{quote_identifier(f.name)} {to_spark_ddl(from_arrow(f.type))}"
+                    for f in spark_schema(schema))
+    reader = (spark.read.format(SOURCE_NAME).option("savepoint", sp.location)
+              .option("operator_id", op.operator_id).option("table", table).option("ddl", ddl)
+              .option("one_copy", "true" if one_copy else "false"))
+    if key_groups is not None:
+        reader = reader.option("key_groups", json.dumps(sorted(key_groups)))
+    return reader.load()
+
+
+def flink_keyed_table(spark, sp: Savepoint, op: Operator, timers: bool = False, key_groups=None):
+    """The keyed (or timers) table of a Flink operator, every column the format layer gives.
+
+    *key_groups*: only these key groups (a key filter's), only the splits holding them.
+    """
+    from statectl.statefmt.flink.model import flink_savepoint
+
+    info = flink_savepoint(sp.location).operator(op.operator_id)
+    schema = info.timers_schema if timers else info.keyed_schema
+    if schema is None:  # no timer service: an empty table of the timers' columns
+        from statectl.statefmt.flink import tables as TB
+
+        schema = TB.timers_schema(info.key_type, ())
+    return _frame(spark, sp, op, "timers" if timers else "keyed", schema, key_groups)
+
+
+def flink_operator_state(spark, sp: Savepoint, op: Operator, name: str):
+    """An operator state of a Flink operator: list and union every subtask's entries
+    (the union once), broadcast one copy."""
+    from statectl.statefmt.flink import tables as TB
+    from statectl.statefmt.flink.model import flink_savepoint
+
+    meta = flink_savepoint(sp.location).operator(op.operator_id).operator_states[name]
+    broadcast = meta.kind == "broadcast"
+    schema = TB.broadcast_schema(meta) if broadcast else TB.operator_list_schema(meta)
+    return _frame(spark, sp, op, name, schema, one_copy=broadcast)

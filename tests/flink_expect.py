@@ -1,0 +1,170 @@
+"""Checking table rows against a Flink fixture's expected.json.
+
+Rows are dicts, from Arrow (``to_pylist``: maps as lists of pairs) or from JSON
+lines (maps as objects with string keys); :func:`norm` brings both to
+expected.json's conventions. Each ``check_*`` asserts one table exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+FIXTURES = Path(__file__).parent / "fixtures" / "flink-dev"
+FIXTURE_NAMES = sorted(p.name for p in FIXTURES.iterdir() if (p / "expected.json").exists())
+TABLE_COLUMNS = ("_key_group", "namespace", "timestamp", "domain", "service")
+
+
+def expected_of(name: str) -> dict:
+    return json.loads((FIXTURES / name / "expected.json").read_text())
+
+
+def label(key) -> str:
+    """expected.json names keys by label: a String itself, a number in decimal, a Tuple '(f0,f1)'."""
+    if isinstance(key, (list, tuple)):
+        return "(" + ",".join(label(k) for k in key) + ")"
+    return key if isinstance(key, str) else str(key)
+
+
+def norm(value):
+    """Tuples (structs f0..fn) as lists, maps as dicts with string keys, the rest as is."""
+    if isinstance(value, dict):
+        if value and all(k == f"f{i}" for i, k in enumerate(value)):
+            return [norm(v) for v in value.values()]
+        return {label(k): norm(v) for k, v in value.items()}
+    if isinstance(value, list):
+        if value and all(isinstance(x, tuple) and len(x) == 2 for x in value):
+            return {label(k): norm(v) for k, v in value}
+        return [norm(v) for v in value]
+    return value
+
+
+def key_names_of(columns, state_columns=()) -> list[str]:
+    """The key columns of a keyed or timers table: ``key`` or a tuple's fields."""
+    if "key" in columns:
+        return ["key"]
+    return [c for c in columns if c not in TABLE_COLUMNS and c not in state_columns]
+
+
+def key_of(row: dict, key_names: list[str]):
+    if key_names == ["key"]:
+        return row["key"]
+    return [row[n] for n in key_names]
+
+
+def same(a, b) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and \
+            (a == b or (math.isnan(a) and math.isnan(b)))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def window(ns) -> list:
+    return [ns["start"], ns["end"]]
+
+
+def check_keyed(expected: dict, uid: str, rows: list[dict], key_names: list[str], columns,
+                serializers: dict | None = None) -> int:
+    """The keyed table of *uid* holds exactly its expected state; returns the values compared.
+
+    Key groups are checked when the rows carry ``_key_group``; TTL timestamps
+    (``<state>_ttl_ts``) against their bounds.
+    """
+    exp = expected["operators"][uid]
+    compared = 0
+    for row in rows:
+        if "_key_group" in row:
+            assert row["_key_group"] == expected["keys"][label(key_of(row, key_names))]["key_group"]
+    for name, state in exp["keyed_state"].items():
+        if serializers is not None and "state_serializer" in state:
+            assert serializers[name] == state["state_serializer"], (uid, name)
+        if isinstance(state["values"], list):  # window contents: one entry per (key, window)
+            got = sorted(([label(key_of(r, key_names)), window(r["namespace"]), norm(r[name])]
+                          for r in rows if r[name] is not None), key=json.dumps)
+            want = sorted(([e["key"], e["window"], e["value"]] for e in state["values"]), key=json.dumps)
+            assert same(got, want), (uid, name)
+            assert "namespace" in columns
+            compared += len(want)
+            continue
+        assert "namespace" not in columns
+        got = {label(key_of(r, key_names)): norm(r[name]) for r in rows if r[name] is not None}
+        want = state["values"]
+        if state["kind"] == "AGGREGATING":
+            want = {k: v["accumulator"] for k, v in want.items()}
+        assert same(got, want), (uid, name)
+        compared += len(want)
+        if "timestamps" in state:
+            compared += _check_ttl(state["timestamps"]["bounds"], rows, name, key_names)
+    return compared
+
+
+def _check_ttl(bounds: dict, rows: list[dict], name: str, key_names: list[str]) -> int:
+    ts = {label(key_of(r, key_names)): norm(r[name + "_ttl_ts"]) for r in rows if r[name] is not None}
+    assert ts.keys() == bounds.keys()
+    checked = 0
+    for k, b in bounds.items():
+        if isinstance(b, dict):
+            assert ts[k].keys() == b.keys()
+            for mk, (lo, hi) in b.items():
+                assert lo <= ts[k][mk] <= hi
+                checked += 1
+        else:
+            assert b[0] <= ts[k] <= b[1]
+            checked += 1
+    assert checked > 0
+    return checked
+
+
+def check_timers(expected: dict, uid: str, rows: list[dict], key_names: list[str]) -> int:
+    """The timers table of *uid* holds exactly its expected timers (every domain and service)."""
+    exp = expected["operators"][uid]
+    compared = 0
+    services = set()
+    for domain_name, t in exp["timers"].items():
+        domain = "event" if domain_name == "event_time" else "processing"
+        service = t["state_name"].split("_", 2)[-1].split("_", 1)[-1]
+        services.add((domain, service))
+        mine = [r for r in rows if r["domain"] == domain and r["service"] == service]
+        for r in mine:
+            if "_key_group" in r:
+                assert r["_key_group"] == expected["keys"][label(key_of(r, key_names))]["key_group"]
+        if isinstance(t["values"], list):
+            got = sorted(([label(key_of(r, key_names)), r["timestamp"], window(r["namespace"])]
+                          for r in mine), key=json.dumps)
+            want = sorted(([e["key"], e["timestamp"], e["window"]] for e in t["values"]), key=json.dumps)
+        else:
+            got = {}
+            for r in mine:
+                got.setdefault(label(key_of(r, key_names)), []).append(r["timestamp"])
+            got = {k: sorted(v) for k, v in got.items()}
+            want = {k: sorted(v) for k, v in t["values"].items() if v}
+        assert got == want, (uid, domain_name)
+        compared += len(mine)
+    assert {(r["domain"], r["service"]) for r in rows} <= services
+    return compared
+
+
+def check_list_state(state: dict, rows: list[dict], by_subtask: bool) -> None:
+    """An operator list or union state: every subtask's entries (*by_subtask*: rows carry
+    ``subtask``), or their union once (the readers' table: ``value`` only)."""
+    if by_subtask:
+        got = {}
+        for r in rows:
+            got.setdefault(str(r["subtask"]), []).append(r["value"])
+        assert got == state["subtasks"]
+    else:
+        want = [v for values in state["subtasks"].values() for v in values]
+        assert sorted(r["value"] for r in rows) == sorted(want)
+
+
+def check_broadcast(state: dict, rows: list[dict]) -> None:
+    """Broadcast state: one copy of the map, the same on every subtask."""
+    one = state["subtasks"]["0"]
+    assert all(s == one for s in state["subtasks"].values())
+    assert len(rows) == len(one)
+    assert {r["key"]: r["value"] for r in rows} == one
