@@ -33,6 +33,11 @@ from .vocabulary import Format, OperatorStateKind, StateKind
 
 _CHECKSUM = re.compile(r"^sha256:[0-9a-f]{64}$")
 MAX_METADATA_BYTES = 256 * 1024 * 1024
+# Far deeper than any real file (types nest at most 64 levels), below the C decoder's own limit;
+# checked before parsing, so the limit does not depend on Python's recursion limit.
+MAX_JSON_DEPTH = 900
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[{]}")
 
 
 # --- encode ----------------------------------------------------------------
@@ -102,10 +107,24 @@ def _drop_none(d: dict) -> dict:
 
 # --- decode ----------------------------------------------------------------
 
+def _json_depth(data: bytes) -> int:
+    """The deepest nesting of arrays and objects in JSON *data* (strings skipped)."""
+    depth = deepest = 0
+    for code in _JSON_STRING.sub(b"", data).translate(None, _NOT_BRACKETS):
+        if code in b"[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
 def decode(data: bytes, source: str = "_metadata") -> Savepoint:
     """Parse and check `_metadata` bytes; *source* names the file in errors."""
     if len(data) > MAX_METADATA_BYTES:
         raise MetadataError(f"{source}: larger than {MAX_METADATA_BYTES} bytes")
+    if _json_depth(data) > MAX_JSON_DEPTH:
+        raise MetadataError(f"{source}: JSON nested too deeply")
     try:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:

@@ -127,8 +127,9 @@ def test_every_renderer_prints_any_string_as_itself(s):
     rendered = _render(lambda: RichOutput().savepoint_info(info))
     assert rendered.count(shown) >= 6, (s, rendered)
     report = {"location": s, "valid": False, "problems": [s], "files_checked": 0, "bytes_checked": 0,
-              "dependencies": [{"savepoint_id": s, "location": s, "present": False, "files": 0}]}
-    assert _render(lambda: RichOutput().validation(report)).count(shown) >= 4
+              "dependencies": [{"savepoint_id": s, "location": s, "present": False, "files": 0}],
+              "notes": [s]}
+    assert _render(lambda: RichOutput().validation(report)).count(shown) >= 5
     written = {"location": s, "savepoint_id": s, "removed": [s], "copied_files": 0,
                "copied_bytes": 0, "removed_leftover_files": 0,
                "lineage": [{"savepoint_id": s, "location": s}],
