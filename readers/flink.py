@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from statectl.statefmt.model import Operator, Savepoint
+
+from .datasource import DdlSource, source_reader
+from .files import spark_ddl
 
 SOURCE_NAME = "statectl_flink"
 
@@ -22,22 +25,6 @@ class SplitPartition(InputPartition):
     def __init__(self, split):
         super().__init__(split.subtask)
         self.split = split
-
-
-class FlinkSource(DataSource):
-    """Options: ``savepoint``, ``operator_id``, ``table`` (keyed, timers, or an operator
-    state's name), ``ddl``, ``one_copy`` (broadcast: the first subtask only) and
-    ``key_groups`` (a JSON list: only these key groups are opened)."""
-
-    @classmethod
-    def name(cls) -> str:
-        return SOURCE_NAME
-
-    def schema(self) -> str:
-        return self.options["ddl"]
-
-    def reader(self, schema):
-        return FlinkReader(self.options)
 
 
 class FlinkReader(DataSourceReader):
@@ -79,21 +66,24 @@ class FlinkReader(DataSourceReader):
                 schema=target)
 
 
-_registered: set[int] = set()
+class FlinkSource(DdlSource):
+    """Options: ``savepoint``, ``operator_id``, ``table`` (keyed, timers, or an operator
+    state's name), ``ddl``, ``one_copy`` (broadcast: the first subtask only) and
+    ``key_groups`` (a JSON list: only these key groups are opened)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    reader_class = FlinkReader
 
 
 def _frame(spark, sp: Savepoint, op: Operator, table: str, schema, key_groups=None, one_copy=False):
     from statectl.statefmt.flink.model import spark_schema
-    from statectl.statefmt.types import from_arrow, quote_identifier, to_spark_ddl
 
-    if id(spark) not in _registered:
-        spark.dataSource.register(FlinkSource)
-        _registered.add(id(spark))
-    ddl = ", ".join(f"{quote_identifier(f.name)} {to_spark_ddl(from_arrow(f.type))}"
-                    for f in spark_schema(schema))
-    reader = (spark.read.format(SOURCE_NAME).option("savepoint", sp.location)
-              .option("operator_id", op.operator_id).option("table", table).option("ddl", ddl)
-              .option("one_copy", "true" if one_copy else "false"))
+    reader = (source_reader(spark, FlinkSource, spark_ddl(spark_schema(schema)))
+              .option("savepoint", sp.location).option("operator_id", op.operator_id)
+              .option("table", table).option("one_copy", "true" if one_copy else "false"))
     if key_groups is not None:
         reader = reader.option("key_groups", json.dumps(sorted(key_groups)))
     return reader.load()

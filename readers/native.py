@@ -8,11 +8,12 @@ verified (size, sha256) inside the tasks as they are fetched.
 
 from __future__ import annotations
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from statectl.statefmt.canonical import keyed_schema, timers_schema
 from statectl.statefmt.model import Operator, Savepoint
 
+from .datasource import DdlSource, source_reader
 from .files import spark_ddl
 
 SOURCE_NAME = "statectl_native"
@@ -22,20 +23,6 @@ class SubtaskPartition(InputPartition):
     def __init__(self, first: int, last: int):
         super().__init__((first, last))
         self.first, self.last = first, last
-
-
-class NativeSource(DataSource):
-    """Options: ``savepoint`` (location), ``operator_id``, ``table`` (keyed or timers), ``schema``."""
-
-    @classmethod
-    def name(cls) -> str:
-        return SOURCE_NAME
-
-    def schema(self) -> str:
-        return self.options["ddl"]
-
-    def reader(self, schema):
-        return NativeReader(self.options)
 
 
 class NativeReader(DataSourceReader):
@@ -68,22 +55,25 @@ class NativeReader(DataSourceReader):
             yield pa.RecordBatch.from_arrays(batch.columns, schema=_nullable(batch.schema))
 
 
+class NativeSource(DdlSource):
+    """Options: ``savepoint`` (location), ``operator_id``, ``table`` (keyed or timers), ``ddl``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    reader_class = NativeReader
+
+
 def _nullable(schema):
     import pyarrow as pa
 
     return pa.schema([pa.field(f.name, f.type, True) for f in schema])
 
 
-_registered: set[int] = set()
-
-
 def native_table(spark, sp: Savepoint, op: Operator, timers: bool = False):
     """The whole keyed (or timer) table of a native operator, as a DataFrame."""
-    if id(spark) not in _registered:
-        spark.dataSource.register(NativeSource)
-        _registered.add(id(spark))
     schema = timers_schema(op.keyed) if timers else keyed_schema(op.keyed)
-    return (spark.read.format(SOURCE_NAME)
+    return (source_reader(spark, NativeSource, spark_ddl(schema))
             .option("savepoint", sp.location).option("operator_id", op.operator_id)
-            .option("table", "timers" if timers else "keyed").option("ddl", spark_ddl(schema))
-            .load())
+            .option("table", "timers" if timers else "keyed").load())
