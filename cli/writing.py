@@ -94,7 +94,7 @@ def _check_format(physical: str) -> None:
     from statectl.statefmt.vocabulary import Format
 
     if physical not in Format.own():
-        raise UsageError(f"unknown format {physical!r}; known: {', '.join(Format)}")
+        raise UsageError(f"unknown format {physical!r}; known: {', '.join(Format.own())}")
 
 
 # --- Spark ------------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ def test_in_process_runs_print_exactly_what_the_console_script_prints(saved, tmp
             assert process.stdout.splitlines()[0] == "Usage: statectl [OPTIONS] COMMAND [ARGS]..."
         if args == ("info",):
             assert process.returncode == 2
-            assert process.stderr.startswith("Usage: statectl info [OPTIONS] ")
+            assert process.stderr == "error: Missing argument 'savepoint'. (see statectl info --help)\n"
 
 
 def test_a_spark_command_in_process_leaves_the_process_as_it_found_it(spark, saved, tmp_path):

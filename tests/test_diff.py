@@ -141,7 +141,7 @@ def test_cli_exit_codes_and_json(saved, tmp_path):
     assert missing.stderr.count("\n") == 1 and missing.stderr.startswith("error: ")
     assert "Traceback" not in missing.stderr
     usage = statectl("diff", saved["canonical"])
-    assert usage.returncode == 2 and usage.stderr.endswith("Error: Missing argument 'B'.\n")
+    assert usage.returncode == 2 and usage.stderr == "error: Missing argument 'B'. (see statectl diff --help)\n"
 
 
 # --- comparison rules, on small savepoints written without Spark ------------------

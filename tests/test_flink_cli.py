@@ -90,7 +90,9 @@ def test_validate_checks_sizes_and_says_there_are_no_checksums(savepoint):
     (savepoint / PROC_STREAM).write_bytes((savepoint / PROC_STREAM).read_bytes() + b"x")
     bad = statectl("validate", "--json", str(savepoint))
     assert bad.returncode == 1
-    assert json.loads(bad.stdout)["problems"] == [f"{savepoint}/{PROC_STREAM}: 17836 bytes, _metadata says 17835"]
+    assert json.loads(bad.stdout)["problems"] == [
+        f"operator lk-proc: {savepoint}/{PROC_STREAM}: size is 17836 bytes, _metadata records 17835 "
+        "(truncated or replaced file)"]
 
 
 @pytest.mark.parametrize("command", [["modify"], ["rescale", "--max-parallelism", "64"]])

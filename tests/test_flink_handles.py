@@ -26,7 +26,7 @@ def relative_handle(name: str, size: int) -> bytes:
 
 def rewrite(fixture: str, tmp: Path, make_handle) -> Path:
     """Copy *fixture*, move every stream file into tmp/shared and reference it with *make_handle*."""
-    sp = tmp / "sp"
+    sp = tmp / "chk-1"  # a retained checkpoint: its files may lie in the job's shared/
     shutil.copytree(FIXTURES / fixture / "savepoint", sp)
     shared = tmp / "shared"
     shared.mkdir()

@@ -67,8 +67,12 @@ def test_catalogue_and_views(spark):
         ("value", "int64", "key: int64", None, "lk-proc")
     assert rows[("lk-bcast", "rules")]["type"] == "map<string, string>"
     names = reader.register_views()
-    assert names == reader.view_names() and "lk-win.timers" in names
-    got = spark.sql("SELECT count(*) AS n FROM `lk-proc` WHERE count IS NOT NULL").collect()[0]["n"]
+    try:
+        assert names == reader.view_names() and "lk-win.timers" in names
+        got = spark.sql("SELECT count(*) AS n FROM `lk-proc` WHERE count IS NOT NULL").collect()[0]["n"]
+    finally:  # the suite shares one session: leave no views for other tests
+        for name in names:
+            spark.catalog.dropTempView(name)
     assert got == len(expected_of("long-hashmap-canonical")["operators"]["lk-proc"]["keyed_state"]["count"]["values"])
 
 
