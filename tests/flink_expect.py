@@ -168,3 +168,62 @@ def check_broadcast(state: dict, rows: list[dict]) -> None:
     assert all(s == one for s in state["subtasks"].values())
     assert len(rows) == len(one)
     assert {r["key"]: r["value"] for r in rows} == one
+
+
+# --- every table of a savepoint, as the views `statectl sql` registers ----------------------
+
+def views_of(expected: dict, labels: dict[str, str] | None = None) -> list[tuple[str, str, str, str]]:
+    """(view, uid, kind, state) of every table of the snapshot's operators. An operator's view is
+    named by its label: its uid, or, where ``_metadata`` has no uids (version 4, Flink 1.x), its
+    operator id (*labels*: uid -> label)."""
+    out = []
+    for uid, exp in expected["operators"].items():
+        name = (labels or {}).get(uid, uid)
+        if "keyed_state" in exp:
+            out += [(name, uid, "keyed", ""), (f"{name}.timers", uid, "timers", "")]
+        for state in list(exp.get("operator_state", {})) + list(exp.get("broadcast_state", {})):
+            out.append((f"{name}.{state}", uid, "operator", state))
+    return out
+
+
+def union_query(views: list[tuple[str, str, str, str]]) -> str:
+    """One SQL query giving every row of every view as (view, row as JSON, nulls kept)."""
+    return " UNION ALL ".join(
+        f"SELECT '{view}' AS view, to_json(struct(*), map('ignoreNullFields', 'false')) AS row "
+        f"FROM `{view}`" for view, *_ in views)
+
+
+def check_table(expected: dict, uid: str, kind: str, state: str, rows: list[dict]) -> None:
+    """One table (rows as JSON objects: one view of `statectl sql` or `read`) is exactly its
+    part of expected.json."""
+    exp = expected["operators"][uid]
+    if kind == "keyed":
+        columns = set().union(*(r.keys() for r in rows)) if rows else set()
+        states = {c for c in columns if c in exp["keyed_state"] or c.endswith("_ttl_ts")}
+        names = key_names_of(sorted(columns), states)
+        assert check_keyed(expected, uid, rows, names, columns) > 0
+    elif kind == "timers":
+        if "timers" in exp:
+            check_timers(expected, uid, rows, key_names_of(rows[0].keys() if rows else ["key"]))
+        else:
+            assert rows == []
+    elif state in exp.get("broadcast_state", {}):
+        check_broadcast(exp["broadcast_state"][state], rows)
+    else:
+        check_list_state(exp["operator_state"][state], rows, by_subtask=False)
+
+
+def check_operators(expected: dict, operators, named: bool) -> None:
+    """The savepoint's operators (statectl's model) are expected.json's, by operator id, with
+    their parallelism, max parallelism and state names; *named*: ``_metadata`` holds uids and
+    names (version 5 on), else both are None."""
+    ops = {op.operator_id: op for op in operators}
+    assert set(ops) == {exp["operator_id"] for exp in expected["operators"].values()}
+    for uid, exp in expected["operators"].items():
+        op = ops[exp["operator_id"]]
+        assert (op.uid, op.name) == ((uid, exp["name"]) if named else (None, None)), uid
+        assert (op.parallelism, op.max_parallelism) == (exp["parallelism"], exp["max_parallelism"]), uid
+        keyed = {s.name for s in op.keyed.states} if op.keyed is not None else set()
+        assert keyed == set(exp.get("keyed_state", {})), uid
+        assert {s.name for s in op.operator_states} == \
+            set(exp.get("operator_state", {})) | set(exp.get("broadcast_state", {})), uid

@@ -27,6 +27,11 @@ SHAPES = {
 }
 # The keyed state handle each shape's savepoint holds (type byte; flink_metadata_scan.NAMES).
 KEYED_HANDLE = {"rocksdb-canonical": 7, "hashmap-native": 12, "rocksdb-native": 11}
+# Flink 2.3 only: an incremental RocksDB retained checkpoint and a snappy-compressed savepoint.
+INCREMENTAL_23 = dict(checkpoint="incremental", backend="rocksdb", key_type="long", max_parallelism=256,
+                      parallelism=3, inline_threshold=0)
+COMPRESSED_23 = dict(compression=True, backend="hashmap", format="canonical", inline_threshold=0,
+                     key_type="string", seed=77)
 RESTORE_WITH = {"rocksdb-canonical": "hashmap", "hashmap-native": "hashmap", "rocksdb-native": "rocksdb"}
 
 
@@ -91,10 +96,7 @@ def extras_23(flink_snapshots):
     """Flink 2.3: an incremental RocksDB retained checkpoint, a snappy-compressed savepoint and a
     (small) size-mode savepoint."""
     incremental, compressed, size = flink_snapshots("2.3.0", [
-        dict(checkpoint="incremental", backend="rocksdb", key_type="long", max_parallelism=256,
-             parallelism=3, inline_threshold=0),
-        dict(compression=True, backend="hashmap", format="canonical", inline_threshold=0,
-             key_type="string", seed=77),
+        INCREMENTAL_23, COMPRESSED_23,
         dict(mode="size", keys=3000, backend="hashmap", format="canonical", inline_threshold=0),
     ])
     dumps = flink_job.restore_snapshots("2.3.0", [(incremental, "rocksdb"), (compressed, "rocksdb")])

@@ -9,42 +9,11 @@ import json
 import pytest
 
 from tests.conftest import statectl
-from tests.flink_expect import (FIXTURE_NAMES, FIXTURES, check_broadcast, check_keyed, check_list_state,
-                                check_timers, expected_of, key_names_of)
+from tests.flink_expect import FIXTURE_NAMES, FIXTURES, check_table, expected_of, union_query, views_of
 
 # the tables `read` takes in turn, after the -proc keyed table: (role, read options)
 OTHER_TABLES = [("proc", ["--timers"]), ("win", []), ("win", ["--timers"]), ("bcast", []),
                 ("union-op", []), ("src", [])]
-
-
-def _views(expected: dict) -> list[tuple[str, str]]:
-    """(view, kind) of every table of the fixture's operators."""
-    out = []
-    for uid, exp in expected["operators"].items():
-        if "keyed_state" in exp:
-            out += [(uid, "keyed"), (f"{uid}.timers", "timers")]
-        for name in list(exp.get("operator_state", {})) + list(exp.get("broadcast_state", {})):
-            out.append((f"{uid}.{name}", "operator"))
-    return out
-
-
-def _check_table(expected: dict, view: str, kind: str, rows: list[dict]) -> None:
-    uid, _, state = view.partition(".")
-    exp = expected["operators"][uid]
-    if kind == "keyed":
-        columns = set().union(*(r.keys() for r in rows)) if rows else set()
-        states = {c for c in columns if c in exp["keyed_state"] or c.endswith("_ttl_ts")}
-        names = key_names_of(sorted(columns), states)
-        assert check_keyed(expected, uid, rows, names, columns) > 0
-    elif kind == "timers":
-        if "timers" in exp:
-            check_timers(expected, uid, rows, key_names_of(rows[0].keys() if rows else ["key"]))
-        else:
-            assert rows == []
-    elif state in exp.get("broadcast_state", {}):
-        check_broadcast(exp["broadcast_state"][state], rows)
-    else:
-        check_list_state(exp["operator_state"][state], rows, by_subtask=False)
 
 
 def _json_lines(result) -> list[dict]:
@@ -55,15 +24,13 @@ def _json_lines(result) -> list[dict]:
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
 def test_sql_reads_every_table(name):
     expected = expected_of(name)
-    views = _views(expected)
-    query = " UNION ALL ".join(
-        f"SELECT '{view}' AS view, to_json(struct(*), map('ignoreNullFields', 'false')) AS row FROM `{view}`" for view, _ in views)
-    lines = _json_lines(statectl("sql", str(FIXTURES / name / "savepoint"), query, "-f", "jsonl"))
-    by_view: dict[str, list[dict]] = {view: [] for view, _ in views}
+    views = views_of(expected)
+    lines = _json_lines(statectl("sql", str(FIXTURES / name / "savepoint"), union_query(views), "-f", "jsonl"))
+    by_view: dict[str, list[dict]] = {view: [] for view, *_ in views}
     for line in lines:
         by_view[line["view"]].append(json.loads(line["row"]))
-    for view, kind in views:
-        _check_table(expected, view, kind, by_view[view])
+    for view, uid, kind, state in views:
+        check_table(expected, uid, kind, state, by_view[view])
 
 
 @pytest.mark.parametrize("index,name", list(enumerate(FIXTURE_NAMES)))
@@ -74,13 +41,12 @@ def test_read_tables(index, name):
     uid = prefix + role
     exp = expected["operators"][uid]
     if options:
-        view, kind = f"{uid}.timers", "timers"
+        kind, state = "timers", ""
     elif "keyed_state" in exp:
-        view, kind = uid, "keyed"
+        kind, state = "keyed", ""
     else:
-        state = next(iter(list(exp.get("operator_state", {})) + list(exp.get("broadcast_state", {}))))
-        view, kind = f"{uid}.{state}", "operator"
+        kind, state = "operator", next(iter(list(exp.get("operator_state", {})) + list(exp.get("broadcast_state", {}))))
     savepoint = str(FIXTURES / name / "savepoint")
-    for u, opts, v, k in [(prefix + "proc", [], prefix + "proc", "keyed"), (uid, options, view, kind)]:
+    for u, opts, k, s in [(prefix + "proc", [], "keyed", ""), (uid, options, kind, state)]:
         rows = _json_lines(statectl("read", savepoint, "--uid", u, *opts, "-f", "jsonl"))
-        _check_table(expected, v, k, rows)
+        check_table(expected, u, k, s, rows)

@@ -331,3 +331,17 @@ def test_a_folder_that_is_not_a_database_is_an_error(workdir, tmp_path):
     with pytest.raises(FlinkFormatError, match=r"^cannot open the RocksDB snapshot \(1 files, CURRENT is "):
         with open_rocksdb_snapshot([("CURRENT", bogus)], workdir=workdir):
             pass
+
+
+def test_a_wal_dir_of_the_writing_task_is_ignored(workdir, tmp_path):
+    """Flink 1.17 and 1.20 record the task's temporary wal_dir in OPTIONS; it is gone when the
+    savepoint is read, and the snapshot still opens (its WAL is looked for beside its files)."""
+    files = _copy(_snapshots("long-rocksdb-native")[("lk-proc", 0)], tmp_path / "copy")
+    (options,) = [path for local, path in files if local.startswith("OPTIONS-")]
+    text = options.read_text()
+    assert "wal_dir=" not in text and text.count("[DBOptions]\n") == 1
+    gone = tmp_path / "minicluster_gone" / "db"
+    options.write_text(text.replace("[DBOptions]\n", f"[DBOptions]\n  wal_dir={gone}\n"))
+    with open_rocksdb_snapshot(files, workdir=workdir) as snap:
+        assert len(list(snap.entries("count"))) == 10
+    assert not gone.exists()

@@ -13,7 +13,9 @@ Flink's list states are RocksDB ``MERGE`` operands of ``StringAppendTESTOperator
 rocksdict's default options have no merge operator, and then a list column family
 reads as empty without any error; the column-family options therefore come from
 the snapshot's own OPTIONS file (``Options.load_latest``), which names that
-operator, and every scan ends with a check of the iterator's status.
+operator, and every scan ends with a check of the iterator's status. The
+WAL directory is always the snapshot's own: Flink 1.17 and 1.20 record the
+task's temporary ``wal_dir`` in OPTIONS, which no longer exists.
 """
 
 from __future__ import annotations
@@ -76,6 +78,9 @@ class RocksDBSnapshot:
         self._db = None
         try:
             db_options, cf_options = Options.load_latest(directory)
+            # Flink 1.x writes the task's own wal_dir (a temporary folder long gone) into
+            # OPTIONS; a read-only open fails unless the WAL is looked for here instead.
+            db_options.set_wal_dir(directory)
             self._db = Rdict(directory, db_options, column_families=cf_options,
                              access_type=AccessType.read_only())
             # in creation order, as the MANIFEST lists them
