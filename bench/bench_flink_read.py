@@ -18,7 +18,6 @@ equal. Prints the median times, rows/s, the throughput ratios Flink / own
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import time
@@ -29,7 +28,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "tests"))
 
-from common import RssSampler, rss_mib, session  # noqa: E402
+from common import RssSampler, alternating_medians, rss_mib, session  # noqa: E402
 
 UID = "proc"
 TARGETS = {"flink canonical": 0.5, "flink rocksdb native": 0.3}
@@ -112,17 +111,12 @@ def main() -> None:
         assert got == want, f"{name}: {got} != {want}"
     print(f"all three reads give rows, key chars, sum(count), list elements, sum(events[2]) = {want}")
 
-    times: dict[str, list[float]] = {name: [] for name in cases}
     before = rss_mib()
     with RssSampler() as rss:
-        for _ in range(args.repeat):
-            for name, path in cases.items():
-                t = time.perf_counter()
-                run(path)
-                times[name].append(time.perf_counter() - t)
+        times, medians = alternating_medians(
+            {name: (lambda path=path: run(path)) for name, path in cases.items()}, args.repeat)
 
     print(f"{n:,} keys (value + list state), read + aggregate, median of {args.repeat} (local[2]):")
-    medians = {name: statistics.median(ts) for name, ts in times.items()}
     for name, m in medians.items():
         spread = ", ".join(f"{t:.2f}" for t in times[name])
         print(f"  {name:24s} {m:6.2f} s  {n / m:11,.0f} rows/s   ({spread})")

@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from common import session
+from common import alternating_medians, session
 
 from statectl.statefmt.build import write_keyed_files  # noqa: E402
 from statectl.statefmt.fs import Location  # noqa: E402
@@ -134,15 +134,9 @@ def main() -> None:
     assert results["statectl keyed"] == results["parquet (same files)"] == \
         results["parquet (Spark-written)"], "the three reads disagree"
     verify_times.clear()
-    times: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(args.runs):
-        for name, fn in cases.items():
-            t = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t)
+    times, medians = alternating_medians(cases, args.runs)
 
     print(f"{args.keys:,} keys, read + aggregate, median of {args.runs} runs (local[2]):")
-    medians = {name: statistics.median(ts) for name, ts in times.items()}
     for name, m in medians.items():
         spread = ", ".join(f"{t:.2f}" for t in times[name])
         print(f"  {name:26s} {m:6.2f} s  {args.keys / m / 1e6:5.2f} M rows/s   ({spread})")

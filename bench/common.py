@@ -1,4 +1,4 @@
-"""What the benchmark scripts share: a local Spark session and the driver's RSS.
+"""What the benchmark scripts share: a local Spark session, alternating timed runs, the driver's RSS.
 
 The scripts are run as ``python bench/bench_x.py`` and put this folder on
 ``sys.path`` to import it.
@@ -7,8 +7,11 @@ The scripts are run as ``python bench/bench_x.py`` and put this folder on
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 import threading
+import time
+from typing import Callable
 
 
 def session(app_name: str | None = None, master: str = "local[2]", *,
@@ -71,3 +74,16 @@ class RssSampler:
         self._stop.set()
         self._t.join()
         self.end = rss_mib()
+
+
+def alternating_medians(cases: dict[str, Callable[[], object]], repeat: int
+                        ) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """Each case run *repeat* times, the cases alternating (so a slow phase of a shared
+    machine hits all of them): every case's times in seconds, and their medians."""
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(repeat):
+        for name, fn in cases.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return times, {name: statistics.median(ts) for name, ts in times.items()}

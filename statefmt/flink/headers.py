@@ -103,7 +103,7 @@ def read_keyed_header(data: bytes, source: str) -> KeyedHeader:
     version = r.int()
     if version < 4 or version > 6:
         raise FlinkFormatError(f"{source}: keyed state stream version {version} is not supported (4 to 6)")
-    compressed = r.bool() if version >= 2 else False
+    compressed = r.bool()  # usingKeyGroupCompression, in every supported version
     key = read_top_snapshot(r)
     n = r.short()
     if n < 0:
