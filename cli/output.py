@@ -41,13 +41,15 @@ def make_console(stderr: bool = False) -> Console:
 PLAIN_TABLE_ROWS = 200
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # C0, C1, line/paragraph separators
 
 
 def printable(text: str) -> str:
-    """*text* with control characters (ESC, CR, newlines...) shown as ``\\xNN``: file
-    content must not move the cursor or recolour the terminal."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """*text* with control characters (ESC, CR, newlines, U+2028...) shown as ``\\xNN``
+    or ``\\uNNNN``: file content must not move the cursor, break a line or recolour
+    the terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                        else f"\\u{ord(m.group()):04x}", text)
 
 
 def plain(text) -> Text:

@@ -7,7 +7,7 @@ import contextlib
 import io
 import json
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from statectl.cli.output import RichOutput, print_error, printable
@@ -114,6 +114,7 @@ text = st.text(min_size=1, max_size=30)
 
 
 @settings(max_examples=150, deadline=None)
+@example(s="\x1f\x1f\u20280")  # a line separator once broke a table cell
 @given(s=text)
 def test_every_renderer_prints_any_string_as_itself(s):
     """Any string from a user or a file, through every rich renderer, prints literally."""
