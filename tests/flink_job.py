@@ -183,6 +183,7 @@ DEFAULTS = {
     "value_max": "5000", "key_type": "long", "max_parallelism": "128", "parallelism": "2",
     "states": "all", "uid_prefix": "", "backend": "rocksdb", "format": "canonical",
     "checkpoint": "none", "compression": "false", "inline_threshold": "default",
+    "pojo_class": "flinkjob.Profile", "key_set": "job",
 }
 
 
@@ -296,6 +297,76 @@ def restore_snapshots(version: str, items: list[tuple[Snapshot, str]]) -> list[d
         with _locked(snapshot_cache()):
             run_job(version, todo)
     return [json.loads((out / "restored.json").read_text()) for out in outs]
+
+
+def _digest_tree(folder: Path) -> str:
+    """A digest of every file under *folder* (names and bytes): a restore dump's cache key."""
+    h = hashlib.sha256()
+    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(str(f.relative_to(folder)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _restore_cached(version: str, items: list[tuple[Path, dict[str, str]]]) -> list[dict]:
+    """Restores each (savepoint, knobs of restore mode) in one JVM; each dump is cached under
+    $STATECTL_FLINK_SAVEPOINTS/restores by the savepoint's content, the knobs and the job's
+    sources, so a savepoint written again byte for byte is not restored twice."""
+    outs = []
+    for path, kn in items:
+        key = json.dumps({"version": version, "knobs": kn, "source": source_hash(),
+                          "savepoint": _digest_tree(Path(path))}, sort_keys=True)
+        outs.append(snapshot_cache() / "restores" / hashlib.sha256(key.encode()).hexdigest()[:16])
+    todo = {str(out): {**kn, "out": str(out), "restore-from": str(Path(path).resolve())}
+            for (path, kn), out in zip(items, outs) if not (out / "restored.json").exists()}
+    if todo:
+        with _locked(snapshot_cache()):
+            run_job(version, list(todo.values()))
+    return [json.loads((out / "restored.json").read_text()) for out in outs]
+
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "flink-dev"
+# The dev fixtures' job differs from this one by its POJO's class and its Long and Integer keys
+# (knob key-set=fixtures); its String and Tuple2 keys are this job's (user-%03d with a non-ASCII
+# suffix on every 5th key).
+FIXTURE_POJO_CLASS = "flinkfixtures.Profile"
+FIXTURE_KEY_KNOBS = {"key-format": "user-%03d", "unicode-every": "5"}
+
+
+def fixture_expected(name: str) -> dict:
+    """A dev fixture's expected.json (tests/fixtures/flink-dev/<name>)."""
+    return json.loads((FIXTURES / name / "expected.json").read_text())
+
+
+def fixture_knobs(name: str) -> dict[str, str]:
+    """The restore-mode knobs of a job shaped like the one that made dev fixture *name*."""
+    fixture = fixture_expected(name)["scenario"]["knobs"]
+    kw = {}
+    for k, v in fixture.items():
+        if k in FIXTURE_KEY_KNOBS:
+            if v != FIXTURE_KEY_KNOBS[k]:
+                raise ValueError(f"dev fixture {name}: knob {k}={v} is not this job's {FIXTURE_KEY_KNOBS[k]}")
+        else:
+            kw[k.replace("-", "_")] = v
+    return knobs(**kw, pojo_class=FIXTURE_POJO_CLASS, key_set="fixtures", mode="restore")
+
+
+def restore_fixture_dumps(items: list[tuple[str, Path, str]], version: str = "2.3.0") -> list[dict]:
+    """The restore dumps behind restore_fixture_shapes (restored.json of each item)."""
+    return _restore_cached(version, [(Path(path), {**fixture_knobs(name), "backend": backend})
+                                     for name, path, backend in items])
+
+
+def restore_fixture_shapes(items: list[tuple[str, Path, str]], version: str = "2.3.0") -> list[list[str]]:
+    """For each (dev fixture name, savepoint, backend): the mismatches between the fixture's
+    expected.json and what a job shaped like the fixture's restored from *savepoint* (the fixture's
+    own `savepoint/`, or one written with its state), all in one JVM, dumps cached by content."""
+    dumps = restore_fixture_dumps(items, version)
+    return [restore_mismatches(fixture_expected(name), dump) for (name, _, _), dump in zip(items, dumps)]
+
+
+def restore_fixture_shape(name: str, savepoint: Path, backend: str = "rocksdb", version: str = "2.3.0") -> list[str]:
+    """restore_fixture_shapes for one savepoint: [] when it restores with exactly fixture *name*'s state."""
+    return restore_fixture_shapes([(name, savepoint, backend)], version)[0]
 
 
 def restore_mismatches(expected: dict, restored: dict) -> list[str]:

@@ -260,7 +260,7 @@ public final class Model {
         }
         if (sc.has("composite")) {
             st.put("last", state("VALUE", "Tuple2<String,Long> (TupleSerializer: StringSerializer, LongSerializer) = (type, value) of the last event; JSON [f0, f1]", v.get("last"), TUPLE + "TupleSerializer", TUPLE + "TupleSerializerSnapshot"));
-            st.put("profile", state("VALUE", "POJO flinkjob.Profile (PojoSerializer; fields in name order: hits int (IntSerializer), name String (StringSerializer, nullable), total long (LongSerializer)); hits = events, total = sum of values, name = key/label of the last event, null when the last event was a view", v.get("profile"), TUPLE + "PojoSerializer", TUPLE + "PojoSerializerSnapshot"));
+            st.put("profile", state("VALUE", "POJO " + sc.pojoClass + " (PojoSerializer; fields in name order: hits int (IntSerializer), name String (StringSerializer, nullable), total long (LongSerializer)); hits = events, total = sum of values, name = key/label of the last event, null when the last event was a view", v.get("profile"), TUPLE + "PojoSerializer", TUPLE + "PojoSerializerSnapshot"));
         }
         if (sc.has("ttl")) {
             Map<String, Object> ttl = obj("ttl_ms", Scenario.TTL_MS, "update_type", "OnCreateAndWrite", "state_visibility", "NeverReturnExpired", "time_characteristic", "ProcessingTime");

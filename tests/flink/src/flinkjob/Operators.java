@@ -166,11 +166,15 @@ public final class Operators {
         }
     }
 
-    public static StateTtlConfig ttl() {
-        return Compat.ttlBuilder(Scenario.TTL_MS)
-                .setUpdateType(StateTtlConfig.UpdateType.OnCreateAndWrite)
-                .setStateVisibility(StateTtlConfig.StateVisibility.NeverReturnExpired)
-                .build();
+    /**
+     * proc's TTL. A restore reads values however old their timestamps (the dev fixtures' expired a
+     * day after they were made): visibility ReturnExpiredIfNotCleanedUp and no background cleanup,
+     * which Flink does not store in a savepoint (only TTL on or off is).
+     */
+    public static StateTtlConfig ttl(boolean restore) {
+        StateTtlConfig.Builder b = Compat.ttlBuilder(Scenario.TTL_MS).setUpdateType(StateTtlConfig.UpdateType.OnCreateAndWrite);
+        if (!restore) return b.setStateVisibility(StateTtlConfig.StateVisibility.NeverReturnExpired).build();
+        return b.setStateVisibility(StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp).disableCleanupInBackground().build();
     }
 
     /** proc: the keyed states of the scenario's groups, event- and processing-time timers. */
@@ -187,7 +191,7 @@ public final class Operators {
         private transient ListState<Long> values;
         private transient MapState<Long, String> byBucket;
         private transient ValueState<Tuple2<String, Long>> last;
-        private transient ValueState<Profile> profile;
+        private transient ValueState<Object> profile;
         private transient ValueState<String> ttlLast;
         private transient MapState<String, Long> ttlSeen;
 
@@ -212,14 +216,14 @@ public final class Operators {
             }
             if (sc.has("composite")) {
                 last = rc.getState(new ValueStateDescriptor<>("last", Types.TUPLE(Types.STRING, Types.LONG)));
-                profile = rc.getState(new ValueStateDescriptor<>("profile", Types.POJO(Profile.class)));
+                profile = rc.getState(new ValueStateDescriptor<>("profile", Profiles.typeInfo(sc.pojoClass)));
             }
             if (sc.has("ttl")) {
                 ValueStateDescriptor<String> tl = new ValueStateDescriptor<>("ttl_last", Types.STRING);
-                tl.enableTimeToLive(ttl());
+                tl.enableTimeToLive(ttl(sc.mode.equals("restore")));
                 ttlLast = rc.getState(tl);
                 MapStateDescriptor<String, Long> ts = new MapStateDescriptor<>("ttl_seen", Types.STRING, Types.LONG);
-                ts.enableTimeToLive(ttl());
+                ts.enableTimeToLive(ttl(sc.mode.equals("restore")));
                 ttlSeen = rc.getMapState(ts);
             }
         }
@@ -262,12 +266,9 @@ public final class Operators {
             }
             if (sc.has("composite")) {
                 last.update(Tuple2.of(e.type, e.value));
-                Profile p = profile.value();
-                if (p == null) p = new Profile();
-                p.hits += 1;
-                p.total += e.value;
-                p.name = e.type.equals("view") ? null : label + "/" + e.label;
-                profile.update(p);
+                Map<String, Object> p = Profiles.json(profile.value());
+                profile.update(Profiles.of(sc.pojoClass, p == null ? 1 : (Integer) p.get("hits") + 1,
+                        e.type.equals("view") ? null : label + "/" + e.label, (p == null ? 0 : (Long) p.get("total")) + e.value));
             }
             if (sc.has("ttl")) {
                 ttlLast.update(e.label + "@" + e.seq);
@@ -327,8 +328,7 @@ public final class Operators {
             if (sc.has("composite")) {
                 Tuple2<String, Long> t = last.value();
                 put("last", label, t == null ? null : Arrays.asList(t.f0, t.f1));
-                Profile p = profile.value();
-                if (p != null) put("profile", label, Model.profileJson(p.hits, p.name, p.total));
+                put("profile", label, Profiles.json(profile.value()));
             }
             if (sc.has("ttl")) {
                 put("ttl_last", label, ttlLast.value());

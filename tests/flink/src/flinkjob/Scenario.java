@@ -36,6 +36,8 @@ public final class Scenario implements Serializable {
     public final int parallelism;
     public final List<String> groups;
     public final String uidPrefix;
+    public final String pojoClass;
+    public final String keySet;
     public final String backend;
     public final String format;
     public final String checkpoint;
@@ -65,6 +67,8 @@ public final class Scenario implements Serializable {
         groups = states.equals("all") ? Arrays.asList("base", "scalars", "composite", "ttl")
                 : new ArrayList<>(Arrays.asList(("base," + states).split(",")));
         uidPrefix = get("uid-prefix", "");
+        pojoClass = get("pojo-class", "flinkjob.Profile");
+        keySet = get("key-set", "job");
         backend = get("backend", "hashmap");
         format = get("format", "canonical").toUpperCase();
         checkpoint = get("checkpoint", "none");
@@ -126,12 +130,14 @@ public final class Scenario implements Serializable {
             case "long": {
                 long[] special = {0L, -1L, Long.MAX_VALUE, Long.MIN_VALUE, 9007199254740993L};
                 if (i < special.length) return special[i];
+                if (keySet.equals("fixtures")) return (i * 1_000_000_000L + 12_345 + 7L * i) * (i % 2 == 0 ? 1 : -1);
                 long v = (i * 1_000_003L + 7) * (i % 2 == 0 ? 1 : -1) * 5003L;
                 return v;
             }
             case "int": {
                 int[] special = {0, -1, Integer.MAX_VALUE, Integer.MIN_VALUE, 65536};
                 if (i < special.length) return special[i];
+                if (keySet.equals("fixtures")) return (i * 100_000 + 17 + 3 * i) * (i % 2 == 0 ? 1 : -1);
                 return (i * 100_003 + 11) * (i % 2 == 0 ? 1 : -1);
             }
             case "string":
