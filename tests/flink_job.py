@@ -369,6 +369,152 @@ def restore_fixture_shape(name: str, savepoint: Path, backend: str = "rocksdb", 
     return restore_fixture_shapes([(name, savepoint, backend)], version)[0]
 
 
+def restore_declared(version: str, savepoint: Path, description: dict, backend: str = "rocksdb") -> dict:
+    """Restores *savepoint* into a job declaring the states *description* lists (declared mode,
+    tests/flink/README.md) and returns its dump of everything restored; cached by content."""
+    return restore_declared_many(version, [(savepoint, description, backend)])[0]
+
+
+def restore_declared_many(version: str, items: list[tuple[Path, dict, str]]) -> list[dict]:
+    """restore_declared for several (savepoint, description, backend), in one JVM."""
+    runs = []
+    for path, description, backend in items:
+        text = json.dumps(description, indent=1, sort_keys=True, ensure_ascii=False)
+        spec = snapshot_cache() / "declared" / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
+        if not spec.exists():
+            spec.parent.mkdir(parents=True, exist_ok=True)
+            tmp = spec.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(text)
+            tmp.rename(spec)
+        runs.append((Path(path), {"mode": "declared", "backend": backend, "spec": str(spec)}))
+    return _restore_cached(version, runs)
+
+
+KEY_TYPES = {"long": "Long", "int": "Integer", "string": "String", "tuple": "Tuple2<String, Integer>"}
+# proc's keyed states per state group, as declared mode spells them.
+PROC_STATES = {
+    "base": [
+        {"name": "count", "kind": "VALUE", "type": "Long"},
+        {"name": "events", "kind": "LIST", "element_type": "String"},
+        {"name": "attrs", "kind": "MAP", "user_key_type": "String", "user_value_type": "Long"},
+        {"name": "sum", "kind": "REDUCING", "type": "Long"},
+        {"name": "avg", "kind": "AGGREGATING", "accumulator_type": "Tuple2<Long, Long>"},
+    ],
+    "scalars": [
+        {"name": "ratio", "kind": "VALUE", "type": "Double"},
+        {"name": "flag", "kind": "VALUE", "type": "Boolean"},
+        {"name": "last_type", "kind": "VALUE", "type": "String"},
+        {"name": "values", "kind": "LIST", "element_type": "Long"},
+        {"name": "by_bucket", "kind": "MAP", "user_key_type": "Long", "user_value_type": "String"},
+    ],
+    "composite": [
+        {"name": "last", "kind": "VALUE", "type": "Tuple2<String, Long>"},
+        {"name": "profile", "kind": "VALUE", "type": "POJO"},  # the pojo-class knob
+    ],
+    "ttl": [
+        {"name": "ttl_last", "kind": "VALUE", "type": "String", "ttl": True},
+        {"name": "ttl_seen", "kind": "MAP", "user_key_type": "String", "user_value_type": "Long", "ttl": True},
+    ],
+}
+
+
+def job_description(expected: dict) -> dict:
+    """The declared-mode description of the states of the job (or dev fixture) that wrote
+    *expected* (its expected.json): src, union-op, bcast, proc and win with their uids."""
+    kn = expected["scenario"]["knobs"]
+    key = KEY_TYPES[kn.get("key-type", DEFAULTS["key_type"])]
+    states = kn.get("states", "all")
+    groups = ["base", *(PROC_STATES if states == "all" else states.split(","))]
+    pojo = kn.get("pojo-class") or (FIXTURE_POJO_CLASS if "fixture" in expected else DEFAULTS["pojo_class"])
+    ops = {op["role"]: op for op in expected["operators"].values()}
+
+    def op(role: str, **body) -> dict:
+        return {"uid": ops[role]["uid"], "parallelism": ops[role]["parallelism"],
+                "max_parallelism": ops[role]["max_parallelism"], **body}
+
+    proc_states = [{**s, "type": pojo} if s.get("type") == "POJO" else s
+                   for g in dict.fromkeys(groups) for s in PROC_STATES[g]]
+    return {"operators": [
+        op("src", operator_state=[{"name": "offsets", "distribution": "SPLIT_DISTRIBUTE", "element_type": "Long"}]),
+        op("union-op", operator_state=[{"name": "union-counts", "distribution": "UNION", "element_type": "String"}]),
+        op("bcast", broadcast_state=[{"name": "rules", "key_type": "String", "value_type": "String"}]),
+        op("proc", key_type=key, keyed_state=proc_states,
+           timers={"service": "user-timers", "namespace": "VoidNamespace"}),
+        op("win", key_type=key, keyed_state=[{"name": "window-contents", "kind": "REDUCING",
+                                              "type": f"Tuple2<{key}, Long>", "namespace": "TimeWindow"}],
+           timers={"service": "window-timers", "namespace": "TimeWindow"}),
+    ]}
+
+
+def declared_mismatches(expected: dict, dump: dict) -> list[str]:
+    """Where a declared-mode dump of a savepoint differs from the state its expected.json names
+    (the job's or a dev fixture's layout): operator, union and broadcast state per subtask, every
+    key's keyed state (AGGREGATING: the stored accumulator; TTL: values, and each last-access
+    timestamp within the expected bounds), pending event- and processing-time timers of proc (the
+    event-time ones all fired), win's windows and their timers. Empty when all agree."""
+    problems: list[str] = []
+
+    def check(what: str, want, got) -> None:
+        if want != got:
+            problems.append(f"{what}: expected {json.dumps(want, ensure_ascii=False)[:300]}, "
+                            f"restored {json.dumps(got, ensure_ascii=False)[:300]}")
+
+    def records(items: list) -> list:
+        return sorted(items, key=lambda r: json.dumps(r, sort_keys=True))
+
+    for uid, op in expected["operators"].items():
+        got = dump["operators"].get(uid, {})
+        role = op["role"]
+        if role == "src":
+            check(f"{uid} offsets", op["operator_state"]["offsets"]["subtasks"],
+                  got.get("operator_state", {}).get("offsets", {}).get("subtasks"))
+        elif role == "union-op":
+            subtasks = op["operator_state"]["union-counts"]["subtasks"]
+            union = sorted(e for s in subtasks.values() for e in s)
+            have = got.get("operator_state", {}).get("union-counts", {}).get("subtasks", {})
+            check(f"{uid} union-counts", {s: union for s in subtasks}, {s: sorted(v) for s, v in have.items()})
+        elif role == "bcast":
+            check(f"{uid} rules", op["broadcast_state"]["rules"]["subtasks"],
+                  got.get("broadcast_state", {}).get("rules", {}).get("subtasks"))
+        elif role == "proc":
+            for name, state in op["keyed_state"].items():
+                have = got.get("keyed_state", {}).get(name, {})
+                want = state["values"]
+                if state["kind"] == "AGGREGATING":
+                    want = {k: v["accumulator"] for k, v in want.items()}
+                check(f"{uid} state {name}", want, have.get("values"))
+                if "ttl" in state:
+                    _check_ttl(problems, f"{uid} state {name}", state["timestamps"]["bounds"], have.get("last_access", {}))
+            timers = got.get("timers", {})
+            pending = op["timers"]["event_time"]["values"]
+            check(f"{uid} event-time timers", pending, timers.get("event_time", {}).get("values"))
+            check(f"{uid} event-time timers fired", pending, timers.get("event_time", {}).get("fired"))
+            check(f"{uid} processing-time timers", op["timers"]["processing_time"]["values"],
+                  timers.get("processing_time", {}).get("values"))
+        elif role == "win":
+            contents = got.get("keyed_state", {}).get("window-contents", {}).get("values", [])
+            check(f"{uid} windows", records(op["keyed_state"]["window-contents"]["values"]), records(contents))
+            timers = got.get("timers", {}).get("event_time", {})
+            want = records(op["timers"]["event_time"]["values"])
+            check(f"{uid} window timers", want, records(timers.get("values", [])))
+            check(f"{uid} window timers fired", want, records(timers.get("fired", [])))
+    return problems
+
+
+def _check_ttl(problems: list[str], what: str, bounds: dict, stamps: dict) -> None:
+    """Each last-access timestamp within its [lo, hi] bound (nested like the values)."""
+    def walk(path: str, b, t) -> None:
+        if isinstance(b, dict):
+            if not isinstance(t, dict) or set(b) != set(t):
+                problems.append(f"{what} timestamps{path}: expected entries {sorted(b)}, restored {t!r:.200}")
+                return
+            for k in b:
+                walk(f"{path}[{k}]", b[k], t[k])
+        elif not (isinstance(t, int) and b[0] <= t <= b[1]):
+            problems.append(f"{what} timestamp{path}: {t!r} not within [{b[0]}, {b[1]}]")
+    walk("", bounds, stamps)
+
+
 def restore_mismatches(expected: dict, restored: dict) -> list[str]:
     """Where a restore dump differs from expected.json (empty when every check passes).
 

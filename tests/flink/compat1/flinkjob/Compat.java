@@ -46,6 +46,10 @@ final class Compat {
         return env.addSource(new Src<>(body), name, ti);
     }
 
+    static <T> org.apache.flink.api.common.typeutils.TypeSerializer<T> serializer(TypeInformation<T> ti, org.apache.flink.api.common.ExecutionConfig ec) {
+        return ti.createSerializer(ec);
+    }
+
     static <T> void discard(DataStream<T> s, String uid) {
         s.addSink(new DiscardingSink<T>()).uid(uid).name(uid);
     }

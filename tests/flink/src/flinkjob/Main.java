@@ -42,7 +42,9 @@ public final class Main {
         try {
             for (Map<String, String> knobs : runs) {
                 Shared.reset();
-                run(new Scenario(knobs));
+                Scenario sc = new Scenario(knobs);
+                if (sc.mode.equals("declared")) Declared.run(sc);
+                else run(sc);
             }
         } catch (Throwable t) {
             t.printStackTrace();
