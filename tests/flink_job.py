@@ -350,23 +350,55 @@ def fixture_knobs(name: str) -> dict[str, str]:
     return knobs(**kw, pojo_class=FIXTURE_POJO_CLASS, key_set="fixtures", mode="restore")
 
 
-def restore_fixture_dumps(items: list[tuple[str, Path, str]], version: str = "2.3.0") -> list[dict]:
-    """The restore dumps behind restore_fixture_shapes (restored.json of each item)."""
-    return _restore_cached(version, [(Path(path), {**fixture_knobs(name), "backend": backend})
-                                     for name, path, backend in items])
+CHECKS = ("job", "declared")
 
 
-def restore_fixture_shapes(items: list[tuple[str, Path, str]], version: str = "2.3.0") -> list[list[str]]:
-    """For each (dev fixture name, savepoint, backend): the mismatches between the fixture's
-    expected.json and what a job shaped like the fixture's restored from *savepoint* (the fixture's
-    own `savepoint/`, or one written with its state), all in one JVM, dumps cached by content."""
-    dumps = restore_fixture_dumps(items, version)
-    return [restore_mismatches(fixture_expected(name), dump) for (name, _, _), dump in zip(items, dumps)]
+def restore_fixture_dumps(items: list[tuple[str, Path, str]], version: str = "2.3.0", *,
+                          max_parallelism: int | None = None, checks=CHECKS) -> list[dict[str, dict]]:
+    """The dumps behind restore_fixture_shapes: per item, {check: restored.json}, all in one JVM."""
+    runs = []
+    for name, path, backend in items:
+        if "job" in checks:
+            kn = {**fixture_knobs(name), "backend": backend}
+            if max_parallelism is not None:
+                kn["max-parallelism"] = str(max_parallelism)
+            runs.append((Path(path), kn))
+        if "declared" in checks:
+            description = job_description(fixture_expected(name))
+            if max_parallelism is not None:
+                for op in description["operators"]:
+                    op["max_parallelism"] = max_parallelism
+            runs.append((Path(path), _declared_knobs(description, backend)))
+    dumps = iter(_restore_cached(version, runs))
+    return [{check: next(dumps) for check in CHECKS if check in checks} for _ in items]
 
 
-def restore_fixture_shape(name: str, savepoint: Path, backend: str = "rocksdb", version: str = "2.3.0") -> list[str]:
+def restore_fixture_shapes(items: list[tuple[str, Path, str]], version: str = "2.3.0", *,
+                           max_parallelism: int | None = None, ttl_bounds: tuple[int, int] | None = None,
+                           checks=CHECKS) -> list[list[str]]:
+    """For each (dev fixture name, savepoint, backend): how what Flink restored from *savepoint*
+    (the fixture's own `savepoint/`, or one written with its state) differs from the fixture's
+    expected.json; [] when it restores exactly. Two checks, all in one JVM, dumps cached by content:
+    "job" restores into a job of the fixture's shape, which reads every known key through the state
+    API (restore_mismatches); "declared" restores into declared mode with job_description(), which
+    dumps every key of every state, TTL timestamps and all timers (declared_mismatches).
+    *max_parallelism*: the savepoint's when it was rescaled; *ttl_bounds*: (lo, hi) that every
+    TTL timestamp must lie in, instead of the fixture's own bounds (a writer writes current ones)."""
+    dumps = restore_fixture_dumps(items, version, max_parallelism=max_parallelism, checks=checks)
+    out = []
+    for (name, _, _), dump in zip(items, dumps):
+        expected = fixture_expected(name)
+        problems = restore_mismatches(expected, dump["job"]) if "job" in dump else []
+        if "declared" in dump:
+            problems += [f"declared: {p}" for p in declared_mismatches(expected, dump["declared"], ttl_bounds)]
+        out.append(problems)
+    return out
+
+
+def restore_fixture_shape(name: str, savepoint: Path, backend: str = "rocksdb", version: str = "2.3.0",
+                          **kw) -> list[str]:
     """restore_fixture_shapes for one savepoint: [] when it restores with exactly fixture *name*'s state."""
-    return restore_fixture_shapes([(name, savepoint, backend)], version)[0]
+    return restore_fixture_shapes([(name, savepoint, backend)], version, **kw)[0]
 
 
 def restore_declared(version: str, savepoint: Path, description: dict, backend: str = "rocksdb") -> dict:
@@ -377,17 +409,20 @@ def restore_declared(version: str, savepoint: Path, description: dict, backend: 
 
 def restore_declared_many(version: str, items: list[tuple[Path, dict, str]]) -> list[dict]:
     """restore_declared for several (savepoint, description, backend), in one JVM."""
-    runs = []
-    for path, description, backend in items:
-        text = json.dumps(description, indent=1, sort_keys=True, ensure_ascii=False)
-        spec = snapshot_cache() / "declared" / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
-        if not spec.exists():
-            spec.parent.mkdir(parents=True, exist_ok=True)
-            tmp = spec.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(text)
-            tmp.rename(spec)
-        runs.append((Path(path), {"mode": "declared", "backend": backend, "spec": str(spec)}))
-    return _restore_cached(version, runs)
+    return _restore_cached(version, [(Path(path), _declared_knobs(description, backend))
+                                     for path, description, backend in items])
+
+
+def _declared_knobs(description: dict, backend: str) -> dict[str, str]:
+    """Declared mode's knobs; the description is written once under its content's digest."""
+    text = json.dumps(description, indent=1, sort_keys=True, ensure_ascii=False)
+    spec = snapshot_cache() / "declared" / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
+    if not spec.exists():
+        spec.parent.mkdir(parents=True, exist_ok=True)
+        tmp = spec.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        tmp.rename(spec)
+    return {"mode": "declared", "backend": backend, "spec": str(spec)}
 
 
 KEY_TYPES = {"long": "Long", "int": "Integer", "string": "String", "tuple": "Tuple2<String, Integer>"}
@@ -446,11 +481,11 @@ def job_description(expected: dict) -> dict:
     ]}
 
 
-def declared_mismatches(expected: dict, dump: dict) -> list[str]:
+def declared_mismatches(expected: dict, dump: dict, ttl_bounds: tuple[int, int] | None = None) -> list[str]:
     """Where a declared-mode dump of a savepoint differs from the state its expected.json names
     (the job's or a dev fixture's layout): operator, union and broadcast state per subtask, every
     key's keyed state (AGGREGATING: the stored accumulator; TTL: values, and each last-access
-    timestamp within the expected bounds), pending event- and processing-time timers of proc (the
+    timestamp within the expected bounds, or within *ttl_bounds* when given), pending event- and processing-time timers of proc (the
     event-time ones all fired), win's windows and their timers. Empty when all agree."""
     problems: list[str] = []
 
@@ -484,7 +519,10 @@ def declared_mismatches(expected: dict, dump: dict) -> list[str]:
                     want = {k: v["accumulator"] for k, v in want.items()}
                 check(f"{uid} state {name}", want, have.get("values"))
                 if "ttl" in state:
-                    _check_ttl(problems, f"{uid} state {name}", state["timestamps"]["bounds"], have.get("last_access", {}))
+                    bounds = state["timestamps"]["bounds"]
+                    if ttl_bounds is not None:
+                        bounds = _replace_bounds(bounds, list(ttl_bounds))
+                    _check_ttl(problems, f"{uid} state {name}", bounds, have.get("last_access", {}))
             timers = got.get("timers", {})
             pending = op["timers"]["event_time"]["values"]
             check(f"{uid} event-time timers", pending, timers.get("event_time", {}).get("values"))
@@ -499,6 +537,11 @@ def declared_mismatches(expected: dict, dump: dict) -> list[str]:
             check(f"{uid} window timers", want, records(timers.get("values", [])))
             check(f"{uid} window timers fired", want, records(timers.get("fired", [])))
     return problems
+
+
+def _replace_bounds(bounds, pair: list):
+    """The same nesting with every [lo, hi] leaf replaced by *pair*."""
+    return {k: _replace_bounds(v, pair) for k, v in bounds.items()} if isinstance(bounds, dict) else pair
 
 
 def _check_ttl(problems: list[str], what: str, bounds: dict, stamps: dict) -> None:

@@ -27,10 +27,10 @@ SHAPES = {
 }
 # The keyed state handle each shape's savepoint holds (type byte; flink_metadata_scan.NAMES).
 KEYED_HANDLE = {"rocksdb-canonical": 7, "hashmap-native": 12, "rocksdb-native": 11}
-# Flink 2.3 only: an incremental RocksDB retained checkpoint and a snappy-compressed savepoint.
-INCREMENTAL_23 = dict(checkpoint="incremental", backend="rocksdb", key_type="long", max_parallelism=256,
+# Every release: an incremental RocksDB retained checkpoint and a snappy-compressed savepoint.
+INCREMENTAL = dict(checkpoint="incremental", backend="rocksdb", key_type="long", max_parallelism=256,
                       parallelism=3, inline_threshold=0)
-COMPRESSED_23 = dict(compression=True, backend="hashmap", format="canonical", inline_threshold=0,
+COMPRESSED = dict(compression=True, backend="hashmap", format="canonical", inline_threshold=0,
                      key_type="string", seed=77)
 RESTORE_WITH = {"rocksdb-canonical": "hashmap", "hashmap-native": "hashmap", "rocksdb-native": "rocksdb"}
 
@@ -91,23 +91,28 @@ def test_restore_reports_a_difference(release):
     assert len(problems) == 1 and problems[0].startswith(f"{proc_uid} state count: expected {{")
 
 
+@pytest.fixture(scope="module", params=sorted(METADATA_VERSION))
+def extras(request, flink_snapshots):
+    """One release's incremental RocksDB retained checkpoint and snappy-compressed savepoint,
+    each restored into RocksDB."""
+    version = request.param
+    incremental, compressed = flink_snapshots(version, [INCREMENTAL, COMPRESSED])
+    dumps = flink_job.restore_snapshots(version, [(incremental, "rocksdb"), (compressed, "rocksdb")])
+    return version, incremental, compressed, dumps
+
+
 @pytest.fixture(scope="module")
-def extras_23(flink_snapshots):
-    """Flink 2.3: an incremental RocksDB retained checkpoint, a snappy-compressed savepoint and a
-    (small) size-mode savepoint."""
-    incremental, compressed, size = flink_snapshots("2.3.0", [
-        INCREMENTAL_23, COMPRESSED_23,
-        dict(mode="size", keys=3000, backend="hashmap", format="canonical", inline_threshold=0),
-    ])
-    dumps = flink_job.restore_snapshots("2.3.0", [(incremental, "rocksdb"), (compressed, "rocksdb")])
-    return incremental, compressed, size, dumps
+def size_23(flink_snapshots):
+    """Flink 2.3: a (small) size-mode savepoint."""
+    return flink_snapshots("2.3.0", [
+        dict(mode="size", keys=3000, backend="hashmap", format="canonical", inline_threshold=0)])[0]
 
 
-def test_incremental_checkpoint_shares_files(extras_23):
-    snap, _, _, (dump, _) = extras_23
+def test_incremental_checkpoint_shares_files(extras):
+    version, snap, _, (dump, _) = extras
     chk = snap.expected["checkpoint_id"]
     assert chk >= 2 and snap.path.name == f"chk-{chk}"
-    assert flink_job.metadata_header(snap.metadata) == (0x4960672D, 6)
+    assert flink_job.metadata_header(snap.metadata) == (0x4960672D, METADATA_VERSION[version])
     shared = snap.path.parent / "shared"
     found = scan(snap.metadata)
     assert found["handles"][11] == 3 * 2  # incremental RocksDB handles of proc and win
@@ -122,8 +127,8 @@ def test_incremental_checkpoint_shares_files(extras_23):
     assert flink_job.restore_mismatches(snap.expected, dump) == []
 
 
-def test_compressed_savepoint(extras_23):
-    _, snap, _, (_, dump) = extras_23
+def test_compressed_savepoint(extras):
+    _, _, snap, (_, dump) = extras
     assert snap.expected["compression"] is True
     snappy = b"\xff\x06\x00\x00sNaPpY"
     streams = [p for p in snap.path.iterdir() if p.name != "_metadata"]
@@ -140,9 +145,9 @@ def test_missing_jars_fail_clearly(tmp_path, monkeypatch):
         "(it pip-downloads apache-flink-libraries==1.17.2), or set STATECTL_FLINK_HOME")
 
 
-def test_size_mode(extras_23):
+def test_size_mode(size_23):
     """Size mode: String keys user-%07d, each with count = its index and events = [key, index]."""
-    snap = extras_23[2]
+    snap = size_23
     assert snap.expected["size"] == {
         "keys": 3000, "key_format": "user-%07d (key index i, 0 <= i < keys)", "count": "Long = i",
         "events": "List<String> = [label, decimal i]", "count_sum": 3000 * 2999 // 2,

@@ -1,7 +1,7 @@
 """Savepoints made by real Flink 1.17.2, 1.20.3 and 2.3.0 (the suite's Flink job, tests/flink/)
 read through statectl equal their expected.json exactly: canonical from either backend, heap
-native and RocksDB native in every release; in 2.3 also an incremental RocksDB retained checkpoint
-whose files are shared with earlier checkpoints and a snappy-compressed savepoint.
+native and RocksDB native, an incremental RocksDB retained checkpoint whose files are shared with
+earlier checkpoints and a snappy-compressed savepoint, in every release.
 
 Every table of a snapshot is read in one Spark job: through the readers API (key groups
 included and checked) or, for one snapshot per release, through `statectl sql`."""
@@ -19,17 +19,17 @@ from statectl.statefmt.flink.savepoint import open_flink_savepoint
 from statectl.statefmt.savepoint import load
 from tests.cli_runner import statectl
 from tests.flink_expect import check_operators, check_table, union_query, views_of
-from tests.test_flink_job import COMPRESSED_23, INCREMENTAL_23, METADATA_VERSION, SHAPES
+from tests.test_flink_job import COMPRESSED, INCREMENTAL, METADATA_VERSION, SHAPES
 
 # Canonical from the heap backend (SHAPES has it from RocksDB): Long keys, every state group,
 # the default inline threshold (small streams inline in _metadata).
 HASHMAP_CANONICAL = dict(backend="hashmap", format="canonical", key_type="long", seed=2718, keys=20,
                          events=300)
-EXTRAS = {"2.3.0": {"rocksdb-incremental-checkpoint": INCREMENTAL_23, "hashmap-canonical-snappy": COMPRESSED_23}}
+EXTRAS = {"rocksdb-incremental-checkpoint": INCREMENTAL, "hashmap-canonical-snappy": COMPRESSED}
 # The snapshot of each release read through the CLI (`statectl sql`); the rest use the readers API.
 CLI_SHAPE = {"1.17.2": "rocksdb-native", "1.20.3": "hashmap-canonical", "2.3.0": "rocksdb-incremental-checkpoint"}
 CASES = [(v, s) for v in sorted(METADATA_VERSION)
-         for s in sorted({**SHAPES, "hashmap-canonical": None, **EXTRAS.get(v, {})})]
+         for s in sorted({**SHAPES, "hashmap-canonical": None, **EXTRAS})]
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def snapshots(flink_snapshots):
     """{(version, shape): Snapshot}, each release's made in one JVM (cached between runs)."""
     out = {}
     for version in sorted(METADATA_VERSION):
-        shapes = {**SHAPES, "hashmap-canonical": HASHMAP_CANONICAL, **EXTRAS.get(version, {})}
+        shapes = {**SHAPES, "hashmap-canonical": HASHMAP_CANONICAL, **EXTRAS}
         out.update(zip(((version, s) for s in shapes), flink_snapshots(version, list(shapes.values()))))
     return out
 
@@ -95,10 +95,11 @@ def test_every_table_equals_expected(spark, snapshots, version, shape):
         check_table(expected, uid, kind, state, by_view[view])
 
 
-def test_incremental_checkpoint_reads_files_shared_with_earlier_checkpoints(snapshots):
-    """statectl's file list of the 2.3 incremental checkpoint names files in the job's shared/
-    folder by absolute path, and some of them were written for an earlier checkpoint."""
-    snap = snapshots[("2.3.0", "rocksdb-incremental-checkpoint")]
+@pytest.mark.parametrize("version", sorted(METADATA_VERSION))
+def test_incremental_checkpoint_reads_files_shared_with_earlier_checkpoints(snapshots, version):
+    """statectl's file list of each release's incremental checkpoint names files in the job's
+    shared/ folder by absolute path, and some of them were written for an earlier checkpoint."""
+    snap = snapshots[(version, "rocksdb-incremental-checkpoint")]
     assert snap.expected["snapshot"] == "incremental checkpoint"
     shared = snap.path.parent / "shared"
     files = {Path(f.path.removeprefix("file:")) for op in open_flink_savepoint(snap.path).operators
@@ -113,7 +114,8 @@ def test_incremental_checkpoint_reads_files_shared_with_earlier_checkpoints(snap
     assert in_shared & earlier, "no shared file read by an earlier checkpoint"
 
 
-def test_compressed_savepoint_streams_are_snappy(snapshots):
-    snap = snapshots[("2.3.0", "hashmap-canonical-snappy")]
+@pytest.mark.parametrize("version", sorted(METADATA_VERSION))
+def test_compressed_savepoint_streams_are_snappy(snapshots, version):
+    snap = snapshots[(version, "hashmap-canonical-snappy")]
     assert snap.expected["compression"] is True
     assert any(b"\xff\x06\x00\x00sNaPpY" in p.read_bytes() for p in snap.path.iterdir() if p.name != "_metadata")
