@@ -308,7 +308,7 @@ def _digest_tree(folder: Path) -> str:
 
 
 def _restore_cached(version: str, items: list[tuple[Path, dict[str, str]]]) -> list[dict]:
-    """Restores each (savepoint, knobs of restore mode) in one JVM; each dump is cached under
+    """Restores each (savepoint, knobs of restore or declared mode) in one JVM; each dump is cached under
     $STATECTL_FLINK_SAVEPOINTS/restores by the savepoint's content, the knobs and the job's
     sources, so a savepoint written again byte for byte is not restored twice."""
     outs = []
@@ -450,7 +450,15 @@ PROC_STATES = {
         {"name": "ttl_last", "kind": "VALUE", "type": "String", "ttl": True},
         {"name": "ttl_seen", "kind": "MAP", "user_key_type": "String", "user_value_type": "Long", "ttl": True},
     ],
+    "collections": [
+        {"name": "recent", "kind": "VALUE", "type": "List<Long>"},
+        {"name": "type_counts", "kind": "VALUE", "type": "Map<String, Integer>"},
+        {"name": "marks", "kind": "LIST", "element_type": "Tuple2<Integer, Boolean>"},
+    ],
 }
+
+
+ALL_GROUPS = ("scalars", "composite", "ttl")  # states=all; collections only when named
 
 
 def job_description(expected: dict) -> dict:
@@ -459,7 +467,7 @@ def job_description(expected: dict) -> dict:
     kn = expected["scenario"]["knobs"]
     key = KEY_TYPES[kn.get("key-type", DEFAULTS["key_type"])]
     states = kn.get("states", "all")
-    groups = ["base", *(PROC_STATES if states == "all" else states.split(","))]
+    groups = ["base", *(ALL_GROUPS if states == "all" else states.split(","))]
     pojo = kn.get("pojo-class") or (FIXTURE_POJO_CLASS if "fixture" in expected else DEFAULTS["pojo_class"])
     ops = {op["role"]: op for op in expected["operators"].values()}
 
@@ -485,8 +493,10 @@ def declared_mismatches(expected: dict, dump: dict, ttl_bounds: tuple[int, int] 
     """Where a declared-mode dump of a savepoint differs from the state its expected.json names
     (the job's or a dev fixture's layout): operator, union and broadcast state per subtask, every
     key's keyed state (AGGREGATING: the stored accumulator; TTL: values, and each last-access
-    timestamp within the expected bounds, or within *ttl_bounds* when given), pending event- and processing-time timers of proc (the
-    event-time ones all fired), win's windows and their timers. Empty when all agree."""
+    timestamp within the expected bounds, or within *ttl_bounds* when given), pending event- and
+    processing-time timers of proc (the event-time ones all fired), win's windows and their
+    timers. Empty when all agree. Only the states expected.json names are compared (the dump
+    holds only declared ones; Flink refuses a savepoint operator the job does not declare)."""
     problems: list[str] = []
 
     def check(what: str, want, got) -> None:

@@ -15,9 +15,14 @@ FIXTURES = sorted(p.name for p in flink_job.FIXTURES.iterdir() if (p / "expected
 # Canonical savepoints restore into either backend; native ones only into the backend that wrote them.
 FIXTURE_RESTORES = [(name, backend) for name in FIXTURES
                     for backend in (("hashmap", "rocksdb") if name.endswith("-canonical") else (name.split("-")[1],))]
-# The job's own Flink 2.3 savepoints (test_flink_job's shapes, so made once for both) in declared mode.
+# The job's own Flink 2.3 savepoints in declared mode: test_flink_job's shapes (so made once for
+# both) and one with the collections group (List, Map and Tuple2<Integer, Boolean> values).
+JOB_SHAPES = {**SHAPES, "hashmap-canonical-collections": dict(
+    backend="hashmap", format="canonical", key_type="int", states="scalars,collections", seed=99, keys=12,
+    events=200, partitions=4, inline_threshold=0)}
 JOB_RESTORES = [("rocksdb-canonical", "hashmap"), ("rocksdb-canonical", "rocksdb"),
-                ("hashmap-native", "hashmap"), ("rocksdb-native", "rocksdb")]
+                ("hashmap-native", "hashmap"), ("rocksdb-native", "rocksdb"),
+                ("hashmap-canonical-collections", "hashmap"), ("hashmap-canonical-collections", "rocksdb")]
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +45,7 @@ def fixture_restores(flink_23):
 @pytest.fixture(scope="module")
 def job_restores(flink_23, flink_snapshots):
     """The job's own 2.3 savepoints and their declared-mode dumps, in one JVM."""
-    snaps = dict(zip(SHAPES, flink_snapshots("2.3.0", list(SHAPES.values()))))
+    snaps = dict(zip(JOB_SHAPES, flink_snapshots("2.3.0", list(JOB_SHAPES.values()))))
     dumps = flink_job.restore_declared_many("2.3.0", [
         (snaps[shape].path, flink_job.job_description(snaps[shape].expected), backend)
         for shape, backend in JOB_RESTORES])
@@ -137,7 +142,21 @@ def test_declared_mode_restores_the_jobs_savepoints(job_restores, shape, backend
     assert dump["mode"] == "declared" and dump["state_backend"] == backend
     assert flink_job.declared_mismatches(snap.expected, dump) == []
     proc = _proc(snap.expected)
-    assert len(dump["operators"][proc["uid"]]["keyed_state"]["count"]["values"]) == SHAPES[shape]["keys"]
+    assert len(dump["operators"][proc["uid"]]["keyed_state"]["count"]["values"]) == JOB_SHAPES[shape]["keys"]
+
+
+def test_declared_mode_reads_collection_values(job_restores):
+    """ValueState<List<Long>>, ValueState<Map<String, Integer>> and ListState<Tuple2<Integer,
+    Boolean>> come back as JSON lists, objects and [f0, f1] pairs, equal to the job's model."""
+    snap, dump = job_restores["hashmap-canonical-collections", "rocksdb"]
+    states = dump["operators"]["proc"]["keyed_state"]
+    label = sorted(states["recent"]["values"])[0]
+    assert states["recent"]["values"][label] == snap.expected["operators"]["proc"]["keyed_state"]["recent"]["values"][label]
+    assert len(states["recent"]["values"][label]) == 3 and all(isinstance(v, int) for v in states["recent"]["values"][label])
+    counts = states["type_counts"]["values"][label]
+    assert set(counts) <= {"buy", "click", "view"} and sum(counts.values()) == states["count"]["values"][label]
+    marks = states["marks"]["values"][label]
+    assert len(marks) == states["count"]["values"][label] and all(isinstance(s, int) and isinstance(b, bool) for s, b in marks)
 
 
 def test_declared_mode_with_flink_1_20(flink_snapshots):

@@ -53,6 +53,9 @@ public final class Model {
         boolean hasProfile;
         String ttlLast;
         final Map<String, Object> ttlSeen = new TreeMap<>();
+        List<Long> recent;
+        final Map<String, Object> typeCounts = new TreeMap<>();
+        final List<Object> marks = new ArrayList<>();
         final TreeSet<Long> eventTimers = new TreeSet<>();
         final List<Long> fired = new ArrayList<>();
         final TreeSet<Long> processingTimers = new TreeSet<>();
@@ -115,6 +118,10 @@ public final class Model {
             k.name = e.type.equals("view") ? null : sc.labels().get(e.keyIndex) + "/" + label;
             k.ttlLast = label + "@" + e.seq;
             k.bump(k.ttlSeen, e.type);
+            k.recent = Scenario.recent(k.recent, e.value);
+            Object tc = k.typeCounts.get(e.type);
+            k.typeCounts.put(e.type, tc == null ? 1 : (Integer) tc + 1);
+            k.marks.add(Arrays.asList((int) e.seq, e.type.equals("buy")));
             k.windows.merge(b, e.value, Long::sum);
         }
         long wm = Scenario.WATERMARK_AT_SNAPSHOT;
@@ -211,7 +218,7 @@ public final class Model {
     static Map<String, Object> proc(Scenario sc, List<KeyState> ks, Map<String, String> names, Map<String, Object> run) {
         Map<String, Object> p = operator(sc, "proc", names, sc.parallelism);
         p.put("key_type", sc.keyTypeDescription());
-        String[] names14 = {"count", "events", "attrs", "sum", "avg", "ratio", "flag", "last_type", "values", "by_bucket", "last", "profile", "ttl_last", "ttl_seen"};
+        String[] names14 = {"count", "events", "attrs", "sum", "avg", "ratio", "flag", "last_type", "values", "by_bucket", "last", "profile", "ttl_last", "ttl_seen", "recent", "type_counts", "marks"};
         Map<String, Map<String, Object>> v = new LinkedHashMap<>();
         for (String n : names14) v.put(n, new TreeMap<>());
         Map<String, Object> bounds1 = new TreeMap<>(), bounds2 = new TreeMap<>();
@@ -237,6 +244,9 @@ public final class Model {
             v.get("profile").put(l, profileJson(k.hits, k.name, k.total));
             v.get("ttl_last").put(l, k.ttlLast);
             v.get("ttl_seen").put(l, k.ttlSeen);
+            v.get("recent").put(l, new ArrayList<Object>(k.recent));
+            v.get("type_counts").put(l, k.typeCounts);
+            v.get("marks").put(l, k.marks);
             bounds1.put(l, wall);
             Map<String, Object> b2 = new TreeMap<>();
             for (String t : k.ttlSeen.keySet()) b2.put(t, wall);
@@ -273,6 +283,11 @@ public final class Model {
             ts.put("ttl", ttl);
             ts.put("timestamps", obj("note", note, "bounds", bounds2));
             st.put("ttl_seen", ts);
+        }
+        if (sc.has("collections")) {
+            st.put("recent", state("VALUE", "List<Long> (ListSerializer: LongSerializer) = the last three values, oldest first", v.get("recent"), STATE + "ListSerializer", STATE + "ListSerializerSnapshot"));
+            st.put("type_counts", state("VALUE", "Map<String,Integer> (MapSerializer: StringSerializer, IntSerializer) = events per type", v.get("type_counts"), STATE + "MapSerializer", STATE + "MapSerializerSnapshot"));
+            st.put("marks", state("LIST", "element Tuple2<Integer,Boolean> (TupleSerializer: IntSerializer, BooleanSerializer) = (seq, buy) of every event; JSON [f0, f1]", v.get("marks"), STATE + "ListSerializer", STATE + "ListSerializerSnapshot"));
         }
         p.put("keyed_state", st);
         p.put("timers", obj(

@@ -194,6 +194,9 @@ public final class Operators {
         private transient ValueState<Object> profile;
         private transient ValueState<String> ttlLast;
         private transient MapState<String, Long> ttlSeen;
+        private transient ValueState<List<Long>> recent;
+        private transient ValueState<Map<String, Integer>> typeCounts;
+        private transient ListState<Tuple2<Integer, Boolean>> marks;
 
         public Proc(Scenario sc) {
             this.sc = sc;
@@ -225,6 +228,11 @@ public final class Operators {
                 MapStateDescriptor<String, Long> ts = new MapStateDescriptor<>("ttl_seen", Types.STRING, Types.LONG);
                 ts.enableTimeToLive(ttl(sc.mode.equals("restore")));
                 ttlSeen = rc.getMapState(ts);
+            }
+            if (sc.has("collections")) {
+                recent = rc.getState(new ValueStateDescriptor<>("recent", Types.LIST(Types.LONG)));
+                typeCounts = rc.getState(new ValueStateDescriptor<>("type_counts", Types.MAP(Types.STRING, Types.INT)));
+                marks = rc.getListState(new ListStateDescriptor<>("marks", Types.TUPLE(Types.INT, Types.BOOLEAN)));
             }
         }
 
@@ -273,6 +281,13 @@ public final class Operators {
             if (sc.has("ttl")) {
                 ttlLast.update(e.label + "@" + e.seq);
                 bump(ttlSeen, e.type, 1);
+            }
+            if (sc.has("collections")) {
+                recent.update(Scenario.recent(recent.value(), e.value));
+                Map<String, Integer> tc = typeCounts.value() == null ? new TreeMap<>() : new TreeMap<>(typeCounts.value());
+                tc.merge(e.type, 1, Integer::sum);
+                typeCounts.update(tc);
+                marks.add(Tuple2.of((int) e.seq, e.type.equals("buy")));
             }
             out.collect(Tuple2.of(ctx.getCurrentKey(), e.value));
         }
@@ -333,6 +348,13 @@ public final class Operators {
             if (sc.has("ttl")) {
                 put("ttl_last", label, ttlLast.value());
                 put("ttl_seen", label, map(ttlSeen));
+            }
+            if (sc.has("collections")) {
+                put("recent", label, recent.value() == null ? null : new ArrayList<Object>(recent.value()));
+                put("type_counts", label, typeCounts.value() == null ? null : new TreeMap<String, Object>(typeCounts.value()));
+                List<Object> m = new ArrayList<>();
+                for (Tuple2<Integer, Boolean> t : marks.get()) m.add(Arrays.asList(t.f0, t.f1));
+                put("marks", label, m);
             }
         }
     }

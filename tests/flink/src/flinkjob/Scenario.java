@@ -223,6 +223,14 @@ public final class Scenario implements Serializable {
         return PROCESSING_TIMER_BASE + keyIndex * 1000L + (buy ? 500 : 0);
     }
 
+    /** The collections group's `recent`: the last three values, oldest first (a new list each time). */
+    public static List<Long> recent(List<Long> before, long value) {
+        List<Long> l = before == null ? new ArrayList<>() : new ArrayList<>(before);
+        l.add(value);
+        while (l.size() > 3) l.remove(0);
+        return l;
+    }
+
     /** Ten broadcast messages: seven puts, one overwrite, one put-then-remove. */
     public static List<String[]> rules() {
         return Arrays.asList(
