@@ -46,10 +46,21 @@ def fixture_restores(flink_23):
 def job_restores(flink_23, flink_snapshots):
     """The job's own 2.3 savepoints and their declared-mode dumps, in one JVM."""
     snaps = dict(zip(JOB_SHAPES, flink_snapshots("2.3.0", list(JOB_SHAPES.values()))))
+    by_hash = _by_uid_hash(snaps["rocksdb-native"].expected)
     dumps = flink_job.restore_declared_many("2.3.0", [
         (snaps[shape].path, flink_job.job_description(snaps[shape].expected), backend)
-        for shape, backend in JOB_RESTORES])
-    return {case: (snaps[case[0]], dump) for case, dump in zip(JOB_RESTORES, dumps)}
+        for shape, backend in JOB_RESTORES] + [(snaps["rocksdb-native"].path, by_hash, "rocksdb")])
+    restores = {case: (snaps[case[0]], dump) for case, dump in zip(JOB_RESTORES, dumps)}
+    restores["rocksdb-native", "by uid hash"] = (snaps["rocksdb-native"], dumps[-1])
+    return restores
+
+
+def _by_uid_hash(expected: dict) -> dict:
+    """The job's description with every operator named by its OperatorID (uid_hash), not its uid."""
+    description = flink_job.job_description(expected)
+    for op in description["operators"]:
+        op["uid_hash"] = expected["operators"][op.pop("uid")]["operator_id"]
+    return description
 
 
 def test_the_fixture_set():
@@ -143,6 +154,19 @@ def test_declared_mode_restores_the_jobs_savepoints(job_restores, shape, backend
     assert flink_job.declared_mismatches(snap.expected, dump) == []
     proc = _proc(snap.expected)
     assert len(dump["operators"][proc["uid"]]["keyed_state"]["count"]["values"]) == JOB_SHAPES[shape]["keys"]
+
+
+def test_declared_mode_names_operators_by_uid_hash(job_restores):
+    """An operator known only by its OperatorID (uid_hash) restores the same state as by its uid;
+    the dump names it by that id."""
+    snap, dump = job_restores["rocksdb-native", "by uid hash"]
+    ids = {op["operator_id"]: uid for uid, op in snap.expected["operators"].items()}
+    assert set(dump["operators"]) == {op["operator_id"] for op in snap.expected["operators"].values()
+                                      if op["role"] in ("src", "union-op", "bcast", "proc", "win")}
+    renamed = {**dump, "operators": {ids[i]: op for i, op in dump["operators"].items()}}
+    assert flink_job.declared_mismatches(snap.expected, renamed) == []
+    by_uid = job_restores["rocksdb-native", "rocksdb"][1]
+    assert renamed["operators"] == by_uid["operators"]
 
 
 def test_declared_mode_reads_collection_values(job_restores):
