@@ -1,10 +1,12 @@
 """Drives the suite's own Flink job (tests/flink/): finds or fetches a Flink release's jars, compiles
 the job once per (version, source hash), makes savepoints and retained checkpoints (cached between
-runs of the suite) and restores them into the same job, which dumps what it restored.
+runs of the suite) and restores them into the same job, which dumps what it restored; restores
+the dev fixtures' shapes and, in declared mode, any savepoint whose states a description declares.
 
 Command line (used by .ci/run and benchmarks):
     python tests/flink_job.py fetch [VERSION ...]        # jars of the given (default: all) versions
     python tests/flink_job.py make VERSION name=value ...  # one snapshot; prints its path
+    python tests/flink_job.py declared VERSION SAVEPOINT DESCRIPTION.json [BACKEND]  # prints the dump
 """
 
 from __future__ import annotations
@@ -622,12 +624,17 @@ def metadata_header(path: Path) -> tuple[int, int]:
 
 
 def _main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("fetch", "make"):
+    if not argv or argv[0] not in ("fetch", "make", "declared") or (argv[0] == "declared" and len(argv) not in (4, 5)):
         print(__doc__, file=sys.stderr)
         return 2
     if argv[0] == "fetch":
         for v in argv[1:] or VERSIONS:
             fetch_jars(v)
+        return 0
+    if argv[0] == "declared":
+        version, savepoint, description, *backend = argv[1:]
+        dump = restore_declared(version, Path(savepoint), json.loads(Path(description).read_text()), *backend)
+        print(json.dumps(dump, indent=1, ensure_ascii=False))
         return 0
     version, *pairs = argv[1:]
     kw = dict(p.split("=", 1) for p in pairs)
