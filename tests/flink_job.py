@@ -318,11 +318,15 @@ def _restore_cached(version: str, items: list[tuple[Path, dict[str, str]]]) -> l
         key = json.dumps({"version": version, "knobs": kn, "source": source_hash(),
                           "savepoint": _digest_tree(Path(path))}, sort_keys=True)
         outs.append(snapshot_cache() / "restores" / hashlib.sha256(key.encode()).hexdigest()[:16])
-    todo = {str(out): {**kn, "out": str(out), "restore-from": str(Path(path).resolve())}
-            for (path, kn), out in zip(items, outs) if not (out / "restored.json").exists()}
-    if todo:
+    def todo() -> dict:
+        return {str(out): {**kn, "out": str(out), "restore-from": str(Path(path).resolve())}
+                for (path, kn), out in zip(items, outs) if not (out / "restored.json").exists()}
+
+    if todo():
         with _locked(snapshot_cache()):
-            run_job(version, list(todo.values()))
+            runs = todo()  # again: another process may have restored some meanwhile
+            if runs:
+                run_job(version, list(runs.values()))
     return [json.loads((out / "restored.json").read_text()) for out in outs]
 
 
