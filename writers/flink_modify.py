@@ -14,6 +14,7 @@ the old savepoint's files go only after the rename.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow.fs as pafs
@@ -28,7 +29,7 @@ from statectl.statefmt.flink.savepoint import METADATA
 from statectl.statefmt.flink.shallow import FileCopy, lineage_needed, pointer_copy, self_contained, streams
 from statectl.statefmt.fs import Location
 from statectl.statefmt.ids import operator_id_for_uid
-from statectl.statefmt.model import Savepoint
+from statectl.statefmt.model import Operator, Savepoint
 from statectl.statefmt.refs import check_relative_path
 from statectl.statefmt.savepoint import check_output
 
@@ -36,12 +37,21 @@ from .copying import THREADS, copy_name
 from .job import WriteSession
 
 
-def write_flink_modification(base: Savepoint, removed: list[str], renamed: dict[str, str], output: str,
-                             self_contained_copy: bool = False, overwrite: bool = False):
-    """Write the Flink savepoint *base* without the operators *removed* (ids) and with the
-    uids *renamed* ({operator id: new uid}) to *output*; a :class:`WriteReport`."""
-    from .savepoint_writer import WriteReport
+@dataclasses.dataclass
+class FlinkModification:
+    """What :func:`write_flink_modification` wrote (`SavepointWriter` reports it)."""
+    savepoint: Savepoint
+    operators: list[tuple[Operator, str]]  # each operator written, with what was done to it
+    removed: list[str]
+    copied_files: int
+    copied_bytes: int
+    removed_leftovers: int
 
+
+def write_flink_modification(base: Savepoint, removed: list[str], renamed: dict[str, str], output: str,
+                             self_contained_copy: bool = False, overwrite: bool = False) -> FlinkModification:
+    """Write the Flink savepoint *base* without the operators *removed* (ids) and with the
+    uids *renamed* ({operator id: new uid}) to *output*."""
     out = check_output(output, [base], overwrite=overwrite)
     fsp = flink_savepoint(base.location)
     kept, actions = _derive(fsp.metadata, removed, renamed)
@@ -52,12 +62,11 @@ def write_flink_modification(base: Savepoint, removed: list[str], renamed: dict[
         ops = [pointer_copy(fsp.location, op) for op in kept]
         copies: list[FileCopy] = []
         if self_contained_copy:
-            ops, copies = self_contained(fsp.location, kept, lambda name, taken: _copy_name(name, taken,
-                                                                                            session.token))
-            copied = _copy(fsp.location, out, copies)
+            ops, copies = self_contained(fsp.location, kept, functools.partial(_copy_name, token=session.token))
+            copied_bytes = _copy(out, copies)
             lineage = ()
         else:
-            copied = 0
+            copied_bytes = 0
             lineage = lineage_needed(fsp.location, fsp.savepoint_id, fsp.lineage, kept)
         meta = dataclasses.replace(fsp.metadata, operators=tuple(ops))
         data = encode_metadata(meta)
@@ -84,10 +93,9 @@ def write_flink_modification(base: Savepoint, removed: list[str], renamed: dict[
         out.child(path).delete_file()
     session.finish(referenced)
     sp = load_flink(out)
-    reports = [_report(sp, op, actions[op.operator_id]) for op in meta.operators]
     labels = {op.operator_id: op.label for op in fsp.metadata.operators}
-    return WriteReport(sp, reports, [labels[i] for i in removed], len(copies), copied,
-                       removed_leftovers=session.removed_leftovers)
+    return FlinkModification(sp, [(op, actions[op.operator_id]) for op in sp.operators],
+                             [labels[i] for i in removed], len(copies), copied_bytes, session.removed_leftovers)
 
 
 def _derive(meta: FlinkMetadata, removed: list[str], renamed: dict[str, str]
@@ -105,7 +113,7 @@ def _derive(meta: FlinkMetadata, removed: list[str], renamed: dict[str, str]
             action = "renamed"
         if op.operator_id in seen:
             raise UsageError(f"two operators of the output would have the operator id {op.operator_id} "
-                             f"(uid {renamed.get(op.operator_id) or op.label!r})")
+                             f"(uid {op.label!r})")
         seen.add(op.operator_id)
         actions[op.operator_id] = action
         kept.append(op)
@@ -119,7 +127,7 @@ def _copy_name(name: str, taken: set[str], token: str) -> str:
     return new
 
 
-def _copy(base: Location, out: Location, copies: list[FileCopy]) -> int:
+def _copy(out: Location, copies: list[FileCopy]) -> int:
     """Copy every file (or segment) into *out*; the bytes copied. Sizes are checked."""
     def one(c: FileCopy) -> int:
         target = out.child(c.name)
@@ -162,12 +170,3 @@ def _previous_files(out: Location) -> set[str]:
         return set()
     files = {s.relative_path for op in old_meta.operators for s in streams(op) if isinstance(s, RelativeFile)}
     return files | {lineage_file_name(flink_savepoint_id(data))}
-
-
-def _report(sp: Savepoint, op: FlinkOperator, action: str):
-    from .savepoint_writer import OperatorReport
-
-    model = next(o for o in sp.operators if o.operator_id == op.operator_id)
-    files = list(model.data_files())
-    return OperatorReport(model.uid, model.operator_id, action, len(files), None,  # rows: unknown
-                          sum(f.size for f in files), model.state_names)

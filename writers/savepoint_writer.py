@@ -44,7 +44,7 @@ class OperatorReport:
     operator_id: str
     action: str  # written | shallow copy | renamed
     files: int = 0
-    rows: int = 0
+    rows: int | None = 0  # None: not recorded (Flink files)
     bytes: int = 0
     states: list[str] = field(default_factory=list)
 
@@ -165,8 +165,10 @@ class SavepointWriter:
         """
         if is_flink(self.base):  # metadata only: remove and rename (writers/flink_modify.py)
             from .flink_modify import write_flink_modification
-            return write_flink_modification(self.base, self._removed, self._renamed, output,
+            done = write_flink_modification(self.base, self._removed, self._renamed, output,
                                             self_contained, overwrite)
+            return WriteReport(done.savepoint, [_report(op, action) for op, action in done.operators],
+                               done.removed, done.copied_files, done.copied_bytes, done.removed_leftovers)
         out = check_output(output, [self.base], overwrite=overwrite)
         derived = self._derive()  # metadata-only part: checked before any file is written
         if self._new and spark is None:
@@ -256,7 +258,8 @@ class SavepointWriter:
 
 def _report(op: Operator, action: str) -> OperatorReport:
     files = list(op.data_files())
-    return OperatorReport(op.uid, op.operator_id, action, len(files), sum(f.rows for f in files),
+    rows = None if any(f.rows is None for f in files) else sum(f.rows for f in files)  # Flink: unknown
+    return OperatorReport(op.uid, op.operator_id, action, len(files), rows,
                           sum(f.size for f in files), op.state_names)
 
 
