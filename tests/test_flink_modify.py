@@ -290,3 +290,28 @@ def test_diff_of_a_renamed_copy(spark, tmp_path):
     assert (d.operators_added, d.operators_removed, d.changes) == ((), (), ())
     assert all((t.only_in_a, t.only_in_b, t.changed) == (0, 0, 0) for t in d.tables)
     assert len(d.tables) >= 7
+
+
+def test_a_lineage_file_cannot_open_other_folders(tmp_path):
+    """The lineage file is untrusted content: its locations pass the own format's checks, and only
+    they widen where the absolute handles of `_metadata` may point."""
+    base = copy_of(LONG, tmp_path)
+    out = tmp_path / "out"
+    doc = modify(base, out, "--rename", "lk-proc=p")
+    lineage = out / lineage_file_name(doc["savepoint_id"])
+    entry = json.loads(lineage.read_text())
+
+    def with_location(location: str) -> str:
+        lineage.write_text(json.dumps({**entry, "lineage": [{**entry["lineage"][0], "location": location}]}))
+        return error_line(statectl_process("info", str(out)), out)
+
+    where = f"error: SP/{lineage.name}: lineage[0]: lineage location"
+    assert with_location("base") == f"{where} 'base' is not absolute"
+    assert with_location(f"{base}/../base") == \
+        f"{where} '{base}/../base' may not contain '.', '..' or empty components"
+    other = copy_of(MIXED, tmp_path, "other")  # a savepoint, but not the one the entry names
+    assert with_location(str(other)) == f"{where} '{other}' does not hold savepoint {entry['lineage'][0]['savepoint_id']}"
+    lineage.unlink()  # without its lineage, the handles into the base lie outside the savepoint
+    line = error_line(statectl_process("info", str(out)), out)
+    assert line.startswith(f"error: SP/_metadata: file handle: file reference '{base}/")
+    assert line.endswith("' lies outside the savepoint")
