@@ -234,7 +234,7 @@ class RichOutput:
             table.add_row(plain(o["uid"]) if o["uid"] is not None else "(unknown)",
                           plain(o["operator_id"]), plain(o["action"]),
                           plain(", ".join(o["states"])), str(o["files"]),
-                          str(o["rows"]), human_bytes(o["bytes"]))
+                          "-" if o["rows"] is None else str(o["rows"]), human_bytes(o["bytes"]))
         c.print(table)
         for uid in doc["removed"]:
             c.print(markup("removed operator {}", uid))

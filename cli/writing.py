@@ -45,12 +45,15 @@ def bootstrap(
     """Write a savepoint from data files (Parquet, CSV, JSON lines) described by a spec."""
     from statectl.statefmt.savepoint import check_output, load
     from statectl.writers import SavepointWriter
+    from statectl.writers.savepoint_writer import check_writable_base
     from statectl.writers.spec import load_spec
 
     parsed = load_spec(spec)
     physical = fmt or parsed.format
     _check_format(physical)
     base_sp = load(base) if base is not None else None
+    if base_sp is not None:
+        check_writable_base(base_sp)
     check_output(output, [base_sp], overwrite=overwrite)
     writer = SavepointWriter(base_sp, parsed.max_parallelism, physical)
     with spark_errors():

@@ -138,5 +138,5 @@ def validate(location: str | Location) -> ValidationReport:
         report.notes.append("Flink savepoint: its files have no checksums, so only their presence "
                             "and sizes were checked")
         report.notes += [f"operator {op.label}: absolute file reference {f.ref.path}"
-                         for op, f in sp.data_files() if f.ref.location is not None]
+                         for op, f in sp.data_files() if f.ref.location is not None and f.ref.savepoint is None]
     return report

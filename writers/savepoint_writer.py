@@ -44,7 +44,7 @@ class OperatorReport:
     operator_id: str
     action: str  # written | shallow copy | renamed
     files: int = 0
-    rows: int = 0
+    rows: int | None = 0  # None: not recorded (Flink files)
     bytes: int = 0
     states: list[str] = field(default_factory=list)
 
@@ -71,11 +71,16 @@ class Rebuild(Protocol):
         """The jobs writing the files that replace some of *copy*'s (its shallow copy)."""
 
 
+def is_flink(base: Savepoint | None) -> bool:
+    return base is not None and any(op.format == Format.FLINK for op in base.operators)
+
+
 def check_writable_base(base: Savepoint) -> None:
-    """Refuse a base whose format statectl only reads (a Flink savepoint), before any work."""
-    if any(op.format == Format.FLINK for op in base.operators):
-        raise UsageError(f"{base.location} is a Flink savepoint: writing Flink savepoints "
-                         "is not supported yet (it can be read: info, validate, read, sql)")
+    """Refuse a Flink base for writes that need its data (bootstrap --base, rescale), before any work."""
+    if is_flink(base):
+        raise UsageError(f"{base.location} is a Flink savepoint: bootstrap --base and rescale of "
+                         "Flink savepoints are not supported yet (modify is; it can be read: info, "
+                         "validate, read, sql)")
 
 
 class SavepointWriter:
@@ -88,8 +93,6 @@ class SavepointWriter:
                              f"{' or '.join(Format.own())}")
         if max_parallelism is not None:
             check_max_parallelism(max_parallelism)
-        if base is not None:
-            check_writable_base(base)
         self.base = base
         self.max_parallelism = max_parallelism
         self.format = format
@@ -112,6 +115,8 @@ class SavepointWriter:
     # --- building -----------------------------------------------------------------
     def with_operator(self, operator: OperatorData) -> "SavepointWriter":
         """Add *operator*, or replace the base's operator with the same uid."""
+        if self.base is not None:
+            check_writable_base(self.base)
         if operator.uid in self._new:
             raise SpecError(f"operator {operator.uid!r} is given twice")
         operator.check()
@@ -141,6 +146,7 @@ class SavepointWriter:
         shallow copies."""
         if self.base is None:
             raise UsageError("rebuilding an operator needs a base savepoint")
+        check_writable_base(self.base)
         self._rebuilt[rebuild.operator.operator_id] = rebuild
         return self
 
@@ -157,6 +163,12 @@ class SavepointWriter:
         *on_job*, if given, is called with a description before each Spark job.
         *overwrite* replaces a savepoint already at *output* (see :func:`commit`).
         """
+        if is_flink(self.base):  # metadata only: remove and rename (writers/flink_modify.py)
+            from .flink_modify import write_flink_modification
+            done = write_flink_modification(self.base, self._removed, self._renamed, output,
+                                            self_contained, overwrite)
+            return WriteReport(done.savepoint, [_report(op, action) for op, action in done.operators],
+                               done.removed, done.copied_files, done.copied_bytes, done.removed_leftovers)
         out = check_output(output, [self.base], overwrite=overwrite)
         derived = self._derive()  # metadata-only part: checked before any file is written
         if self._new and spark is None:
@@ -246,7 +258,8 @@ class SavepointWriter:
 
 def _report(op: Operator, action: str) -> OperatorReport:
     files = list(op.data_files())
-    return OperatorReport(op.uid, op.operator_id, action, len(files), sum(f.rows for f in files),
+    rows = None if any(f.rows is None for f in files) else sum(f.rows for f in files)  # Flink: unknown
+    return OperatorReport(op.uid, op.operator_id, action, len(files), rows,
                           sum(f.size for f in files), op.state_names)
 
 

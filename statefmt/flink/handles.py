@@ -68,6 +68,7 @@ class SegmentFile:
     size: int
     scope: int
     logical_file_id: str
+    empty: bool = False  # handle 16, EmptySegmentFileStateHandle
 
 
 StreamHandle = InlineStream | RelativeFile | AbsoluteFile | SegmentFile
@@ -80,12 +81,14 @@ class KeyGroupsStream:
     """A full keyed stream with one offset per key group.
 
     *layout* is ``canonical`` (handle 7, savepoint format CANONICAL) or
-    ``native`` (handles 3 and 12: the heap backend's own snapshot).
+    ``native`` (handles 3 and 12: the heap backend's own snapshot). *handle_id*
+    is the state handle id of handle 12 (None for 3 and 7).
     """
     layout: str
     start: int
     offsets: tuple[int, ...] = field(repr=False)
     stream: StreamHandle
+    handle_id: str | None = None
 
     @property
     def key_groups(self) -> range:
@@ -94,7 +97,10 @@ class KeyGroupsStream:
 
 @dataclass(frozen=True)
 class IncrementalRocksDB:
-    """A RocksDB snapshot (native savepoint or checkpoint): a meta stream plus files by local name."""
+    """A RocksDB snapshot (native savepoint or checkpoint): a meta stream plus files by local name.
+
+    Handle 11 (v2) carries *checkpointed_size* and *handle_id*; handle 5 (v1) has neither (None).
+    """
     checkpoint_id: int
     backend_id: str
     start: int
@@ -102,6 +108,8 @@ class IncrementalRocksDB:
     meta: StreamHandle
     shared: tuple[tuple[str, StreamHandle], ...]
     private: tuple[tuple[str, StreamHandle], ...]
+    checkpointed_size: int | None = None
+    handle_id: str | None = None
 
     @property
     def key_groups(self) -> range:
@@ -123,9 +131,18 @@ class OperatorStateInfo:
 
 
 @dataclass(frozen=True)
+class SegmentDirs:
+    """What handle 17 (a file-merging operator stream) adds to handle 4."""
+    task_owned: str
+    shared: str
+    empty: bool
+
+
+@dataclass(frozen=True)
 class OperatorStream:
     states: tuple[OperatorStateInfo, ...]
     stream: StreamHandle
+    segment: SegmentDirs | None = None  # handle 17 only
 
 
 # --- parsing ------------------------------------------------------------------
@@ -149,7 +166,7 @@ def read_stream_handle(r: Reader, context: str, type_byte: int | None = None) ->
     if t in (SEGMENT_FILE, EMPTY_SEGMENT_FILE):
         start, size, scope = r.long(), r.long(), r.int()
         path = r.utf()
-        return SegmentFile(path, start, size, scope, r.utf())
+        return SegmentFile(path, start, size, scope, r.utf(), empty=t == EMPTY_SEGMENT_FILE)
     raise _unsupported(t, context, r, "stream")
 
 
@@ -178,22 +195,20 @@ def read_keyed_handle(r: Reader, context: str) -> KeyedHandle | None:
         start, count = r.int(), r.int()
         offsets = _offsets(r, count)
         stream = read_stream_handle(r, context)
-        if t == KEY_GROUPS_V2:
-            r.utf()  # state handle id
+        handle_id = r.utf() if t == KEY_GROUPS_V2 else None
         layout = "canonical" if t == KEY_GROUPS_SAVEPOINT else "native"
-        return KeyGroupsStream(layout, start, offsets, stream)
+        return KeyGroupsStream(layout, start, offsets, stream, handle_id)
     if t in (INCREMENTAL_V1, INCREMENTAL_V2):
         checkpoint_id = r.long()
         backend_id = r.utf()
         start, count = r.int(), r.int()
-        if t == INCREMENTAL_V2:
-            r.long()  # checkpointed size
+        checkpointed_size = r.long() if t == INCREMENTAL_V2 else None
         meta = read_stream_handle(r, context)
         shared = _named_streams(r, context)
         private = _named_streams(r, context)
-        if t == INCREMENTAL_V2:
-            r.utf()  # state handle id
-        return IncrementalRocksDB(checkpoint_id, backend_id, start, count, meta, shared, private)
+        handle_id = r.utf() if t == INCREMENTAL_V2 else None
+        return IncrementalRocksDB(checkpoint_id, backend_id, start, count, meta, shared, private,
+                                  checkpointed_size, handle_id)
     raise _unsupported(t, context, r, "keyed")
 
 
@@ -218,8 +233,5 @@ def read_operator_handle(r: Reader, context: str) -> OperatorStream | None:
         if mode >= len(DISTRIBUTION_MODES):
             raise r.error(f"unknown operator state distribution mode {mode}", r.pos - 1)
         states.append(OperatorStateInfo(name, DISTRIBUTION_MODES[mode], _offsets(r, r.int())))
-    if t == SEGMENT_OPERATOR:
-        r.utf()  # task-owned directory
-        r.utf()  # shared directory
-        r.bool()  # empty
-    return OperatorStream(tuple(states), read_stream_handle(r, context))
+    segment = SegmentDirs(r.utf(), r.utf(), r.bool()) if t == SEGMENT_OPERATOR else None
+    return OperatorStream(tuple(states), read_stream_handle(r, context), segment)

@@ -1,8 +1,9 @@
 """A Flink `_metadata` file (versions 3 to 6, Flink 1.15 to 2.3) as typed values.
 
-Version differences: v4 appends Java-serialized CheckpointProperties (skipped
-here); v5 adds each operator's name and uid; v6 changes only the channel-state
-encoding, which savepoints leave empty.
+Version differences: v4 appends Java-serialized CheckpointProperties (kept
+as opaque bytes, the *trailer*); v5 adds each operator's name and uid; v6
+changes only the channel-state encoding, which savepoints leave empty.
+Everything needed to write the file back is kept (`metadata_write`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from dataclasses import dataclass
 
 from ..errors import FlinkFormatError, UnsupportedFlinkFeature
 from .binary import Reader
-from .handles import KeyedHandle, OperatorStream, read_keyed_handle, read_operator_handle, read_stream_handle
+from .handles import (KeyedHandle, OperatorStream, StreamHandle, read_keyed_handle, read_operator_handle,
+                      read_stream_handle)
 
 MAGIC = 0x4960672D
 MAGIC_BYTES = MAGIC.to_bytes(4, "big")
@@ -43,6 +45,7 @@ class FlinkOperator:
     max_parallelism: int
     subtasks: tuple[SubtaskState, ...]
     fully_finished: bool = False
+    coordinator: StreamHandle | None = None  # operator coordinator state (sources), kept as is
 
     @property
     def label(self) -> str:
@@ -54,6 +57,8 @@ class FlinkMetadata:
     version: int
     checkpoint_id: int
     operators: tuple[FlinkOperator, ...]
+    master_states: tuple[bytes, ...] = ()  # each master state's serialized bytes, kept as is
+    trailer: bytes = b""  # v4+: Java-serialized CheckpointProperties, to the end of the file
 
 
 def operator_id_hex(lower: int, upper: int) -> str:
@@ -71,13 +76,15 @@ def parse_metadata(data: bytes, source: str = "_metadata") -> FlinkMetadata:
         raise UnsupportedFlinkFeature(
             f"{source}: Flink _metadata version {version} is not supported (supported: 3 to 6)")
     checkpoint_id = r.long()
+    master_states = []
     for _ in range(_count(r, "master states")):
         if r.int() != MASTER_STATE_MAGIC:
             raise r.error("bad master state magic number", r.pos - 4)
-        r.skip(_count(r, "master state bytes"))
+        master_states.append(r.bytes(_count(r, "master state bytes")))
     operators = tuple(_operator(r, version) for _ in range(_count(r, "operator states")))
-    # v4+: CheckpointProperties (Java serialization) follow; nothing in them is needed.
-    return FlinkMetadata(version, checkpoint_id, operators)
+    # v4+: CheckpointProperties (Java serialization) follow; nothing in them is read.
+    trailer = r.bytes(r.remaining)
+    return FlinkMetadata(version, checkpoint_id, operators, tuple(master_states), trailer)
 
 
 def _count(r: Reader, what: str) -> int:
@@ -95,14 +102,15 @@ def _operator(r: Reader, version: int) -> FlinkOperator:
     operator_id = operator_id_hex(r.long(), r.long())
     label = f"operator {uid or name or operator_id}"
     parallelism, max_parallelism = r.int(), r.int()
-    read_stream_handle(r, f"{label} coordinator")  # operator coordinator state: not needed
+    coordinator = read_stream_handle(r, f"{label} coordinator")
     n = r.int()
     if n < 0:
-        return FlinkOperator(name, uid, operator_id, parallelism, max_parallelism, (), True)
+        return FlinkOperator(name, uid, operator_id, parallelism, max_parallelism, (), True, coordinator)
     if n > r.remaining:
         raise r.error(f"impossible number of subtasks: {n}", r.pos - 4)
     subtasks = tuple(_subtask(r, label) for _ in range(n))
-    return FlinkOperator(name, uid, operator_id, parallelism, max_parallelism, subtasks)
+    return FlinkOperator(name, uid, operator_id, parallelism, max_parallelism, subtasks,
+                         coordinator=coordinator)
 
 
 def _subtask(r: Reader, label: str) -> SubtaskState:

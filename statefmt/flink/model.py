@@ -21,6 +21,7 @@ from ..model import (NAMESPACE_COLUMN, DataFile, Field, FileRef, KeyedSection,
 from ..types import from_arrow
 from ..vocabulary import Format
 from . import tables as TB
+from .lineage import lineage_roots
 from .savepoint import METADATA, FlinkOperatorInfo, FlinkSavepoint, open_flink_savepoint
 
 _cache: dict[tuple[str, int, int], FlinkSavepoint] = {}
@@ -43,9 +44,10 @@ def load_flink(location: str | Location) -> Savepoint:
     mtime = fsp.location.child(METADATA).info().mtime
     created = mtime.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if mtime else ""
     return Savepoint(
-        savepoint_id=f"flink-checkpoint-{fsp.metadata.checkpoint_id}",
+        savepoint_id=fsp.savepoint_id,
         created_at=created,
-        operators=tuple(_operator(fsp.location, op) for op in fsp.operators),
+        operators=tuple(_operator(fsp.location, op, fsp.lineage) for op in fsp.operators),
+        lineage=fsp.lineage,
         format_version=fsp.metadata.version,
         location=fsp.location.uri,
     )
@@ -80,19 +82,23 @@ def statectl_type(t: pa.DataType):
     return from_arrow(spark_arrow_type(t))
 
 
-def _files(base: Location, files) -> tuple[DataFile, ...]:
+def _files(base: Location, files, lineage=()) -> tuple[DataFile, ...]:
+    """Files inside the savepoint by relative path; others by location, with the lineage
+    entry (a shallow copy's base) they lie in, if any."""
     out = []
     root = base.uri.rstrip("/") + "/"
+    roots = [(e.savepoint_id, r.uri.rstrip("/") + "/") for e, r in lineage_roots(lineage)]
     for f in files:
         uri = Location.of(f.path).uri
         if uri.startswith(root):
             out.append(DataFile(FileRef(uri[len(root):]), f.size, None, None))
         else:
-            out.append(DataFile(FileRef(f.path, location=uri), f.size, None, None))
+            owner = next((sp_id for sp_id, r in roots if uri.startswith(r)), None)
+            out.append(DataFile(FileRef(f.path, savepoint=owner, location=uri), f.size, None, None))
     return tuple(out)
 
 
-def _operator(base: Location, op: FlinkOperatorInfo) -> Operator:
+def _operator(base: Location, op: FlinkOperatorInfo, lineage=()) -> Operator:
     sizes = {s.name: s.size for s in op.states}
     serializers = {s.name: s.serializer for s in op.states}
     keyed = None
@@ -113,11 +119,11 @@ def _operator(base: Location, op: FlinkOperatorInfo) -> Operator:
                 meta.name, meta.kind, value, user_key, serializer=serializers[meta.name], ttl=meta.ttl,
                 size=sizes[meta.name]))
         ns = schema.field(NAMESPACE_COLUMN).type if NAMESPACE_COLUMN in schema.names else None
-        keyed = KeyedSection(key, tuple(states), _files(base, op.files),
+        keyed = KeyedSection(key, tuple(states), _files(base, op.files, lineage),
                              namespace_type=None if ns is None else statectl_type(ns))
         files_left: tuple[DataFile, ...] = ()
     else:
-        files_left = _files(base, op.files)
+        files_left = _files(base, op.files, lineage)
     operator_states = []
     for name, meta in op.operator_states.items():
         if meta.kind == "broadcast":

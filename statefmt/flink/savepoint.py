@@ -9,7 +9,6 @@ once, and describes every operator and state (for `info`), with the
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -23,10 +22,12 @@ import pyarrow.fs as pafs
 from ..errors import (FlinkFormatError, MissingFileError, NotASavepointError, StatectlError,
                       UnknownOperatorError)
 from ..fs import Location
+from ..model import LineageEntry
 from ..resolve import resolve_reference
 from . import tables as TB
 from .handles import (IncrementalRocksDB, InlineStream, KeyGroupsStream, OperatorStream,
                       RelativeFile, SegmentFile, StreamHandle)
+from .lineage import check_present, checkpoint_roots, flink_savepoint_id, lineage_roots, read_lineage
 from .headers import KeyedHeader, StateMeta, read_keyed_header, read_operator_header
 from .metadata import FlinkMetadata, FlinkOperator, is_flink_metadata, parse_metadata
 from .streams import (StateRows, decode_canonical_state, decode_heap_native, decode_operator_state,
@@ -58,17 +59,30 @@ def check_reference(base: Location, reference: str) -> Location:
 
     A file lies inside the savepoint; a retained checkpoint (``.../<job>/chk-N``)
     may also reach its job's ``shared/`` and ``taskowned/`` folders, where Flink
-    keeps the files checkpoints share (absolute handles). Nothing else.
+    keeps the files checkpoints share (absolute handles); a shallow copy statectl
+    derived may reach the savepoints of its lineage (`lineage.py`). Nothing else.
     """
-    return resolve_reference(base, reference, _checkpoint_roots(base),
+    return resolve_reference(base, reference, [*checkpoint_roots(base), *_LINEAGE_ROOTS.get(base.uri, ())],
                              where=f"{base.child(METADATA)}: file handle")
 
 
-def _checkpoint_roots(base: Location) -> list[Location]:
-    if not re.fullmatch(r"chk-\d+", base.name.rstrip("/")):
-        return []
-    job = Location(base.uri.rstrip("/").rsplit("/", 1)[0])
-    return [job.child("shared"), job.child("taskowned")]
+# Folders of each opened savepoint's lineage (checked when its lineage file was read), by location:
+# set by open_flink_savepoint, and from the split in a Spark task (a task sees no lineage file).
+_LINEAGE_ROOTS: dict[str, tuple[str, ...]] = {}
+
+
+def _register_roots(base: Location, roots: tuple[str, ...]) -> None:
+    if roots:
+        _LINEAGE_ROOTS[base.uri] = roots
+    else:
+        _LINEAGE_ROOTS.pop(base.uri, None)
+
+
+def split_base(split: "FlinkSplit") -> Location:
+    """The location a split's handles resolve against, with the lineage roots it may reach."""
+    base = Location.of(split.savepoint)
+    _register_roots(base, split.roots)
+    return base
 
 
 def stream_name(base: Location, handle: StreamHandle) -> str:
@@ -132,6 +146,7 @@ class FlinkSplit:
     max_parallelism: int
     handle: KeyGroupsStream | IncrementalRocksDB | OperatorStream
     key_groups: tuple[int, int] | None = None  # inclusive range, keyed splits only
+    roots: tuple[str, ...] = ()  # folders of the savepoint's lineage its handles may reach
 
     @property
     def kind(self) -> str:
@@ -188,6 +203,8 @@ class FlinkSavepoint:
     location: Location
     metadata: FlinkMetadata
     operators: list[FlinkOperatorInfo]
+    savepoint_id: str = ""  # lineage.flink_savepoint_id of its _metadata
+    lineage: tuple[LineageEntry, ...] = ()  # the savepoints a shallow copy references
 
     def operator(self, uid_or_id: str) -> FlinkOperatorInfo:
         for op in self.operators:
@@ -212,15 +229,22 @@ def open_flink_savepoint(location) -> FlinkSavepoint:
     meta_loc = loc.child(METADATA)
     if not meta_loc.exists():
         raise NotASavepointError(f"{loc}: not a savepoint (no {METADATA} file)")
-    metadata = parse_metadata(meta_loc.read_bytes(), str(meta_loc))
-    return FlinkSavepoint(loc, metadata, [_describe(loc, op) for op in metadata.operators])
+    data = meta_loc.read_bytes()
+    metadata = parse_metadata(data, str(meta_loc))
+    savepoint_id = flink_savepoint_id(data)
+    lineage = read_lineage(loc, savepoint_id)
+    check_present(loc, lineage)
+    roots = tuple(r.uri for _, r in lineage_roots(lineage))
+    _register_roots(loc, roots)
+    return FlinkSavepoint(loc, metadata, [_describe(loc, op, roots) for op in metadata.operators],
+                          savepoint_id, lineage)
 
 
 def _keyed_header_stream(handle) -> StreamHandle:
     return handle.stream if isinstance(handle, KeyGroupsStream) else handle.meta
 
 
-def _describe(base: Location, op: FlinkOperator) -> FlinkOperatorInfo:
+def _describe(base: Location, op: FlinkOperator, roots: tuple[str, ...] = ()) -> FlinkOperatorInfo:
     """An operator's states, files and splits. Raw keyed and raw operator state (bytes in
     a format of the user's own code) are not described."""
     files: dict[str, int] = {}
@@ -247,7 +271,7 @@ def _describe(base: Location, op: FlinkOperator) -> FlinkOperatorInfo:
             for name, size in _handle_files(base, handle):
                 files[name] = size
             keyed_bytes += sum(s.size for s in _handle_streams(handle))  # inline streams too
-            keyed_splits += _keyed_splits(base, op, sub.index, handle)
+            keyed_splits += _keyed_splits(base, op, sub.index, handle, roots)
         for oh in sub.managed_operator:
             offsets = [o for st in oh.states for o in st.offsets]
             data = read_range(base, oh.stream, 0, min(offsets) if offsets else oh.stream.size)
@@ -257,7 +281,8 @@ def _describe(base: Location, op: FlinkOperator) -> FlinkOperatorInfo:
                 op_bytes[s.name] = op_bytes.get(s.name, 0) + oh.stream.size
             if not isinstance(oh.stream, InlineStream):
                 files[str(stream_location(base, oh.stream))] = oh.stream.size
-            operator_splits.append(FlinkSplit(str(base), op.operator_id, sub.index, op.max_parallelism, oh))
+            operator_splits.append(FlinkSplit(str(base), op.operator_id, sub.index, op.max_parallelism, oh,
+                                              roots=roots))
     states = []
     if keyed_header is not None:
         for s in keyed_header.states:
@@ -287,8 +312,10 @@ def _handle_files(base: Location, handle) -> list[tuple[str, int]]:
     return out
 
 
-def _keyed_splits(base: Location, op: FlinkOperator, subtask: int, handle) -> list[FlinkSplit]:
-    make = lambda rng: FlinkSplit(str(base), op.operator_id, subtask, op.max_parallelism, handle, rng)  # noqa: E731
+def _keyed_splits(base: Location, op: FlinkOperator, subtask: int, handle, roots: tuple[str, ...]
+                  ) -> list[FlinkSplit]:
+    make = lambda rng: FlinkSplit(str(base), op.operator_id, subtask, op.max_parallelism, handle, rng,  # noqa: E731
+                                  roots)
     if isinstance(handle, IncrementalRocksDB):
         return [make((handle.start, handle.start + handle.count - 1))] if handle.count else []
     blocks = _blocks(handle, handle.stream.size)
@@ -330,7 +357,7 @@ def decode_keyed_split(split: FlinkSplit, key_groups: Iterable[int] | None = Non
     *timers*: True for the timer states only, False for the others, None for all
     (heap-native streams are walked whole either way: they have no entry lengths).
     """
-    base = Location.of(split.savepoint)
+    base = split_base(split)
     handle = split.handle
     wanted = None if key_groups is None else set(key_groups)
     prefix = prefix_bytes(split.max_parallelism)
@@ -438,7 +465,7 @@ def read_split(split: FlinkSplit, table: str = "keyed", key_groups: Iterable[int
     if table not in ("keyed", "timers"):
         raise StatectlError(f"unknown keyed table {table!r} (keyed or timers)")
     header, rows = decode_keyed_split(split, key_groups, timers=table == "timers")
-    base = Location.of(split.savepoint)
+    base = split_base(split)
     source = f"{base} operator {split.operator_id} subtask {split.subtask}"
     if table == "keyed":
         schema = TB.keyed_schema(header.key, header.states)
@@ -450,7 +477,7 @@ def read_split(split: FlinkSplit, table: str = "keyed", key_groups: Iterable[int
 
 
 def _operator_batches(split: FlinkSplit, state: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
-    base = Location.of(split.savepoint)
+    base = split_base(split)
     handle: OperatorStream = split.handle
     info = next((s for s in handle.states if s.name == state), None)
     if info is None:

@@ -1,0 +1,172 @@
+"""`modify` on a Flink savepoint: remove operators, change uids, by metadata alone.
+
+The output gets a new `_metadata` whose untouched state is a shallow pointer copy
+(`statefmt/flink/shallow.py`): the base's files are named where they lie, the lineage is
+recorded beside `_metadata` (`statefmt/flink/lineage.py`), and the base is only read. With
+*self_contained* the files are copied next to the new `_metadata` instead.
+
+The write follows statectl's own: files of this write carry its token (removed if it
+fails), the lineage file is in place before the new `_metadata` is renamed in (its name is
+derived from that `_metadata`, so the old savepoint never sees it), and with *overwrite*
+the old savepoint's files go only after the rename.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow.fs as pafs
+
+from statectl.statefmt.errors import StatectlError, UsageError
+from statectl.statefmt.flink.lineage import encode_lineage, flink_savepoint_id, lineage_file_name
+from statectl.statefmt.flink.metadata import FlinkMetadata, FlinkOperator, is_flink_metadata, parse_metadata
+from statectl.statefmt.flink.metadata_write import encode_metadata
+from statectl.statefmt.flink.model import flink_savepoint, load_flink
+from statectl.statefmt.flink.handles import RelativeFile
+from statectl.statefmt.flink.savepoint import METADATA
+from statectl.statefmt.flink.shallow import FileCopy, lineage_needed, pointer_copy, self_contained, streams
+from statectl.statefmt.fs import Location
+from statectl.statefmt.ids import operator_id_for_uid
+from statectl.statefmt.model import Operator, Savepoint
+from statectl.statefmt.refs import check_relative_path
+from statectl.statefmt.savepoint import check_output
+
+from .copying import THREADS, copy_name
+from .job import WriteSession
+
+
+@dataclasses.dataclass
+class FlinkModification:
+    """What :func:`write_flink_modification` wrote (`SavepointWriter` reports it)."""
+    savepoint: Savepoint
+    operators: list[tuple[Operator, str]]  # each operator written, with what was done to it
+    removed: list[str]
+    copied_files: int
+    copied_bytes: int
+    removed_leftovers: int
+
+
+def write_flink_modification(base: Savepoint, removed: list[str], renamed: dict[str, str], output: str,
+                             self_contained_copy: bool = False, overwrite: bool = False) -> FlinkModification:
+    """Write the Flink savepoint *base* without the operators *removed* (ids) and with the
+    uids *renamed* ({operator id: new uid}) to *output*."""
+    out = check_output(output, [base], overwrite=overwrite)
+    fsp = flink_savepoint(base.location)
+    kept, actions = _derive(fsp.metadata, removed, renamed)
+    session = WriteSession(None, out)
+    session.start()
+    lineage_file = None
+    try:
+        ops = [pointer_copy(fsp.location, op) for op in kept]
+        copies: list[FileCopy] = []
+        if self_contained_copy:
+            ops, copies = self_contained(fsp.location, kept, functools.partial(_copy_name, token=session.token))
+            copied_bytes = _copy(out, copies)
+            lineage = ()
+        else:
+            copied_bytes = 0
+            lineage = lineage_needed(fsp.location, fsp.savepoint_id, fsp.lineage, kept)
+        meta = dataclasses.replace(fsp.metadata, operators=tuple(ops))
+        data = encode_metadata(meta)
+        new_id = flink_savepoint_id(data)
+        previous = _previous_files(out) if overwrite else set()
+        if lineage:
+            name = lineage_file_name(new_id)
+            if not out.child(name).exists():
+                lineage_file = out.child(name)
+            out.child(name).write_bytes_atomically(encode_lineage(new_id, lineage))
+        out.child(METADATA).write_bytes_atomically(data)
+        lineage_file = None  # committed
+    except BaseException:
+        session.fail()
+        if lineage_file is not None:
+            lineage_file.delete_file()
+        raise
+    referenced = {c.name for c in copies} | ({lineage_file_name(new_id)} if lineage else set())
+    for path in previous - referenced - {METADATA}:
+        try:
+            check_relative_path(path)
+        except StatectlError:
+            continue  # not a file of the old savepoint's folder: never touched
+        out.child(path).delete_file()
+    session.finish(referenced)
+    sp = load_flink(out)
+    labels = {op.operator_id: op.label for op in fsp.metadata.operators}
+    return FlinkModification(sp, [(op, actions[op.operator_id]) for op in sp.operators],
+                             [labels[i] for i in removed], len(copies), copied_bytes, session.removed_leftovers)
+
+
+def _derive(meta: FlinkMetadata, removed: list[str], renamed: dict[str, str]
+            ) -> tuple[list[FlinkOperator], dict[str, str]]:
+    """The operators that stay (renamed ones with their new uid and id), and what was done to each."""
+    kept, actions, seen = [], {}, set()
+    for op in meta.operators:
+        if op.operator_id in removed:
+            continue
+        action = "shallow copy"
+        if op.operator_id in renamed:
+            uid = renamed[op.operator_id]
+            op = dataclasses.replace(op, uid=uid if meta.version >= 5 else None,
+                                     operator_id=operator_id_for_uid(uid))
+            action = "renamed"
+        if op.operator_id in seen:
+            raise UsageError(f"two operators of the output would have the operator id {op.operator_id} "
+                             f"(uid {op.label!r})")
+        seen.add(op.operator_id)
+        actions[op.operator_id] = action
+        kept.append(op)
+    return kept, actions
+
+
+def _copy_name(name: str, taken: set[str], token: str) -> str:
+    new, n = copy_name(name, token), 1
+    while new in taken:
+        new, n = copy_name(f"{name}.{n}", token), n + 1
+    return new
+
+
+def _copy(out: Location, copies: list[FileCopy]) -> int:
+    """Copy every file (or segment) into *out*; the bytes copied. Sizes are checked."""
+    def one(c: FileCopy) -> int:
+        target = out.child(c.name)
+        size = c.source.size()  # a missing source: MissingFileError naming it
+        if size < c.start + c.size or (c.whole and size != c.size):
+            raise StatectlError(f"{c.source}: {size} bytes, _metadata says {c.size}")
+        if not c.whole:  # a segment of a merged file becomes a file of its own
+            with c.source.open_input_file() as f:
+                f.seek(c.start)
+                target.write_bytes_atomically(f.read(c.size))
+            return c.size
+        try:
+            pafs.copy_files(c.source.path, target.path, source_filesystem=c.source.fs,
+                            destination_filesystem=target.fs)
+        except OSError as e:
+            raise StatectlError(f"cannot copy {c.source} to {target}: {e}") from None
+        return c.size
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        return sum(pool.map(one, copies))
+
+
+def _previous_files(out: Location) -> set[str]:
+    """The files of the savepoint already at *out* (removed after the commit when not used)."""
+    meta = out.child(METADATA)
+    if not meta.exists():
+        return set()
+    data = meta.read_bytes()
+    if not is_flink_metadata(data[:4]):
+        from statectl.statefmt.metadata import decode
+
+        try:
+            old = decode(data, source=str(meta))
+        except StatectlError:
+            return set()
+        return {f.ref.path for _, f in old.data_files() if not f.ref.is_shared}
+    try:
+        old_meta = parse_metadata(data, str(meta))
+    except StatectlError:
+        return set()
+    files = {s.relative_path for op in old_meta.operators for s in streams(op) if isinstance(s, RelativeFile)}
+    return files | {lineage_file_name(flink_savepoint_id(data))}
