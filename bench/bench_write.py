@@ -21,10 +21,13 @@ the same run, alternating, on the same Spark session:
 * native:    the same bootstrap in the native format (``format="rocksdb"``):
   one RocksDB database per subtask, built by one task per subtask.
 
+With ``--timers`` both bootstraps also write one event-time timer per key
+(column ``ts``), through the same shuffle as the keyed rows.
+
 Prints the time and rows/s of each run, the ratios of the medians, and the
 driver's memory (Python RSS sampled during the runs, and the JVM's heap).
 
-    python bench/bench_write.py [--keys 5000000] [--runs 3]
+    python bench/bench_write.py [--keys 5000000] [--runs 3] [--timers]
 """
 
 from __future__ import annotations
@@ -48,13 +51,16 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=5_000_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--parallelism", type=int, default=4)
+    parser.add_argument("--timers", action="store_true",
+                        help="the bootstraps also write one event-time timer per key")
     args = parser.parse_args()
 
     import warnings
 
     warnings.filterwarnings("ignore")
     from statectl.statefmt.model import KEY_GROUP_COLUMN
-    from statectl.writers import KeyedData, ListState, OperatorData, SavepointWriter, ValueState
+    from statectl.writers import KeyedData, ListState, OperatorData, SavepointWriter, Timers, \
+        ValueState
     from statectl.writers.job import JOB_CONF
     from statectl.writers.keyed import plan_keyed
     from statectl.writers.operators import target_tasks
@@ -70,6 +76,9 @@ def main() -> None:
     work = tempfile.mkdtemp(prefix="bench-write-")
     keyed = KeyedData(key=["user"], data=df, states=[ValueState("count", column="n"),
                                                      ListState("events", column="event")])
+    timed = KeyedData(key=["user"], data=df.selectExpr("*", "1700000000000 + n * 1000 AS ts"),
+                      states=keyed.states,
+                      timers=[Timers("event", column="ts")]) if args.timers else keyed
     chunks = Chunks.plan(128, args.parallelism, target_tasks(spark))
     grouped = plan_keyed(keyed, "proc", 128, chunks).table
     sorted_rows = plan_keyed(keyed, "proc", 128, chunks, group_in_tasks=True).table
@@ -81,7 +90,7 @@ def main() -> None:
     times = {"plain": [], "shuffle": [], "sorted": [], "grouped": [], "bootstrap": [], "native": []}
     print(f"{args.keys:,} keys, one row each; operator parallelism {args.parallelism}, "
           f"{spark.sparkContext.defaultParallelism} cores, {args.runs} runs each "
-          "(after one warm-up of each)")
+          "(after one warm-up of each)" + ("; the bootstraps with a timer per key" if args.timers else ""))
     samplers = []
     try:
         for run in range(args.runs + 1):
@@ -100,7 +109,7 @@ def main() -> None:
                     else:
                         fmt = "rocksdb" if name == "native" else "canonical"
                         SavepointWriter.new(max_parallelism=128, format=fmt).with_operator(
-                            OperatorData("proc", args.parallelism, keyed=keyed)).write(out, spark)
+                            OperatorData("proc", args.parallelism, keyed=timed)).write(out, spark)
                     elapsed = time.perf_counter() - t
                 size = sum(os.path.getsize(os.path.join(r, f))
                            for r, _, fs in os.walk(out) for f in fs)
@@ -115,6 +124,8 @@ def main() -> None:
         med = {name: statistics.median(t) for name, t in times.items()}
         print("median: " + ", ".join(f"{name} {t:.2f} s ({args.keys / t:,.0f} rows/s)"
                                      for name, t in med.items()))
+        print(f"ratio (bootstrap throughput / shuffle-only throughput): "
+              f"{med['shuffle'] / med['bootstrap']:.2f}  <- target >= 0.7")
         print(f"ratio (bootstrap throughput / plain Parquet throughput): "
               f"{med['plain'] / med['bootstrap']:.2f}")
         print(f"ratio (bootstrap throughput / Spark writing the rows its tasks receive): "
@@ -122,13 +133,14 @@ def main() -> None:
         print(f"ratio (bootstrap throughput / Spark writing rows grouped by an aggregate): "
               f"{med['grouped'] / med['bootstrap']:.2f}")
         print(f"ratio (native bootstrap throughput / canonical bootstrap throughput): "
-              f"{med['bootstrap'] / med['native']:.2f}")
+              f"{med['bootstrap'] / med['native']:.2f}  <- target >= 0.6")
         print(f"ratio (shuffle-only throughput / plain Parquet throughput): "
               f"{med['plain'] / med['shuffle']:.2f}  <- the most any key-grouping writer can reach here")
-        peaks = [r.peak for n, r in samplers if n == "bootstrap"]
-        starts = [r.start for n, r in samplers if n == "bootstrap"]
-        print(f"driver (Python) RSS during bootstraps: start {min(starts):.0f} MiB, "
-              f"peak {max(peaks):.0f} MiB (growth {max(peaks) - min(starts):.0f} MiB)")
+        for kind in ("bootstrap", "native"):
+            peaks = [r.peak for n, r in samplers if n == kind]
+            starts = [r.start for n, r in samplers if n == kind]
+            print(f"driver (Python) RSS during {kind} runs: start {min(starts):.0f} MiB, "
+                  f"peak {max(peaks):.0f} MiB (growth {max(peaks) - min(starts):.0f} MiB)")
         used = (runtime.totalMemory() - runtime.freeMemory()) / 2**20
         print(f"JVM heap in use at the end (driver + local executors): {used:.0f} MiB")
     finally:

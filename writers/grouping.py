@@ -51,20 +51,14 @@ class TaskGrouping:
 
     def tables(self, batches) -> Iterator[pa.Table]:
         """One keyed-table piece per input batch; a key's rows never span two pieces."""
-        carry: pa.Table | None = None
+        runs = Runs(self)
         for batch in batches:
-            rows = pa.Table.from_batches([batch])
-            if carry is not None and carry.num_rows:
-                rows = pa.concat_tables([carry, rows])
-            if rows.num_rows == 0:
-                continue
-            starts = self._run_starts(rows)
-            last = int(starts[-1])  # the last run may go on in the next batch
-            if last:
-                yield self._group(rows.slice(0, last), starts[:-1])
-            carry = rows.slice(last)
-        if carry is not None and carry.num_rows:
-            yield self._group(carry, self._run_starts(carry))
+            piece = runs.push(batch)
+            if piece is not None:
+                yield piece
+        piece = runs.end()
+        if piece is not None:
+            yield piece
 
     def _run_starts(self, rows: pa.Table) -> np.ndarray:
         """The index of the first row of every run of equal (key group, key, namespace)."""
@@ -110,6 +104,33 @@ class TaskGrouping:
         row_of_run = np.full(runs, -1, dtype=np.int64)
         row_of_run[run_of_row[mine]] = np.flatnonzero(mine)
         return values.take(pa.array(row_of_run, mask=row_of_run < 0))
+
+
+class Runs:
+    """A :class:`TaskGrouping` fed one batch at a time (where one task groups two streams)."""
+
+    def __init__(self, grouping: TaskGrouping):
+        self.grouping = grouping
+        self.carry: pa.Table | None = None
+
+    def push(self, batch: pa.RecordBatch | pa.Table) -> pa.Table | None:
+        """The keyed-table rows of the runs *batch* completes (None if it completes none)."""
+        rows = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+        if self.carry is not None and self.carry.num_rows:
+            rows = pa.concat_tables([self.carry, rows])
+        if rows.num_rows == 0:
+            return None
+        starts = self.grouping._run_starts(rows)
+        last = int(starts[-1])  # the last run may go on in the next batch
+        self.carry = rows.slice(last)
+        return self.grouping._group(rows.slice(0, last), starts[:-1]) if last else None
+
+    def end(self) -> pa.Table | None:
+        """The rows of the last run."""
+        carry, self.carry = self.carry, None
+        if carry is None or not carry.num_rows:
+            return None
+        return self.grouping._group(carry, self.grouping._run_starts(carry))
 
 
 def _list(values: pa.Array, mine: np.ndarray, run_of_row: np.ndarray, runs: int) -> pa.Array:

@@ -16,6 +16,7 @@ and the writing tasks group them (:mod:`statectl.writers.grouping`), which is ch
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from statectl.statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, Field, KeyedStateDescriptor
 from statectl.statefmt.types import DataType, type_str
@@ -50,6 +51,12 @@ class KeyedPlan:
     timers: object | None  # DataFrame: _key_group, key, [namespace], timestamp, domain
     grouping: TaskGrouping | None = None
     timer_grouping: TaskGrouping | None = None  # with it, ``timers`` may repeat a timer
+    # with ``place=False``: the rows not yet partitioned, and the SQL order of each table's
+    # rows that the caller sorts them in after partitioning them (``table_placed`` says
+    # whether ``table`` is partitioned and sorted already: the aggregate plan always is)
+    order: tuple[str, ...] = ()
+    timer_order: tuple[str, ...] = ()
+    table_placed: bool = True
 
 
 class _Inputs:
@@ -99,6 +106,19 @@ class _Inputs:
     def group_columns(self) -> list[str]:
         return [KEY_GROUP_COLUMN, *self.key] + ([NAMESPACE_COLUMN] if self.keyed.namespace else [])
 
+    def order(self, sort_key: SortKey | None) -> list[str]:
+        """SQL of the order of the keyed rows: key group, then each key column and the
+        namespace as *sort_key* orders them (by their value without one)."""
+        columns = [(n, t) for n, t in zip(self.key, self.key_types)]
+        if self.keyed.namespace:
+            columns.append((NAMESPACE_COLUMN, self.ns_type))
+        return [q(KEY_GROUP_COLUMN)] + [e for n, t in columns
+                                         for e in (sort_key(q(n), t) if sort_key else [q(n)])]
+
+
+# the SQL expressions a key or namespace column (quoted name, type) is sorted by
+SortKey = Callable[[str, DataType], list]
+
 
 def _label(item) -> str:
     if isinstance(item, Timers):
@@ -107,27 +127,46 @@ def _label(item) -> str:
 
 
 def plan_keyed(keyed: KeyedData, uid: str, max_parallelism: int, chunks: Chunks,
-               group_in_tasks: bool = False) -> KeyedPlan:
+               group_in_tasks: bool = False, sort_key: SortKey | None = None,
+               place: bool = True) -> KeyedPlan:
     """The Spark plan of an operator's keyed table and timers.
 
     With *group_in_tasks*, an operator whose states are all plain value states and
     unordered list states leaves the grouping per key to the writing tasks
     (:mod:`statectl.writers.grouping`); the plan's ``grouping`` then says how. Timers are
     then also sorted only, and their repeats dropped by the tasks (``timer_grouping``).
+    Those sorted rows come in the order ``order`` (``timer_order``), which *sort_key* sets
+    for the key and namespace columns; with *place* False they are left unpartitioned and
+    unsorted, for the caller to partition and sort in that order (the native writer does,
+    after joining keyed rows and timers).
     """
     what = f"operator {uid!r}"
     _check_names(keyed, what)
     inputs = _Inputs(keyed, what, max_parallelism)
     key = tuple(Field(n, t) for n, t in zip(inputs.key, inputs.key_types))
-    table, states, grouping = None, (), None
+    order = inputs.order(sort_key)
+    # timers in their native key's order (key group, domain, time, key) when sorted for it
+    timer_order = [order[0], "domain", "timestamp", *order[1:]] if sort_key else \
+        [*order, "timestamp", "domain"]
+    placing = chunks if place else None
+    table, states, grouping, placed = None, (), None, True
     if keyed.states and group_in_tasks and all(map(_groups_in_tasks, keyed.states)):
-        table, states, grouping = _sorted_rows(keyed, inputs, chunks, what)
+        table, states, grouping = _sorted_rows(keyed, inputs, placing, order, what)
+        placed = place
     elif keyed.states:
         table, states = _state_table(keyed, inputs, chunks, what)
+        order = [q(c) for c in inputs.group_columns]
     timers, timer_grouping = None, None
     if keyed.timers:
-        timers, timer_grouping = _timer_table(keyed, inputs, chunks, what, group_in_tasks)
-    return KeyedPlan(key, inputs.ns_type, states, table, timers, grouping, timer_grouping)
+        timers, timer_grouping = _timer_table(keyed, inputs, chunks, what, group_in_tasks,
+                                              timer_order, place)
+    return KeyedPlan(key, inputs.ns_type, states, table, timers, grouping, timer_grouping,
+                     tuple(order), tuple(timer_order), placed)
+
+
+def _placed(df, chunks: Chunks | None, order):
+    """*df* sent to its chunks' tasks and sorted in *order* (SQL); as it is without *chunks*."""
+    return chunks.distribute(df, sort_by=[_expr(e) for e in order]) if chunks else df
 
 
 def _groups_in_tasks(state) -> bool:
@@ -156,9 +195,9 @@ def _tagged_union(keyed: KeyedData, inputs: _Inputs, what: str):
     return union, tag_of, len(groups)
 
 
-def _sorted_rows(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str):
+def _sorted_rows(keyed: KeyedData, inputs: _Inputs, chunks: Chunks | None, order, what: str):
     union, tag_of, inputs_count = _tagged_union(keyed, inputs, what)
-    rows = chunks.distribute(union, sort_by=inputs.group_columns)
+    rows = _placed(union, chunks, order)
     states, descriptors = [], []
     for i, state in enumerate(keyed.states):
         kind = StateKind.VALUE if isinstance(state, ValueState) else StateKind.LIST
@@ -322,7 +361,7 @@ def _descriptor(state, table) -> KeyedStateDescriptor:
 
 
 def _timer_table(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str,
-                 in_tasks: bool):
+                 in_tasks: bool, order, place: bool):
     """The timers, partitioned and sorted; made distinct by Spark, or by the tasks (*in_tasks*)."""
     parts = []
     for timers in keyed.timers:
@@ -349,7 +388,7 @@ def _timer_table(keyed: KeyedData, inputs: _Inputs, chunks: Chunks, what: str,
         union = union.unionByName(p)
     columns = inputs.group_columns + ["timestamp", "domain"]
     if in_tasks:  # a timer repeated in the sorted rows is a run the tasks keep once
-        rows = chunks.distribute(union, sort_by=columns)
+        rows = _placed(union, chunks if place else None, order)
         return rows, TaskGrouping(tuple(columns), tuple(inputs.key), TAG, ())
     distinct = chunks.distribute(union, keep_tag=True).groupBy(*columns, PARTITION_TAG).count()
     return distinct.select(*columns).sortWithinPartitions(*columns), None

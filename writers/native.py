@@ -1,16 +1,23 @@
 """Writing keyed state in the native format: one RocksDB database per subtask.
 
-Rows reach one task per subtask (``Chunks(max_p, p, 1)``). The task encodes
-them with the format's own tables and timer keys (`statectl.statefmt.rocksdb`,
-`docs/FORMAT.md` §11), builds the database from SST files
-(:mod:`statectl.statefmt.rocksdb.sst`) and uploads a checkpoint of it exactly as
-the RocksDB backend's native snapshot does
-(:func:`statectl.statefmt.rocksdb.files.upload_checkpoint`), into a folder carrying
-the write's token so a failed write is cleaned up like any other.
+Rows reach one task per subtask (``Chunks(max_p, p, 1)``) through the same
+plan as the canonical writer (:func:`statectl.writers.keyed.plan_keyed`): value
+and unordered list states are gathered per key in the task
+(:mod:`statectl.writers.grouping`), other kinds by a Spark aggregate. The task
+encodes whole Arrow batches at once (:mod:`statectl.statefmt.rocksdb.columnar`:
+entry keys, values, list concatenations, timer keys, all as the format's own
+tables and timer keys lay them out, `docs/FORMAT.md` §11), builds the database
+from SST files (:mod:`statectl.statefmt.rocksdb.sst`) and uploads a checkpoint
+of it exactly as the RocksDB backend's native snapshot does
+(:func:`statectl.statefmt.rocksdb.files.upload_checkpoint`), into a folder
+carrying the write's token so a failed write is cleaned up like any other.
 
-Spark's sort order is not the encoding's (a string sorts by its bytes, its
-encoding by length first), so the entries of one key group are encoded, then
-sorted, then written: memory holds one key group of one subtask at a time.
+SST files take keys in byte order, and Spark's order of a string is not its
+encoding's (the encoding puts the length first): Spark is asked to sort the
+rows by :func:`encoding_order` instead, so the entries come out in key order
+and the task only checks it (and sorts, should some type's order differ).
+Keyed rows and timers go through one shuffle: alone, or joined as two struct
+columns when an operator has both.
 """
 
 from __future__ import annotations
@@ -30,14 +37,17 @@ from statectl.statefmt.canonical import conform
 from statectl.statefmt.errors import StatectlError
 from statectl.statefmt.fs import Location
 from statectl.statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, DataFile, KeyedSection
+from statectl.statefmt.rocksdb import columnar
 from statectl.statefmt.rocksdb import files as native
-from statectl.statefmt.rocksdb.codec import KeyLayout, key_group_prefix, timer_key
+from statectl.statefmt.rocksdb.codec import KeyLayout
 from statectl.statefmt.rocksdb.database import TIMERS_CF, state_cf
 from statectl.statefmt.rocksdb.sst import SstFamily, build_checkpoint
-from statectl.statefmt.rocksdb.table import RocksTable
+from statectl.statefmt.types import DataType
 from statectl.statefmt.vocabulary import StateKind
 
 from .errors import WriteFailedError
+from .grouping import Runs
+from .keyed import KeyedPlan
 from .partitioning import Chunks
 from .sql import q
 from .tasks import HANDLE_DDL, FileTarget, Sink, guarded, write_token
@@ -48,6 +58,24 @@ KEYED, TIMERS = "_k", "_t"
 def subtask_chunks(max_parallelism: int, parallelism: int) -> Chunks:
     """One chunk (and so one task, one database) per subtask."""
     return Chunks(max_parallelism, parallelism, 1)
+
+
+def encoding_order(column: str, t: DataType) -> list[str]:
+    """SQL sort keys of a key or namespace column (quoted name) that order its rows as their
+    encoded bytes: a string or binary value by its length's varint bytes, then its bytes
+    (LEB128 is little-endian, so the varint is spelled out); other key types sort as their
+    values. A type whose order still differs (floats) is sorted again in the task."""
+    if t not in ("string", "binary"):
+        return [column]
+    length = f"CAST(octet_length({column}) AS BIGINT)"
+    terms = []
+    for k in range(5):  # up to 5 varint bytes: lengths below 2^35
+        byte = f"((shiftright({length}, {7 * k}) & 127) + " \
+               f"CASE WHEN {length} >= {1 << 7 * (k + 1)} THEN 128 ELSE 0 END)"
+        if k:
+            byte = f"CASE WHEN {length} >= {1 << 7 * k} THEN {byte} ELSE 0 END"
+        terms.append(f"{byte} * {256 ** (4 - k)}")
+    return [f"({' + '.join(terms)})", column]
 
 
 @dataclass(frozen=True)
@@ -63,27 +91,41 @@ class NativeTarget:
 
 # --- the driver side ---------------------------------------------------------------------
 
-def native_job(table, timers, target: NativeTarget, chunks: Chunks):
+def native_job(plan: KeyedPlan, target: NativeTarget, chunks: Chunks):
     """One job writing the keyed table and the timers of each subtask into its database.
 
-    Both tables become struct columns of one DataFrame (so no user column name
-    can clash), repartitioned so each task holds one subtask's rows of both.
+    *plan* comes from ``plan_keyed(..., sort_key=encoding_order, place=False)``. With
+    both keyed rows and timers, the two become struct columns of one DataFrame (so no
+    user column name can clash), each with its sort keys beside it.
     """
-    sides = []
-    if table is not None:
-        sides.append(_side(table, KEYED))
-    if timers is not None:
-        sides.append(_side(timers, TIMERS))
-    union = sides[0]
-    for other in sides[1:]:
-        union = union.unionByName(other, allowMissingColumns=True)
-    union = chunks.distribute(union, sort_by=(KEY_GROUP_COLUMN,))
-    return union.mapInArrow(partial(_write_task, target), HANDLE_DDL)
+    sides = [(name, df, order, grouping) for name, df, order, grouping in (
+        (KEYED, plan.table, plan.order, plan.grouping),
+        (TIMERS, plan.timers, plan.timer_order, plan.timer_grouping)) if df is not None]
+    groupings = {name: grouping for name, _, _, grouping in sides}
+    if len(sides) == 1:
+        (name, df, order, _), = sides
+        if not (name == KEYED and plan.table_placed):
+            df = chunks.distribute(df, sort_by=[_expr(e) for e in order])
+        return df.mapInArrow(partial(_write_task, target, groupings, name), HANDLE_DDL)
+    union, sort_by = None, [KEY_GROUP_COLUMN]
+    for name, df, order, _ in sides:
+        side = _side(df, name, order)
+        sort_by += [c for c in side.columns if c.startswith(f"{name}_o")]
+        union = side if union is None else union.unionByName(side, allowMissingColumns=True)
+    union = chunks.distribute(union, sort_by=sort_by)
+    return union.mapInArrow(partial(_write_task, target, groupings, None), HANDLE_DDL)
 
 
-def _side(df, name: str):
+def _side(df, name: str, order) -> object:
     fields = ", ".join(q(c) for c in df.columns)
-    return df.selectExpr(q(KEY_GROUP_COLUMN), f"struct({fields}) AS {name}")
+    keys = [f"{e} AS {name}_o{i}" for i, e in enumerate(order[1:])]  # order[0]: the key group
+    return df.selectExpr(q(KEY_GROUP_COLUMN), *keys, f"struct({fields}) AS {name}")
+
+
+def _expr(text: str):
+    from pyspark.sql import functions as F
+
+    return F.expr(text)
 
 
 def check_databases(files: list[DataFile], what: str) -> None:
@@ -100,17 +142,33 @@ def check_databases(files: list[DataFile], what: str) -> None:
 
 # --- the task side -------------------------------------------------------------------------
 
-def _write_task(target: NativeTarget, batches):
+def _write_task(target: NativeTarget, groupings: dict, single: str | None, batches):
+    """*batches* hold one stream (*single*) or both as struct columns; a stream with a
+    grouping gets its runs of equal keys gathered first."""
     sink = NativeSink(target)
+    streams = {KEYED: sink.keyed, TIMERS: sink.timers}
+    runs = {name: Runs(g) for name, g in groupings.items() if g is not None}
+
+    def feed(name: str, rows) -> None:
+        if name in runs:
+            rows = runs[name].push(rows)
+        if rows is not None:
+            streams[name].write(rows)
 
     def body():
         for batch in batches:
-            for column, stream in ((KEYED, sink.keyed), (TIMERS, sink.timers)):
-                if column in batch.schema.names:
-                    rows = batch.column(column)
-                    rows = rows.filter(pc.is_valid(rows))
-                    if len(rows):
-                        stream.write(pa.RecordBatch.from_struct_array(rows))
+            if single is not None:
+                feed(single, batch)
+                continue
+            for name in groupings:
+                rows = batch.column(name)
+                rows = rows.filter(pc.is_valid(rows))
+                if len(rows):
+                    feed(name, pa.RecordBatch.from_struct_array(rows))
+        for name, r in runs.items():
+            rest = r.end()
+            if rest is not None:
+                streams[name].write(rest)
 
     yield from guarded([sink], body)
 
@@ -128,18 +186,15 @@ class _Stream:
             return
         table = conform(table, self.target.schema, self.sink.what)
         groups = table.column(KEY_GROUP_COLUMN).to_numpy()
-        cuts = [0, *(np.flatnonzero(np.diff(groups)) + 1).tolist(), len(groups)]
-        key_ns = self.sink.key_ns(table)
-        for lo, hi in zip(cuts, cuts[1:]):
-            group = int(groups[lo])
-            if group != self.group:
-                self.sink.enter(group)
-                if self.group is not None and group < self.group:
-                    raise StatectlError(f"{self.sink.what}: rows reached the writer out of "
-                                        "key-group order")
-                self.flush()
-                self.group = group
-            self.sink.add(self, group, key_ns[lo:hi], table.slice(lo, hi - lo))
+        self.sink.enter(int(groups.min()))
+        self.sink.enter(int(groups.max()))
+        if (self.group is not None and groups[0] < self.group) or (np.diff(groups) < 0).any():
+            raise StatectlError(f"{self.sink.what}: rows reached the writer out of "
+                                "key-group order")
+        self.sink.add(self, groups, table)
+        self.group = int(groups[-1])
+        for family in self.families:  # every key group before the last one is complete
+            family.flush(self.sink.what, before=self.group)
 
     def flush(self) -> None:
         for family in self.families:
@@ -159,11 +214,10 @@ class NativeSink(Sink):
         section = target.section
         self.layout = KeyLayout(list(section.key_types), section.namespace_type)
         self.tmp = tempfile.mkdtemp(prefix="statectl-native-write-")
-        states = [SstFamily(state_cf(s.name), os.path.join(self.tmp, f"s{i}.sst"))
-                  for i, s in enumerate(section.states)]
-        self.tables = [RocksTable(f.entries, s, self.layout) for f, s in zip(states, section.states)]
+        self.state_families = [SstFamily(state_cf(s.name), os.path.join(self.tmp, f"s{i}.sst"))
+                               for i, s in enumerate(section.states)]
         self.timer_family = SstFamily(TIMERS_CF, os.path.join(self.tmp, "timers.sst"))
-        self.keyed = _Stream(self, target.keyed, states)
+        self.keyed = _Stream(self, target.keyed, self.state_families)
         self.timers = _Stream(self, target.timers, [self.timer_family])
         self.range: tuple[int, int] | None = None
         self.folder: str | None = None
@@ -176,32 +230,19 @@ class NativeSink(Sink):
         if not self.range[0] <= group <= self.range[1]:
             raise StatectlError(f"{self.what}: rows of two subtasks reached one writing task")
 
-    def key_ns(self, table: pa.Table) -> list[bytes]:
-        """``key ‖ namespace`` bytes of every row of *table*."""
-        layout = self.layout
-        keys = zip(*[table.column(n).to_pylist() for n in self.spec.section.key_names])
-        if self.spec.section.namespace_type is None:
-            default = layout.namespace_bytes(None)
-            return [layout.key_bytes(k) + default for k in keys]
-        spaces = table.column(NAMESPACE_COLUMN).to_pylist()
-        return [layout.key_bytes(k) + layout.namespace_bytes(n) for k, n in zip(keys, spaces)]
-
-    def add(self, stream: _Stream, group: int, key_ns: list[bytes], rows: pa.Table) -> None:
-        """The entries of *rows*, all of key group *group*."""
+    def add(self, stream: _Stream, groups: np.ndarray, rows: pa.Table) -> None:
+        """The entries of *rows* (of key groups *groups*) into their column families."""
+        section = self.spec.section
+        kns = columnar.key_ns(self.layout, [rows.column(n) for n in section.key_names],
+                              rows.column(NAMESPACE_COLUMN) if section.namespace_type else None)
         if stream is self.timers:
-            put = self.timer_family.entries.put
-            for kn, domain, ts in zip(key_ns, rows.column("domain").to_pylist(),
-                                      rows.column("timestamp").to_pylist()):
-                put(timer_key(group, domain, ts, kn), b"")
+            keys = columnar.timer_keys(groups, rows.column("domain"),
+                                       rows.column("timestamp").to_numpy(), kns)
+            self.timer_family.add(keys, None, groups)
             return
-        prefix = key_group_prefix(group)
-        kns = [prefix + kn for kn in key_ns]
-        for table in self.tables:
-            collection = StateKind(table.descriptor.kind).is_collection
-            for k, value in zip(kns, rows.column(table.descriptor.name).to_pylist()):
-                if value is None or (collection and not value):
-                    continue  # an empty list or map is no entry (FORMAT.md §11.3)
-                table.load(k, value)
+        keys = columnar.join(columnar.key_group_prefixes(groups), kns)
+        for family, state in zip(self.state_families, section.states):
+            family.add(*_entries(state, keys, groups, rows.column(state.name)))
 
     def close(self) -> list[DataFile]:
         try:
@@ -214,7 +255,8 @@ class NativeSink(Sink):
             shutil.rmtree(self.tmp, ignore_errors=True)
 
     def _snapshot(self) -> list[DataFile]:
-        checkpoint, entries = build_checkpoint([*self.keyed.families, self.timer_family], self.tmp)
+        checkpoint, entries = build_checkpoint([*self.state_families, self.timer_family],
+                                               self.tmp)
         out = self.target
         self.folder = native.checkpoint_folder(out.operator_id, self.range, write_token(out.write_id))
         files, _ = native.upload_checkpoint(checkpoint, Location(out.out), out.operator_id,
@@ -228,3 +270,20 @@ class NativeSink(Sink):
             for path in folder.list_files():
                 folder.child(path).delete_file()
             folder.delete_dir()
+
+
+def _entries(state, keys: pa.Array, groups: np.ndarray, column
+             ) -> tuple[pa.Array, pa.Array, np.ndarray]:
+    """One state's entries of a batch: (entry keys, values, key groups); a null value, an
+    empty list and an empty map have none (FORMAT.md §11.3)."""
+    kind = StateKind(state.kind)
+    if kind == StateKind.MAP:
+        row, user_keys, values = columnar.map_entries(column, state.user_key_type, state.value_type)
+        return columnar.join(keys.take(pa.array(row)), user_keys), values, groups[row]
+    values = columnar.list_entries(column, state.value_type) if kind == StateKind.LIST \
+        else columnar.encode(column, state.value_type)
+    if not values.null_count:
+        return keys, values, groups
+    present = values.is_valid()
+    return keys.filter(present), values.filter(present), \
+        groups[present.to_numpy(zero_copy_only=False)]

@@ -15,7 +15,7 @@ from .function import plan_function
 from .grouping import TaskGrouping
 from .job import WriteSession
 from .keyed import plan_keyed
-from .native import NativeTarget, check_databases, native_job, subtask_chunks
+from .native import NativeTarget, check_databases, encoding_order, native_job, subtask_chunks
 from .operator_state import plan_operator_state
 from .partitioning import Chunks
 from .tasks import HANDLE_DDL, ChunkedSink, FileTarget, guarded
@@ -95,14 +95,15 @@ def plan_operator(data: OperatorData, max_parallelism: int, fmt: str,
         Chunks.plan(max_parallelism, data.parallelism, target_tasks(session.spark))
     jobs, section = [], None
     if isinstance(data.keyed, KeyedData):
-        plan = plan_keyed(data.keyed, data.uid, max_parallelism, chunks, group_in_tasks=not native)
+        plan = plan_keyed(data.keyed, data.uid, max_parallelism, chunks, group_in_tasks=True,
+                          sort_key=encoding_order if native else None, place=not native)
         section = KeyedSection(plan.key, plan.states, namespace_type=plan.namespace_type)
         keyed = output.file_target("keyed", keyed_schema(section))
         timers = output.file_target("timers", timers_schema(section))
         if native:
             spec = NativeTarget(keyed, timers, section, chunks.ranges, f"operator {data.uid!r}")
             jobs.append((f"keyed state and timers of {data.uid} (rocksdb)",
-                         native_job(plan.table, plan.timers, spec, chunks)))
+                         native_job(plan, spec, chunks)))
         if plan.table is not None and not native:
             jobs.append((f"keyed state of {data.uid}",
                          chunked_job(plan.table, keyed, chunks, data.uid, plan.grouping)))

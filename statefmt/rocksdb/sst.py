@@ -1,57 +1,90 @@
-"""A subtask's RocksDB database built from entries, one sorted key group at a time.
+"""A subtask's RocksDB database built from entries given as Arrow arrays, then checkpointed.
 
-SST files need strictly ascending keys: each column family's entries of one
-key group are collected, sorted and appended to the family's SST file
-(memory holds one key group); at the end the files are ingested into a new
-database and a checkpoint of it is taken, ready for
-:func:`statectl.statefmt.rocksdb.files.upload_checkpoint`.
+SST files need strictly ascending keys. A column family's entries arrive as
+binary key and value arrays (:mod:`.columnar`) with their key groups in
+ascending order; the entries of the key groups an addition completes are
+appended to the family's SST file in key order: as they come when they are
+in order already (the writer asks Spark for the encoding's order), else
+sorted first. Memory holds the key groups not yet complete. At the end the
+files are ingested into a new database and a checkpoint of it is taken,
+ready for :func:`statectl.statefmt.rocksdb.files.upload_checkpoint`.
 """
 
 from __future__ import annotations
 
+import collections
+import itertools
 import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import DuplicateKeyError
 from .database import cf_options, db_options
 
 
-class Entries:
-    """A column family's entries of the current key group; a RocksTable writes into it."""
-
-    def __init__(self):
-        self.items: list[tuple[bytes, bytes]] = []
-
-    def put(self, key: bytes, value: bytes) -> None:
-        self.items.append((key, value))
+def _ascending(keys: pa.Array) -> bool:
+    """Whether every key is greater than the one before (byte order)."""
+    if len(keys) < 2:
+        return True
+    return bool(pc.all(pc.less(keys.slice(0, len(keys) - 1), keys.slice(1))).as_py())
 
 
 class SstFamily:
-    """One column family's SST file, fed one key group of :class:`Entries` at a time."""
+    """One column family's SST file; see the module doc."""
 
     def __init__(self, name: str, path: str):
         self.name, self.path = name, path
-        self.entries = Entries()
         self.writer = None
         self.last: bytes | None = None
+        self.sorted_entries = 0  # entries that came out of order and were sorted here
+        self._pending: list[tuple[pa.Array, pa.Array | None, np.ndarray]] = []
 
-    def flush(self, what: str) -> None:
-        """Append the collected entries, sorted; a key met twice is an error."""
+    def add(self, keys: pa.Array, values: pa.Array | None, groups: np.ndarray) -> None:
+        """Entries (*values* None: empty values) of key groups *groups*, which never go below
+        those of earlier additions."""
+        if len(keys):
+            self._pending.append((keys, values, groups))
+
+    def flush(self, what: str, before: int | None = None) -> None:
+        """Append the entries of the key groups below *before* (all without it), in key order;
+        a key met twice is an error."""
+        if not self._pending:
+            return
+        keys = pa.concat_arrays([k for k, _, _ in self._pending])
+        values = None if self._pending[0][1] is None else \
+            pa.concat_arrays([v for _, v, _ in self._pending])
+        groups = np.concatenate([g for _, _, g in self._pending])
+        cut = len(groups) if before is None else int(np.searchsorted(groups, before, "left"))
+        self._pending = [] if cut == len(groups) else \
+            [(keys.slice(cut), None if values is None else values.slice(cut), groups[cut:])]
+        if cut:
+            self._write(keys.slice(0, cut), None if values is None else values.slice(0, cut), what)
+
+    def _write(self, keys: pa.Array, values: pa.Array | None, what: str) -> None:
         from rocksdict import SstFileWriter
 
-        items = self.entries.items
-        if not items:
-            return
-        items.sort()
+        if not _ascending(keys):
+            order = pc.sort_indices(keys)
+            keys = keys.take(order)
+            values = None if values is None else values.take(order)
+            self.sorted_entries += len(keys)
+            if not _ascending(keys):
+                self._duplicate(what)
+        first = keys[0].as_py()
+        if self.last is not None and first <= self.last:
+            self._duplicate(what)
         if self.writer is None:
             self.writer = SstFileWriter(cf_options())
             self.writer.open(self.path)
-        for k, v in items:
-            if self.last is not None and k <= self.last:
-                raise DuplicateKeyError(f"{what}: two rows for the same key, namespace "
-                                        f"and state entry in column family {self.name!r}")
-            self.writer[k] = v
-            self.last = k
-        items.clear()
+        values = itertools.repeat(b"") if values is None else values.to_pylist()
+        collections.deque(map(self.writer.__setitem__, keys.to_pylist(), values), maxlen=0)
+        self.last = keys[len(keys) - 1].as_py()
+
+    def _duplicate(self, what: str):
+        raise DuplicateKeyError(f"{what}: two rows for the same key, namespace "
+                                f"and state entry in column family {self.name!r}")
 
     def finish(self) -> bool:
         if self.writer is None:

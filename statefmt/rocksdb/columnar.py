@@ -1,0 +1,249 @@
+"""The binary encoding of :mod:`.codec`, computed for whole Arrow arrays at once.
+
+For an Arrow array of n values each function gives a ``large_binary`` array of
+n encodings, byte for byte what :class:`.codec.ValueCodec`, :class:`.codec.KeyLayout`
+and :func:`.codec.timer_key` give value by value (`docs/FORMAT.md` §11), null
+where the value is null. Fixed-width integers and varints are built with
+numpy; the parts of one encoding are joined with Arrow's
+``binary_join_element_wise``; a list's or map's elements are encoded once,
+flat, and each row's run of them is cut out of that one buffer by offsets.
+Types with no vectorised encoding here (timestamps other than microseconds,
+wide decimals) use the scalar codec, value by value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import UsageError
+from ..types import DataType
+from ..vocabulary import TimerDomain
+from .codec import KeyLayout, ValueCodec
+
+BIN = pa.large_binary()
+_EMPTY = pa.scalar(b"", BIN)
+_INT_WIDTH = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "date32": 4}
+_DOMAINS = tuple(TimerDomain)  # as codec.timer_key numbers them
+
+
+# --- building binary arrays --------------------------------------------------------------
+
+def _validity(valid: np.ndarray | None) -> tuple[pa.Buffer | None, int]:
+    if valid is None or valid.all():
+        return None, 0
+    return pa.py_buffer(np.packbits(valid, bitorder="little")), int((~valid).sum())
+
+
+def _binary(offsets: np.ndarray, data, valid: np.ndarray | None = None) -> pa.Array:
+    """A large_binary array from its offsets (n + 1, into *data*) and data bytes."""
+    if not isinstance(data, pa.Buffer):
+        data = pa.py_buffer(np.ascontiguousarray(data, dtype=np.uint8))
+    bitmap, nulls = _validity(valid)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    return pa.Array.from_buffers(BIN, len(offsets) - 1, [bitmap, pa.py_buffer(offsets), data], nulls)
+
+
+def _parts(arr: pa.Array) -> tuple[np.ndarray, pa.Buffer]:
+    """The offsets (n + 1, into the data buffer) and the data buffer of a large_binary array."""
+    _, offsets, data = arr.buffers()
+    offsets = np.frombuffer(offsets, dtype=np.int64)[arr.offset:arr.offset + len(arr) + 1]
+    return offsets, data if data is not None else pa.py_buffer(b"")
+
+
+def fixed(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
+    """Each row of a 1-d numpy array as its bytes (``values.itemsize`` per row)."""
+    values = np.ascontiguousarray(values)
+    width = values.dtype.itemsize
+    return _binary(np.arange(len(values) + 1, dtype=np.int64) * width, values.view(np.uint8), valid)
+
+
+def constant(value: bytes, n: int) -> pa.Array:
+    """*value* n times."""
+    return _binary(np.arange(n + 1, dtype=np.int64) * len(value),
+                   np.frombuffer(value * n, dtype=np.uint8))
+
+
+def join(*parts: pa.Array) -> pa.Array:
+    """The parts concatenated row by row (null where any part is null)."""
+    if len(parts) == 1:
+        return parts[0]
+    return pc.binary_join_element_wise(*parts, _EMPTY)
+
+
+def runs(elements: pa.Array, offsets: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
+    """Row i: elements ``offsets[i]`` to ``offsets[i+1]`` concatenated (no copy: new offsets)."""
+    element_offsets, data = _parts(elements)
+    return _binary(element_offsets[offsets], data, valid)
+
+
+def sortable_ints(values: np.ndarray, width: int, valid: np.ndarray | None = None) -> pa.Array:
+    """Integers as *width* big-endian bytes with the sign bit flipped (codec.sortable_int)."""
+    unsigned = np.asarray(values).astype(f"i{width}").view(f"u{width}")
+    unsigned = unsigned ^ np.array(1 << (8 * width - 1), dtype=f"u{width}")
+    return fixed(unsigned.astype(f">u{width}"), valid)
+
+
+def varints(values: np.ndarray) -> pa.Array:
+    """Unsigned LEB128 of every value (codec.put_varint)."""
+    v = np.asarray(values).astype(np.uint64)
+    nbytes = np.ones(len(v), dtype=np.int64)
+    for k in range(1, 10):
+        nbytes += v >= np.uint64(1 << (7 * k))
+    width = int(nbytes.max()) if len(v) else 1
+    column = np.arange(width)
+    groups = ((v[:, None] >> (column.astype(np.uint64) * np.uint64(7))) & np.uint64(0x7F)).astype(np.uint8)
+    groups |= np.where(column[None, :] < nbytes[:, None] - 1, 0x80, 0).astype(np.uint8)
+    offsets = np.zeros(len(v) + 1, dtype=np.int64)
+    np.cumsum(nbytes, out=offsets[1:])
+    return _binary(offsets, groups[column[None, :] < nbytes[:, None]])
+
+
+# --- values ------------------------------------------------------------------------------
+
+def _valid(arr: pa.Array) -> np.ndarray | None:
+    if arr.null_count == 0:
+        return None
+    return arr.is_valid().to_numpy(zero_copy_only=False)
+
+
+def encode(arr: pa.Array, t: DataType) -> pa.Array:
+    """Each value of *arr* (of logical type *t*) in its encoding; null stays null."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    valid = _valid(arr)
+    if isinstance(t, str):
+        if t in _INT_WIDTH:
+            ints = arr.cast(pa.int32()) if t == "date32" else arr
+            return sortable_ints(ints.fill_null(0).to_numpy(), _INT_WIDTH[t], valid)
+        if t == "bool":
+            return fixed(arr.fill_null(False).to_numpy(zero_copy_only=False).astype(np.uint8), valid)
+        if t in ("float32", "float64"):
+            return fixed(arr.fill_null(0).to_numpy().astype(">f4" if t == "float32" else ">f8"), valid)
+        if t in ("string", "binary"):
+            raw = arr.cast(BIN)
+            return join(varints(pc.binary_length(raw).fill_null(0).to_numpy()), raw)
+    else:
+        (tag, arg), = t.items()
+        if tag == "timestamp" and arr.type.unit == "us":
+            return sortable_ints(arr.cast(pa.int64()).fill_null(0).to_numpy(), 8, valid)
+        if tag == "decimal" and pa.types.is_decimal128(arr.type):
+            return _decimal(arr, valid)
+        if tag == "list":
+            return _list(arr, arg, valid)
+        if tag == "map":
+            return _map(arr, arg["key"], arg["value"], valid)
+        if tag == "struct":
+            fields = [nullable(arr.field(i), f["type"]) for i, f in enumerate(arg)]
+            return _binary(*_parts(join(*fields)), valid)
+    return _scalar(arr, t)
+
+
+def nullable(arr: pa.Array, t: DataType) -> pa.Array:
+    """Each value as a *nullable T*: a presence byte, then the value if present."""
+    valid = _valid(arr)
+    present = np.ones(len(arr), dtype=np.uint8) if valid is None else valid.astype(np.uint8)
+    return join(fixed(present), encode(arr, t).fill_null(_EMPTY))
+
+
+def _decimal(arr: pa.Array, valid) -> pa.Array:
+    """decimal128's unscaled 16-byte little-endian two's complement, turned big-endian, sign flipped."""
+    raw = np.frombuffer(arr.buffers()[1], dtype=np.uint8).reshape(-1, 16)
+    raw = raw[arr.offset:arr.offset + len(arr), ::-1].copy()
+    raw[:, 0] ^= 0x80
+    return _binary(np.arange(len(arr) + 1, dtype=np.int64) * 16, raw.reshape(-1), valid)
+
+
+def _elements(arr, children):
+    """The flat slice of *children* under *arr*'s rows, and the rows' offsets into it."""
+    offsets = np.asarray(arr.offsets, dtype=np.int64)
+    first, last = int(offsets[0]), int(offsets[-1])
+    return [c.slice(first, last - first) for c in children], offsets - first
+
+
+def _counted(runs_of_rows: pa.Array, offsets: np.ndarray) -> pa.Array:
+    return join(varints(np.diff(offsets)), runs_of_rows)
+
+
+def _list(arr, element: DataType, valid) -> pa.Array:
+    (values,), offsets = _elements(arr, [arr.values])
+    return _counted(runs(nullable(values, element), offsets, valid), offsets)
+
+
+def _map(arr, key: DataType, value: DataType, valid) -> pa.Array:
+    # Arrow maps have no null keys, so the scalar codec's check cannot fail here
+    (keys, items), offsets = _elements(arr, [arr.keys, arr.items])
+    entries = join(encode(keys, key), nullable(items, value))
+    return _counted(runs(entries, offsets, valid), offsets)
+
+
+def _scalar(arr: pa.Array, t: DataType) -> pa.Array:
+    codec = ValueCodec(t)
+    return pa.array([None if v is None else codec.encode(v) for v in arr.to_pylist()], BIN)
+
+
+def list_entries(arr: pa.Array, element: DataType) -> pa.Array:
+    """A list state's entry values: each list's elements as *nullable* elements, concatenated
+    (no count, FORMAT.md §11.3); null for a null or empty list, which has no entry."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    (values,), offsets = _elements(arr, [arr.values])
+    keep = np.diff(offsets) > 0
+    if arr.null_count:
+        keep &= arr.is_valid().to_numpy(zero_copy_only=False)
+    return runs(nullable(values, element), offsets, keep)
+
+
+def map_entries(arr: pa.Array, key: DataType, value: DataType
+                ) -> tuple[np.ndarray, pa.Array, pa.Array]:
+    """A map state's entries (FORMAT.md §11.3), one per map key of every non-null map: the
+    row each comes from, the encoded map key (to follow the row's key), the *nullable* value."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    (keys, items), offsets = _elements(arr, [arr.keys, arr.items])
+    row = np.repeat(np.arange(len(arr)), np.diff(offsets))
+    user_keys, values = encode(keys, key), nullable(items, value)
+    if arr.null_count:
+        keep = pa.array(arr.is_valid().to_numpy(zero_copy_only=False)[row])
+        row, user_keys, values = row[keep.to_numpy(zero_copy_only=False)], \
+            user_keys.filter(keep), values.filter(keep)
+    return row, user_keys, values
+
+
+# --- keys --------------------------------------------------------------------------------
+
+def key_group_prefixes(groups: np.ndarray) -> pa.Array:
+    """The 2-byte big-endian key-group prefix of every row."""
+    return fixed(np.asarray(groups).astype(">u2"))
+
+
+def key_ns(layout: KeyLayout, keys: list[pa.Array], namespace: pa.Array | None) -> pa.Array:
+    """``key ‖ namespace`` of every row (KeyLayout.key_bytes + namespace_bytes)."""
+    n = len(keys[0])
+    parts = []
+    for arr, t in zip(keys, layout.key_types):
+        if arr.null_count:
+            raise UsageError("key columns may not be null")
+        parts.append(encode(arr, t))
+    if layout.namespace_type is None:
+        if namespace is not None and namespace.null_count < len(namespace):
+            raise UsageError("this operator's keyed state has no namespace type; use no namespace")
+        parts.append(constant(b"\x00", n))
+    else:
+        parts.append(nullable(namespace, layout.namespace_type) if namespace is not None
+                     else constant(b"\x00", n))
+    return join(*parts)
+
+
+def timer_keys(groups: np.ndarray, domains: pa.Array, timestamps: np.ndarray,
+               kns: pa.Array) -> pa.Array:
+    """``key group ‖ domain ‖ timestamp ‖ key ‖ namespace`` of every timer (codec.timer_key)."""
+    names = domains.to_numpy(zero_copy_only=False)
+    index = np.full(len(names), 255, dtype=np.uint8)
+    for i, name in enumerate(_DOMAINS):
+        index[names == name.value] = i
+    if (index == 255).any():
+        bad = names[index == 255][0]
+        raise UsageError(f"unknown timer domain {bad!r}")
+    return join(key_group_prefixes(groups), fixed(index), sortable_ints(timestamps, 8), kns)
