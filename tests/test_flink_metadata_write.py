@@ -21,7 +21,7 @@ from statectl.statefmt.flink.metadata_write import (encode_keyed_handle, encode_
                                                     encode_operator_handle, encode_stream_handle,
                                                     operator_id_bytes)
 from tests.test_flink_handles import absolute, rewrite, segment
-from tests.test_flink_job import COMPRESSED_23, INCREMENTAL_23, METADATA_VERSION, SHAPES
+from tests.test_flink_job import COMPRESSED, INCREMENTAL, METADATA_VERSION, SHAPES
 from tests.test_flink_metadata import older
 from tests.test_flink_releases import HASHMAP_CANONICAL
 
@@ -77,9 +77,7 @@ def job_metadata_files(flink_snapshots):
     """Every `_metadata` of every snapshot the suite's Flink job makes (all chk-N of a retained one)."""
     files = []
     for version in sorted(METADATA_VERSION):
-        shapes = [*SHAPES.values(), HASHMAP_CANONICAL]
-        if version == "2.3.0":
-            shapes += [INCREMENTAL_23, COMPRESSED_23]
+        shapes = [*SHAPES.values(), HASHMAP_CANONICAL, INCREMENTAL, COMPRESSED]
         for snap in flink_snapshots(version, shapes):
             if snap.path.name.startswith("chk-"):
                 files += [(version, p) for p in sorted(snap.path.parent.glob("chk-*/_metadata"))]

@@ -22,7 +22,7 @@ from tests.cli_runner import statectl_process
 from tests.conftest import statectl
 from tests.flink_expect import FIXTURES
 from tests.test_flink_cli import error_line
-from tests.test_flink_job import INCREMENTAL_23, SHAPES
+from tests.test_flink_job import INCREMENTAL, SHAPES
 from tests.test_flink_metadata import older
 
 LONG = FIXTURES / "long-hashmap-canonical" / "savepoint"  # inline streams and relative files
@@ -204,7 +204,7 @@ def test_a_copy_of_a_copy_keeps_the_lineage_flat(tmp_path):
 def test_native_snapshot_and_retained_checkpoint(flink_snapshots, tmp_path):
     """RocksDB native: many files per subtask, all made absolute. A retained incremental
     checkpoint: its absolute shared/ handles stay as they are, its private files are pointed at."""
-    native, checkpoint = flink_snapshots("2.3.0", [SHAPES["rocksdb-native"], INCREMENTAL_23])
+    native, checkpoint = flink_snapshots("2.3.0", [SHAPES["rocksdb-native"], INCREMENTAL])
     base = copy_of(native.path, tmp_path)
     modify(base, tmp_path / "n", "--rename", "proc=p-proc")
     n_files = [s for op in metadata(tmp_path / "n").operators for s in streams(op)]

@@ -18,7 +18,7 @@ import pytest
 import flink_job
 from tests.cli_runner import statectl_process
 from tests.conftest import statectl
-from tests.test_flink_job import INCREMENTAL_23, SHAPES
+from tests.test_flink_job import INCREMENTAL, SHAPES
 from tests.test_flink_modify import digest
 from tests.test_flink_releases import HASHMAP_CANONICAL
 
@@ -40,7 +40,7 @@ class Case:
 
 
 SNAPSHOTS = {"rocksdb-canonical": SHAPES["rocksdb-canonical"], "hashmap-canonical": HASHMAP_CANONICAL,
-             "rocksdb-native": SHAPES["rocksdb-native"], "incremental-checkpoint": INCREMENTAL_23}
+             "rocksdb-native": SHAPES["rocksdb-native"], "incremental-checkpoint": INCREMENTAL}
 CASES = {
     "canonical-rocksdb-moved": Case("rocksdb-canonical", RENAME_ALL, "hashmap", PREFIX, after="move"),
     "canonical-hashmap": Case("hashmap-canonical", RENAME_ALL, "rocksdb", PREFIX),
