@@ -18,7 +18,6 @@ from __future__ import annotations
 import bisect
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from functools import partial
 
@@ -35,6 +34,7 @@ from statectl.statefmt.rocksdb.codec import KeyLayout, key_group_prefix, timer_k
 from statectl.statefmt.rocksdb.database import TIMERS_CF, state_cf
 from statectl.statefmt.rocksdb.sst import SstFamily, build_checkpoint
 from statectl.statefmt.rocksdb.table import RocksTable
+from statectl.statefmt.scratch import new_scratch_dir
 from statectl.statefmt.vocabulary import StateKind
 
 from .errors import WriteFailedError
@@ -158,7 +158,7 @@ class NativeSink(Sink):
         self.spec, self.what = target, target.what
         section = target.section
         self.layout = KeyLayout(list(section.key_types), section.namespace_type)
-        self.tmp = tempfile.mkdtemp(prefix="statectl-native-write-")
+        self.tmp = new_scratch_dir("native-write")
         states = [SstFamily(state_cf(s.name), os.path.join(self.tmp, f"s{i}.sst"))
                   for i, s in enumerate(section.states)]
         self.tables = [RocksTable(f.entries, s, self.layout) for f, s in zip(states, section.states)]
