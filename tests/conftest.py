@@ -23,13 +23,15 @@ def spark():
 def pytest_sessionfinish(session, exitstatus):
     """Stop the suite's Spark; fail the run if statectl left a temporary folder behind (in the
     suite's TMPDIR, or in the scratch space of the suite's Spark executor)."""
-    left = temp_folders.statectl_entries(SUITE_TMP, *temp_folders.spark_scratch_dirs(running_spark()))
+    scratch = temp_folders.suite_scratch_dirs(running_spark())
+    left = temp_folders.statectl_entries(SUITE_TMP, *scratch)
     stop_suite_spark()  # started by the `spark` fixture or by an in-process `statectl` run
     temp_folders.remove(SUITE_TMP)
     if left:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         message = f"statectl left {len(left)} temporary folder(s): " + ", ".join(left)
         if reporter is not None:
+            reporter.ensure_newline()
             reporter.write_line(message, red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 

@@ -43,5 +43,13 @@ def spark_scratch_dirs(session) -> list[str]:
     return [d for d in found.split(",") if d]
 
 
+def suite_scratch_dirs(session) -> list[str]:
+    """:func:`spark_scratch_dirs` at the session's end, where a broken session shows none."""
+    try:
+        return spark_scratch_dirs(session)
+    except Exception:
+        return []
+
+
 def remove(folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
