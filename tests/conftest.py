@@ -36,6 +36,17 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+@pytest.fixture(scope="session")
+def spark_cluster():
+    """A Spark standalone cluster on loopback (a master, two one-core workers) for the tests
+    marked ``cluster``, started once and stopped at the end (see spark_cluster.SparkCluster)."""
+    from spark_cluster import SparkCluster
+
+    cluster = SparkCluster().start()
+    yield cluster
+    cluster.stop()
+
+
 @pytest.fixture
 def cli():
     return statectl
