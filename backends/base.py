@@ -101,9 +101,13 @@ class KeyedStateBackend(TimerService):
         self._namespace = None
         self._ns_bytes = b"\x00"
         self._initial_states = tuple(states)  # known before opening (restore)
-        self._open(**options)
-        for desc in states:
-            self._declare(desc)
+        try:
+            self._open(**options)
+            for desc in states:
+                self._declare(desc)
+        except BaseException:
+            self.close()  # what _open made (a RocksDB folder) goes with the failed construction
+            raise
 
     @classmethod
     def create(cls, uid: str | None = None, *, subtask: int, parallelism: int,

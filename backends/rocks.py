@@ -11,8 +11,8 @@ import dataclasses
 import heapq
 import os
 import shutil
-import tempfile
 import uuid
+import weakref
 
 from rocksdict import Checkpoint, Rdict, WriteOptions
 
@@ -25,21 +25,26 @@ from statectl.statefmt.rocksdb.codec import KEY_GROUP_BYTES, read_sortable_int, 
     split_timer, timer_key, timer_prefix
 from statectl.statefmt.rocksdb.database import TIMER_HEAD, TIMERS_CF, cf_options, db_options, state_cf
 from statectl.statefmt.rocksdb.table import RocksTable, iter_prefix
+from statectl.statefmt.scratch import new_scratch_dir, remove_scratch_dir
 from statectl.statefmt.vocabulary import Format, TimerDomain
 
 from .base import KeyedStateBackend
 
 
 class RocksDBBackend(KeyedStateBackend):
-    """Keyed state in a local RocksDB database below *workdir* (a temporary directory
-    by default, removed on close)."""
+    """Keyed state in a local RocksDB database below *workdir* (by default a scratch folder
+    ``statectl-rocksdb-*``, removed on close, and at the latest when the backend is dropped
+    unclosed or the interpreter exits)."""
 
     def _open(self, workdir: str | os.PathLike | None = None, **options) -> None:
         super()._open(**options)
-        self._own_workdir = workdir is None
         self._shared: native.SharedFiles | None = None
         self.db = None
-        self.workdir = str(workdir) if workdir is not None else tempfile.mkdtemp(prefix="statectl-rocksdb-")
+        if workdir is None:
+            self.workdir = new_scratch_dir("rocksdb")
+            self._remove_workdir = weakref.finalize(self, remove_scratch_dir, self.workdir)
+        else:
+            self.workdir = str(workdir)
         os.makedirs(self.workdir, exist_ok=True)
         self.db_path = os.path.join(self.workdir, "db")
         if os.path.exists(self.db_path):
@@ -140,8 +145,9 @@ class RocksDBBackend(KeyedStateBackend):
             db.close()
             self.db = None
             del db
-        if getattr(self, "_own_workdir", False):
-            shutil.rmtree(self.workdir, ignore_errors=True)
+        remove = getattr(self, "_remove_workdir", None)
+        if remove is not None:
+            remove()
 
     # --- timers: entries in the timers column family, plus the earliest timestamp of each
     # (domain, key group) in memory, so firing is one seek per timer ---------------------

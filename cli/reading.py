@@ -15,6 +15,7 @@ from statectl.statefmt.errors import UsageError, first_line
 from .spark import MASTER_HELP as _MASTER_HELP
 from .spark import spark_errors, start_spark
 from .output import FRAME_FORMATS, check_frame_output, write_frame
+from .progress import scan_progress
 
 _FORMAT_HELP = f"Output format: {', '.join(FRAME_FORMATS)}. parquet needs --output."
 
@@ -62,11 +63,12 @@ def read(
     if key:
         choice = with_keys(sp, choice, key)
     with spark_errors():
-        reader = SavepointReader(start_spark(master), sp)
-        df = reader.table(choice)
-        if where:
-            df = filtered(df, where)
-        write_frame(df, fmt, output, limit, overwrite)
+        spark = start_spark(master)
+        with scan_progress(spark, f"reading {choice.description}"):
+            df = SavepointReader(spark, sp).table(choice)
+            if where:
+                df = filtered(df, where)
+            write_frame(df, fmt, output, limit, overwrite)
 
 
 def sql(
@@ -91,8 +93,9 @@ def sql(
     sp = load(savepoint)
     check_frame_output(fmt, output, [sp], overwrite)
     with spark_errors():
-        reader = SavepointReader(start_spark(master), sp)
-        write_frame(reader.sql(query), fmt, output, limit, overwrite)
+        spark = start_spark(master)
+        with scan_progress(spark, "running the query"):
+            write_frame(SavepointReader(spark, sp).sql(query), fmt, output, limit, overwrite)
 
 
 def filtered(df, where: str):

@@ -15,7 +15,7 @@ from statectl.statefmt.errors import UsageError
 
 from .spark import MASTER_HELP as _MASTER_HELP
 from .spark import spark_errors, start_spark
-from .output import make_console, output_for
+from .output import output_for
 
 OVERWRITE_HELP = ("Replace a savepoint (or non-empty directory) already at the output; the old "
                   "savepoint stays valid until the new _metadata replaces it, then its files go.")
@@ -105,15 +105,14 @@ def _check_format(physical: str) -> None:
 @contextlib.contextmanager
 def progress(spark, quiet: bool):
     """A progress bar on stderr fed by the Spark jobs; yields the writer's on_job callback."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from statectl.writers.progress import ProgressWatcher
+
+    from .progress import progress_bars
 
     if quiet:
         yield None
         return
-    bars = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                    TextColumn("tasks"), TimeElapsedColumn(), console=make_console(stderr=True))
+    bars = progress_bars()
     ids: dict[str, int] = {}
 
     def show(job) -> None:

@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 
+import temp_folders
 from cli_runner import statectl, statectl_in_process, statectl_process  # noqa: F401 (for tests)
-from spark_session import stop_suite_spark, suite_spark
+from spark_session import running_spark, stop_suite_spark, suite_spark
 
 REPO = Path(__file__).resolve().parent.parent
+SUITE_TMP = temp_folders.use_own_tempdir()  # before any test, Spark or subprocess starts
 
 
 @pytest.fixture(scope="session")
@@ -19,7 +21,30 @@ def spark():
 
 
 def pytest_sessionfinish(session, exitstatus):
+    """Stop the suite's Spark; fail the run if statectl left a temporary folder behind (in the
+    suite's TMPDIR, or in the scratch space of the suite's Spark executor)."""
+    scratch = temp_folders.suite_scratch_dirs(running_spark())
+    left = temp_folders.statectl_entries(SUITE_TMP, *scratch)
     stop_suite_spark()  # started by the `spark` fixture or by an in-process `statectl` run
+    temp_folders.remove(SUITE_TMP)
+    if left:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        message = f"statectl left {len(left)} temporary folder(s): " + ", ".join(left)
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_line(message, red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(scope="session")
+def spark_cluster():
+    """A Spark standalone cluster on loopback (a master, two one-core workers) for the tests
+    marked ``cluster``, started once and stopped at the end (see spark_cluster.SparkCluster)."""
+    from spark_cluster import SparkCluster
+
+    cluster = SparkCluster().start()
+    yield cluster
+    cluster.stop()
 
 
 @pytest.fixture

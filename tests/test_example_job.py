@@ -23,10 +23,11 @@ from make_events import make_events  # noqa: E402
 from job import latest_checkpoint  # noqa: E402
 
 
-def run(events, work, backend, timeout=120):
+def run(events, work, backend, tmpdir=None):
+    env = {**os.environ, "TMPDIR": str(tmpdir)} if tmpdir else None
     return subprocess.Popen([sys.executable, str(JOB), "--events", str(events), "--work", str(work),
                              "--backend", backend, "--checkpoint-every", "40"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -43,13 +44,15 @@ def reference(tmp_path_factory):
 def test_killed_job_ends_with_exactly_once_output(reference, tmp_path, backend, kills):
     events, expected = reference
     work = tmp_path / "w"
+    tmpdir = tmp_path / "tmp"  # the runs' temporary directory: killed runs leave nothing there
+    tmpdir.mkdir()
     rnd = random.Random(backend)
     killed = 0
     # kill while (or just after) writing checkpoints picked at random among the first 15 of
     # 21: the checkpoints after the last target take longer than the wait before a kill
     # (~35 ms each), so the job never ends on its own first
     for target in sorted(rnd.sample(range(2, 16), kills)):
-        p = run(events, work, backend)
+        p = run(events, work, backend, tmpdir)
         cp = work / "checkpoints" / f"cp-{target:06d}"
         deadline = time.monotonic() + 60
         while not cp.exists() and p.poll() is None and time.monotonic() < deadline:
@@ -63,9 +66,10 @@ def test_killed_job_ends_with_exactly_once_output(reference, tmp_path, backend, 
             break
     assert killed == kills  # the job really died part-way, every time
     assert latest_checkpoint(str(work)) is not None  # and the next run restores
-    p = run(events, work, backend)
+    p = run(events, work, backend, tmpdir)
     assert p.wait(timeout=120) == 0, p.stderr.read()
     assert (work / "result.txt").read_text() == expected
+    assert list(tmpdir.iterdir()) == [] and not (work / "local").exists()
     # the last checkpoint holds every user's count
     lines = Path(events).read_text().splitlines()
     counts = Counter(line.split(",")[1] for line in lines)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import bisect
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from functools import partial
 
@@ -42,6 +41,7 @@ from statectl.statefmt.rocksdb import files as native
 from statectl.statefmt.rocksdb.codec import KeyLayout
 from statectl.statefmt.rocksdb.database import TIMERS_CF, state_cf
 from statectl.statefmt.rocksdb.sst import SstFamily, build_checkpoint
+from statectl.statefmt.scratch import new_scratch_dir
 from statectl.statefmt.types import DataType
 from statectl.statefmt.vocabulary import StateKind
 
@@ -213,7 +213,7 @@ class NativeSink(Sink):
         self.spec, self.what = target, target.what
         section = target.section
         self.layout = KeyLayout(list(section.key_types), section.namespace_type)
-        self.tmp = tempfile.mkdtemp(prefix="statectl-native-write-")
+        self.tmp = new_scratch_dir("native-write")
         self.state_families = [SstFamily(state_cf(s.name), os.path.join(self.tmp, f"s{i}.sst"))
                                for i, s in enumerate(section.states)]
         self.timer_family = SstFamily(TIMERS_CF, os.path.join(self.tmp, "timers.sst"))

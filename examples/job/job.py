@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 
 from statectl.backends import HeapBackend, RocksDBBackend, commit_snapshots
@@ -56,13 +57,22 @@ class Job:
         self.work = work
         self.native = backend == "rocksdb"
         cls = RocksDBBackend if self.native else HeapBackend
+        # RocksDB's working copies live in the job's folder, as Flink keeps them in its local
+        # state directory: a killed run's copies are removed by the next run, not left in /tmp
+        self.local = os.path.join(work, "local")
+        shutil.rmtree(self.local, ignore_errors=True)
+
+        def options(i: int) -> dict:
+            return {"workdir": os.path.join(self.local, f"subtask-{i}")} if self.native else {}
+
         cp = latest_checkpoint(work)
         if cp is None:
             self.subtasks = [cls.create(UID, subtask=i, parallelism=PARALLELISM,
-                                        max_parallelism=MAX_PARALLELISM, key=[("user", "string")])
+                                        max_parallelism=MAX_PARALLELISM, key=[("user", "string")],
+                                        **options(i))
                              for i in range(PARALLELISM)]
         else:
-            self.subtasks = [cls.restore(cp, UID, subtask=i, parallelism=PARALLELISM)
+            self.subtasks = [cls.restore(cp, UID, subtask=i, parallelism=PARALLELISM, **options(i))
                              for i in range(PARALLELISM)]
         for b in self.subtasks:
             b.count = b.value_state("count", "int64")
@@ -152,6 +162,7 @@ class Job:
     def close(self) -> None:
         for b in self.subtasks:
             b.close()
+        shutil.rmtree(self.local, ignore_errors=True)
 
 
 def main(argv=None) -> int:

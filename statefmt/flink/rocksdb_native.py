@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from contextlib import contextmanager
 from itertools import islice
 from typing import Iterable, Iterator
@@ -33,9 +32,9 @@ from rocksdict import AccessType, Options, Rdict, ReadOptions
 from ..errors import FlinkFormatError, StatectlError, UnknownStateError, UnsafeReferenceError
 from ..fs import Location
 from ..keygroups import check_max_parallelism
+from ..scratch import new_scratch_dir
 
 DEFAULT_CF = "default"
-TEMP_PREFIX = "statectl-flink-rocksdb-"
 ENTRY_SCHEMA = pa.schema([("key", pa.binary()), ("value", pa.binary())])
 
 
@@ -208,7 +207,7 @@ def open_rocksdb_snapshot(files: Iterable[tuple[str, "Location | str | os.PathLi
     if current is None:
         raise FlinkFormatError(f"a Flink RocksDB snapshot of {len(pairs)} files has no CURRENT file")
     description = f"({len(pairs)} files, CURRENT is {current.uri})"
-    directory = tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=workdir)
+    directory = new_scratch_dir("flink-rocksdb", workdir)
     snapshot = None
     try:
         for name, source in pairs:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterable, Iterator
@@ -24,6 +23,7 @@ from ..errors import (FlinkFormatError, MissingFileError, NotASavepointError, St
 from ..fs import Location
 from ..model import LineageEntry
 from ..resolve import resolve_reference
+from ..scratch import new_scratch_dir
 from . import tables as TB
 from .handles import (IncrementalRocksDB, InlineStream, KeyGroupsStream, OperatorStream,
                       RelativeFile, SegmentFile, StreamHandle)
@@ -407,7 +407,7 @@ def _decode_rocksdb(base: Location, split: FlinkSplit, wanted, prefix: int, time
     source = stream_name(base, handle.meta)
     header = read_keyed_header(header_bytes, source)
     from .rocksdb_native import open_rocksdb_snapshot
-    tmp = tempfile.mkdtemp(prefix="statectl-flink-")
+    tmp = new_scratch_dir("flink")
     entries: dict[str, pa.Table] = {}
     try:
         files = []

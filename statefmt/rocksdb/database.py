@@ -10,14 +10,14 @@ removes the copy afterwards.
 from __future__ import annotations
 
 import contextlib
-import tempfile
 from typing import Iterable, Iterator
 
 from rocksdict import Options, Rdict
 
+from ..scratch import scratch_dir
 from ..model import DataFile, KeyedStateDescriptor, Operator, Savepoint
 from .codec import KEY_GROUP_BYTES, KeyLayout, split_timer
-from .files import download, remove_tree, subtask_databases
+from .files import download, subtask_databases
 from .table import RocksTable, iter_prefix, successor
 
 STATE_CF_PREFIX = "state:"
@@ -50,8 +50,7 @@ def open_snapshot_db(path: str) -> Rdict:
 @contextlib.contextmanager
 def opened_snapshot(sp: Savepoint, files: Iterable[DataFile]) -> Iterator[Rdict]:
     """One subtask's database of *sp*, fetched (verified) into a temporary copy and opened."""
-    tmp = tempfile.mkdtemp(prefix="statectl-rocksdb-")
-    try:
+    with scratch_dir("rocksdb-copy") as tmp:
         download(sp, files, tmp)
         db = open_snapshot_db(tmp)
         try:
@@ -59,8 +58,6 @@ def opened_snapshot(sp: Savepoint, files: Iterable[DataFile]) -> Iterator[Rdict]
         finally:
             db.close()
             del db
-    finally:
-        remove_tree(tmp)
 
 
 def read_entries(db: Rdict, states: Iterable[KeyedStateDescriptor], layout: KeyLayout,

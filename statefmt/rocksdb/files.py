@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-import shutil
 import uuid
 from typing import Iterable
 
@@ -123,7 +122,3 @@ def subtask_databases(op: Operator) -> dict[tuple[int, int], list[DataFile]]:
     if any(not any(f.name == "CURRENT" for f in fs) for fs in out.values()):
         raise MissingFileError(f"operator {op.label}: a RocksDB snapshot lacks its CURRENT file")
     return out
-
-
-def remove_tree(path: str) -> None:
-    shutil.rmtree(path, ignore_errors=True)

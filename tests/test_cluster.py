@@ -1,0 +1,178 @@
+"""statectl on a real Spark standalone cluster (tests/spark_cluster.py): every command through
+the console script with ``--master spark://...``, each result equal to local mode's.
+
+Executors are other JVMs and Pythons with their own working directory (the worker's) and their
+own temporary directory: the cluster's commands name relative paths from a directory of their
+own, so whatever only the driver has (its cwd, its temp folders) shows up as a failure. Few
+commands, each doing much: a cluster command costs a driver JVM and two executors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import REPO, statectl, statectl_process
+from spark_cluster import spark_home
+from temp_folders import statectl_entries
+
+pytestmark = pytest.mark.cluster
+
+FLINK = REPO / "tests" / "fixtures" / "flink-dev"
+
+# Timers and every operator state of a savepoint, one JSON line each, in one query.
+TIMERS_AND_OPERATOR_STATES = " UNION ALL ".join(
+    f"SELECT '{view}' AS view, to_json(struct(*)) AS row FROM `{view}`"
+    for view in ("proc.timers", "src.offsets", "union-op.members", "bcast.rules")) + \
+    " ORDER BY view, row"
+# A derived savepoint: the new keyed operator, the shallow-copied keyed table, the replaced
+# broadcast state.
+DERIVED = " UNION ALL ".join(
+    f"SELECT '{view}' AS view, to_json(struct(*)) AS row FROM `{view}`"
+    for view in ("spend", "proc", "bcast.rules")) + " ORDER BY view, row"
+
+
+def ok(result) -> str:
+    assert result.returncode == 0, (result.args, result.stderr)
+    return result.stdout
+
+
+class Runs:
+    """The same commands on the cluster (a process) and in local mode (in this process), each
+    from a folder of its own with the same relative paths: ``examples/`` and the savepoints
+    written below ``cl/``."""
+
+    def __init__(self, master: str, root: Path):
+        self.master = master
+        self.cluster_dir, self.local_dir = root / "cluster", root / "local"
+        self.tmp = root / "driver-tmp"  # the cluster commands' TMPDIR
+        for d in (self.cluster_dir, self.local_dir, self.tmp):
+            d.mkdir()
+            if d is not self.tmp:
+                (d / "examples").symlink_to(REPO / "examples")
+
+    def cluster(self, *args: str):
+        return statectl_process(*args, "--master", self.master, cwd=self.cluster_dir,
+                                env={"TMPDIR": str(self.tmp)})
+
+    def local(self, *args: str):
+        return statectl(*args, cwd=self.local_dir)
+
+    def both(self, *args: str) -> tuple[str, str]:
+        """Standard output of *args* on the cluster and locally (both must succeed)."""
+        return ok(self.cluster(*args)), ok(self.local(*args))
+
+
+@pytest.fixture(scope="module")
+def runs(spark_cluster, tmp_path_factory):
+    """The cluster's savepoints beside the same commands' in local mode: bootstrap (canonical,
+    rocksdb), bootstrap --base, rescale."""
+    r = Runs(spark_cluster.master_url, tmp_path_factory.mktemp("cluster"))
+    for args in (("bootstrap", "--spec", "examples/spec.yaml", "cl/canonical", "--json"),
+                 ("bootstrap", "--spec", "examples/spec.yaml", "cl/native", "--format", "rocksdb",
+                  "--json"),
+                 ("bootstrap", "--spec", "examples/new-state.yaml", "cl/v2", "--base",
+                  "cl/canonical", "--json"),
+                 ("rescale", "cl/native", "cl/rescaled", "--max-parallelism", "64",
+                  "--parallelism", "3", "--json")):
+        on_cluster, local = r.both(*args)
+        assert _written(on_cluster) == _written(local)
+    return r
+
+
+def _written(stdout: str) -> list:
+    """A write's JSON summary without what differs between two runs (ids, locations)."""
+    doc = json.loads(stdout)
+    return sorted((op["uid"], op.get("rows"), op.get("files"), op.get("states"))
+                  for op in doc["operators"])
+
+
+def test_read_every_keyed_state_kind_from_rocksdb(runs):
+    on_cluster, local = runs.both("read", "cl/native", "--uid", "proc", "--format", "jsonl")
+    assert sorted(on_cluster.splitlines()) == sorted(local.splitlines())
+    rows = [json.loads(line) for line in on_cluster.splitlines()]
+    assert len(rows) == 20
+    assert set(rows[0]) == {"user", "count", "events", "attrs", "total", "mean"}
+
+
+def test_sql_timers_and_operator_states_from_rocksdb(runs):
+    on_cluster, local = runs.both("sql", "cl/native", TIMERS_AND_OPERATOR_STATES, "-f", "jsonl")
+    assert on_cluster == local
+    views = [json.loads(line)["view"] for line in on_cluster.splitlines()]
+    assert {v: views.count(v) for v in set(views)} == \
+        {"proc.timers": 8, "src.offsets": 6, "union-op.members": 4, "bcast.rules": 3}
+
+
+def test_sql_over_a_derived_savepoint(runs):
+    """bootstrap --base: the new operator, the base's canonical keyed table (shallow copy)."""
+    on_cluster, local = runs.both("sql", "cl/v2", DERIVED, "-f", "jsonl")
+    assert on_cluster == local
+    views = [json.loads(line)["view"] for line in on_cluster.splitlines()]
+    assert {v: views.count(v) for v in set(views)} == {"spend": 20, "proc": 20, "bcast.rules": 3}
+
+
+def test_diff_of_a_rescaled_copy_finds_the_same_content(runs):
+    """rescale on the cluster, compared with the local canonical bootstrap by diff on the cluster."""
+    result = runs.cluster("diff", "../local/cl/canonical", "cl/rescaled", "--content-only", "--json")
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    doc = json.loads(result.stdout)
+    assert (doc["same_content"], doc["identical"]) == (True, False)  # only the layout moved
+    assert sorted((c["what"], c["a"], c["b"]) for c in doc["changes"]) == \
+        [("max_parallelism", 128, 64), ("parallelism", 2, 3)]
+    assert doc["tables"] and all(
+        (t["only_in_a"], t["only_in_b"], t["changed"]) == (0, 0, 0) for t in doc["tables"])
+
+
+@pytest.mark.parametrize("fixture", ["long-rocksdb-canonical", "long-rocksdb-native"])
+def test_flink_savepoint_reads_the_same(runs, fixture):
+    savepoint = os.path.relpath(FLINK / fixture / "savepoint", runs.cluster_dir)  # same from local/
+    on_cluster, local = runs.both("read", savepoint, "--uid", "lk-proc", "-f", "jsonl")
+    assert sorted(on_cluster.splitlines()) == sorted(local.splitlines())
+    assert len(on_cluster.splitlines()) == 30
+
+
+def readme_cluster_commands() -> list[str]:
+    """The shell lines of the README's "On a cluster" block (they name spark://127.0.0.1:7077)."""
+    text = (REPO / "README.md").read_text()
+    block = re.search(r"## On a cluster\n.*?```bash\n(.*?)```", text, re.S).group(1)
+    return [line for line in block.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def test_the_readme_cluster_lines_run_as_written(spark_cluster, tmp_path):
+    """Each line in a shell, from a folder holding the tour's savepoint, with the master's URL
+    put in; both exports (the CLI's, spark-submit's) hold the local read's rows."""
+    (tmp_path / "examples").symlink_to(REPO / "examples")
+    (tmp_path / "tmp").mkdir()
+    ok(statectl("bootstrap", "--spec", "examples/spec.yaml", "out/savepoint", "--json", cwd=tmp_path))
+    python = os.path.dirname(sys.executable)  # `python` and `statectl` are this suite's
+    env = {**os.environ, "PATH": f"{python}:{os.environ['PATH']}:{spark_home() / 'bin'}",
+           "TMPDIR": str(tmp_path / "tmp"), "COLUMNS": "200"}
+    printed = []
+    for line in readme_cluster_commands():
+        assert "spark://127.0.0.1:7077" in line
+        done = subprocess.run(["bash", "-c", line.replace("spark://127.0.0.1:7077",
+                                                          spark_cluster.master_url)],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, (line, done.stderr[-3000:])
+        printed.append(done.stdout)
+    assert printed[1] == "users\n20\n"
+    local = json.loads("[" + ",".join(ok(statectl("read", "out/savepoint", "--uid", "proc",
+                                                    "-f", "jsonl", cwd=tmp_path)).splitlines()) + "]")
+    for export in ("exports/proc", "exports/proc-submitted"):
+        rows = pq.read_table(tmp_path / export).to_pylist()
+        assert sorted(r["user"] for r in rows) == sorted(r["user"] for r in local)
+        assert sorted((r["user"], r["count"], r["events"]) for r in rows) == \
+            sorted((r["user"], r["count"], r["events"]) for r in local)
+    assert statectl_entries(tmp_path / "tmp") == []
+
+
+def test_no_temp_folder_left_on_the_driver_or_the_executors(runs, spark_cluster):
+    """Runs last: the cluster commands' TMPDIR and the executors' hold no statectl-* entry."""
+    assert statectl_entries(runs.tmp) + spark_cluster.statectl_temp_entries() == []
