@@ -90,6 +90,9 @@ class SavepointWriter:
             check_max_parallelism(max_parallelism)
         if base is not None:
             check_writable_base(base)
+            if format == Format.FLINK:
+                raise UsageError("a Flink savepoint is written from data alone: --base is not "
+                                 "supported with --format flink yet")
         self.base = base
         self.max_parallelism = max_parallelism
         self.format = format
@@ -115,6 +118,8 @@ class SavepointWriter:
         if operator.uid in self._new:
             raise SpecError(f"operator {operator.uid!r} is given twice")
         operator.check()
+        if operator.flink is not None and self.format != Format.FLINK:
+            raise SpecError(f"operator {operator.uid!r}: a flink: type binding needs format flink")
         self._new[operator.uid] = operator
         return self
 
@@ -157,6 +162,9 @@ class SavepointWriter:
         *on_job*, if given, is called with a description before each Spark job.
         *overwrite* replaces a savepoint already at *output* (see :func:`commit`).
         """
+        if self.format == Format.FLINK:
+            from .flink import write_flink
+            return write_flink(list(self._new.values()), output, spark, self.max_parallelism, on_job, overwrite)
         out = check_output(output, [self.base], overwrite=overwrite)
         derived = self._derive()  # metadata-only part: checked before any file is written
         if self._new and spark is None:
