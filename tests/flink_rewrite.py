@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import yaml
 from pyspark.sql import functions as F
 
 from statectl.readers import open_savepoint
 from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.binding import type_text
-from statectl.statefmt.flink.savepoint import open_flink_savepoint
-from statectl.statefmt.flink.tables import key_fields, timer_service
+from statectl.statefmt.flink.savepoint import open_flink_savepoint, read_split
+from statectl.statefmt.flink.tables import key_fields, operator_list_schema, timer_service
 
 
 def _plain(t: T.FlinkType) -> tuple[T.FlinkType, bool]:
@@ -96,7 +97,12 @@ def spec_from_flink_savepoint(spark, path, folder: Path) -> Path:
                 del keyed["states"]
             entry["keyed"] = keyed
         for name, meta in op.operator_states.items():
-            rows = reader.operator_state(op.uid, name)
+            if meta.kind == "broadcast":
+                rows = reader.operator_state(op.uid, name)
+            else:  # with the subtask that holds each value (the readers API gives values only)
+                table = pa.Table.from_batches([b for split in op.operator_splits for b in read_split(split, name)],
+                                              schema=operator_list_schema(meta))
+                rows = spark.createDataFrame(table).coalesce(1)  # one file: the values keep their order
             where = "broadcast_state" if meta.kind == "broadcast" else "operator_state"
             if meta.kind == "broadcast":
                 rows = rows.dropDuplicates(["key"])
