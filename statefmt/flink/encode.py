@@ -346,25 +346,34 @@ def _ttl(t: T.Ttl, values, where):
                       encode(t.inner, value, where)])
 
 
-def _timestamps(values: pa.Array, unit: str, t, where) -> tuple[np.ndarray, np.ndarray]:
+_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+def _seconds(values: pa.Array, t, where) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(epoch seconds, nanoseconds of the second, null mask) of a timestamp, date or epoch-ms column,
+    in the column's own unit (no cast that could overflow)."""
     null = values.is_null().to_numpy(zero_copy_only=False)
-    if pa.types.is_timestamp(values.type) or pa.types.is_date(values.type):
-        v = values.cast(pa.timestamp(unit)).cast(pa.int64())
+    if pa.types.is_timestamp(values.type):
+        unit = values.type.unit
+        raw = values.cast(pa.int64())
+    elif pa.types.is_date(values.type):
+        unit, raw = "s", pc.multiply(values.cast(pa.date32()).cast(pa.int32()).cast(pa.int64()), 86_400)
     elif pa.types.is_integer(values.type):
-        v = values.cast(pa.int64())
+        unit, raw = "ms", values.cast(pa.int64())
     else:
         raise FlinkEncodeError(f"{where}: a {values.type} column does not fit a Flink {t.describe()}")
-    return pc.fill_null(v, 0).to_numpy(zero_copy_only=False), null
+    per = _PER_SECOND[unit]
+    seconds, rest = np.divmod(pc.fill_null(raw, 0).to_numpy(zero_copy_only=False).astype(np.int64), per)
+    return seconds, rest * (1_000_000_000 // per), null
 
 
 def _epoch(t: T.Epoch, values, where):
-    ms, null = _timestamps(values, "ms", t, where)
-    return fixed(big_endian(np.where(null, LONG_MIN, ms), ">i8"))
+    seconds, nanos, null = _seconds(values, t, where)
+    return fixed(big_endian(np.where(null, LONG_MIN, seconds * 1000 + nanos // 1_000_000), ">i8"))
 
 
 def _seconds_nanos(t: T.SecondsNanos, values, where):
-    ns, null = _timestamps(values, "ns", t, where)
-    seconds, nanos = np.divmod(ns, 1_000_000_000)
+    seconds, nanos, null = _seconds(values, t, where)
     first = seconds * 1000 + nanos // 1_000_000 if t.millis else seconds
     first = np.where(null, LONG_MIN, first)
     return fixed(np.hstack([big_endian(first, ">i8"), big_endian(np.where(null, 0, nanos), ">i4")]))
@@ -413,8 +422,9 @@ def _local_time(t, values, where):
 
 
 def _local_date_time(t, values, where):
-    ns, null = _timestamps(values, "ns", t, where)
-    days, nanos = np.divmod(ns, 86_400_000_000_000)
+    seconds, nanos_of_second, null = _seconds(values, t, where)
+    days, second_of_day = np.divmod(seconds, 86_400)
+    nanos = second_of_day * 1_000_000_000 + nanos_of_second
     m = np.hstack([_local_date_parts(days), _time_parts(nanos)])
     if null.any():
         m[null] = np.concatenate([big_endian(np.array([INT_MIN]), ">i4")[0], [0x80, 0x00], _NULL_TIME])
