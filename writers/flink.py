@@ -19,7 +19,6 @@ choice (:func:`~statectl.statefmt.flink.binding.derive_type`).
 
 from __future__ import annotations
 
-import functools
 import time
 import uuid
 from dataclasses import dataclass
@@ -55,7 +54,7 @@ from .partitioning import Chunks
 from .sql import q
 
 TIMER_STATE = "_timer_state/{domain}_{service}"
-STREAM_HANDLE_DDL = "subtask int, start int, offsets array<bigint>, file string, size bigint"
+STREAM_HANDLE_DDL = "subtask int, start int, offsets array<bigint>, file string, size bigint, entries bigint"
 OP_ENTRY_DDL = "_state int, _subtask int, _k binary, _v binary"
 OP_ENTRY_SCHEMA = pa.schema([("_state", pa.int32()), ("_subtask", pa.int32()), ("_k", pa.binary()),
                              ("_v", pa.binary())])
@@ -209,7 +208,7 @@ class KeyedStreamTask:
             target.delete_file()
             raise
         return stream_handle_batch(KeyedStreamFile(subtask, first, builder.key_group_offsets(), name,
-                                                   builder.size))
+                                                   builder.size, builder.entries))
 
 
 def stream_file_name(token: str) -> str:
@@ -219,9 +218,10 @@ def stream_file_name(token: str) -> str:
 
 def stream_handle_batch(f: KeyedStreamFile) -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist(
-        [{"subtask": f.subtask, "start": f.start, "offsets": list(f.offsets), "file": f.file, "size": f.size}],
+        [{"subtask": f.subtask, "start": f.start, "offsets": list(f.offsets), "file": f.file, "size": f.size,
+          "entries": f.entries}],
         schema=pa.schema([("subtask", pa.int32()), ("start", pa.int32()), ("offsets", pa.list_(pa.int64())),
-                          ("file", pa.string()), ("size", pa.int64())]))
+                          ("file", pa.string()), ("size", pa.int64()), ("entries", pa.int64())]))
 
 
 @dataclass(frozen=True)
@@ -341,7 +341,7 @@ class FlinkOperatorPlan:
             _missing(df, [*keyed.key, t.column] + ([keyed.namespace] if keyed.namespace else []), where)
             encoder = EntryEncoder("timers", timer_ids[t.domain], value=None, user_key=None, ttl_ms=None,
                                    where=where, **common)
-            frames.append(self._entries(df, keyed, encoder, {"_ts": t.column}))
+            frames.append(self._entries(df, keyed, encoder, {"_ts": q(t.column)}))
         names = [m.name for m in metas]
         unknown = sorted(set(self.binding.states) - set(names) - {s.name for s in self.data.operator_states})
         if unknown:
@@ -380,11 +380,11 @@ class FlinkOperatorPlan:
             meta = StateMeta(state.name, "map", T.Map(user_key, _ttl(value, sb.ttl), MAP_SERIALIZER), ns, user_key)
             encoder = EntryEncoder("map", state_id, value=_ttl(value, sb.ttl), user_key=user_key, ttl_ms=ttl_ms,
                                    where=where, **common)
-            return meta, encoder, self._entries(df, keyed, encoder, {"_uk": state.key_column,
-                                                                     "_val": state.value_column})
+            return meta, encoder, self._entries(df, keyed, encoder, {"_uk": q(state.key_column),
+                                                                     "_val": q(state.value_column)})
         _missing(df, key_cols + [state.column], where)
         value = _derive(sb.type, df, state.column, where)
-        extra = {"_val": state.column}
+        extra = {"_val": q(state.column)}
         if isinstance(state, ListState):
             meta = StateMeta(state.name, "list", T.List(_ttl(value, sb.ttl), LIST_SERIALIZER), ns)
             kind = "list"
@@ -399,10 +399,11 @@ class FlinkOperatorPlan:
         return meta, encoder, self._entries(df, keyed, encoder, extra)
 
     def _entries(self, df, keyed: KeyedData, encoder: EntryEncoder, extra: dict[str, str]):
+        """*df*'s entry rows: its key, namespace and the *extra* SQL expressions, encoded by *encoder*."""
         exprs = [f"{q(k)} AS _k{i}" for i, k in enumerate(keyed.key)]
         if keyed.namespace:
             exprs.append(f"{q(keyed.namespace)} AS _ns")
-        exprs += [f"{v if v.startswith('(') else q(v)} AS {name}" for name, v in extra.items()]
+        exprs += [f"{sql} AS {name}" for name, sql in extra.items()]
         return df.selectExpr(*exprs).mapInArrow(encoder, ENTRY_DDL)
 
     # --- operator state ----------------------------------------------------------------------
@@ -441,8 +442,8 @@ class FlinkOperatorPlan:
         keyed_files = []
         if self.keyed_job is not None:
             rows = self.session.collect(self.keyed_job, f"keyed state of {self.uid} (Flink)")
-            keyed_files = [KeyedStreamFile(r["subtask"], r["start"], tuple(r["offsets"]), r["file"], r["size"])
-                           for r in rows]
+            keyed_files = [KeyedStreamFile(r["subtask"], r["start"], tuple(r["offsets"]), r["file"], r["size"],
+                                           r["entries"]) for r in rows]
             done = {f.subtask for f in keyed_files}
             if len(done) != len(keyed_files):
                 raise StatectlError(f"{self.where}: two tasks wrote one subtask's keyed stream")
@@ -458,7 +459,8 @@ class FlinkOperatorPlan:
         op = flink_operator(self.uid, self.data.parallelism, self.max_parallelism, keyed_files, op_files)
         files = [*keyed_files, *op_files]
         keyed_names = [s.name for s in self.data.keyed.states] if isinstance(self.data.keyed, KeyedData) else []
-        report = FlinkOperatorReport(self.uid, operator_id_for_uid(self.uid), "written", len(files), 0,
+        report = FlinkOperatorReport(self.uid, operator_id_for_uid(self.uid), "written", len(files),
+                                     sum(f.entries for f in files),
                                      sum(f.size for f in files),
                                      keyed_names + [s.name for s in self.data.operator_states])
         return op, report
@@ -497,7 +499,8 @@ class FlinkOperatorPlan:
             name = stream_file_name(self.session.token)
             with self.session.out.child(name).open_output_stream() as f:
                 f.write(data)
-            out.append(OperatorStreamFile(s, tuple(infos), name, len(data)))
+            out.append(OperatorStreamFile(s, tuple(infos), name, len(data),
+                                          sum(len(p.elements) for p in parts_of_subtask[s])))
         return out
 
 
@@ -507,11 +510,11 @@ def _order_sql(df, column: str, where: str) -> str:
     t = df.schema[column].dataType
     c = q(column)
     if isinstance(t, (st.ByteType, st.ShortType, st.IntegerType, st.LongType)):
-        return f"(CAST({c} AS BIGINT))"
+        return f"CAST({c} AS BIGINT)"
     if isinstance(t, (st.TimestampType, st.TimestampNTZType)):
-        return f"(unix_micros({c}))"
+        return f"unix_micros({c})"
     if isinstance(t, st.DateType):
-        return f"(CAST(unix_date({c}) AS BIGINT))"
+        return f"CAST(unix_date({c}) AS BIGINT)"
     raise SpecError(f"{where}: order_by needs an integer, date or timestamp column in a Flink savepoint; "
                     f"{column!r} is {t.simpleString()}")
 

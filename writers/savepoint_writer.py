@@ -84,8 +84,8 @@ class SavepointWriter:
     def __init__(self, base: Savepoint | None = None, max_parallelism: int | None = None,
                  format: str = Format.CANONICAL):
         if format not in Format.own():
-            raise UsageError(f"unknown physical format {format!r}; use "
-                             f"{' or '.join(Format.own())}")
+            *first, last = Format.own()
+            raise UsageError(f"unknown physical format {format!r}; use {', '.join(first)} or {last}")
         if max_parallelism is not None:
             check_max_parallelism(max_parallelism)
         if base is not None:

@@ -50,6 +50,7 @@ class KeyedStreamFile:
     offsets: tuple[int, ...]
     file: str
     size: int
+    entries: int = 0
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class OperatorStreamFile:
     states: tuple[tuple[str, str, tuple[int, ...]], ...]
     file: str
     size: int
+    entries: int = 0
 
 
 def flink_operator(uid: str, parallelism: int, max_parallelism: int,

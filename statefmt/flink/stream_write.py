@@ -50,6 +50,7 @@ class KeyedStreamBuilder:
         self.first, self.last = key_groups
         self.offsets = np.zeros(self.last - self.first + 1, dtype=np.int64)
         self.size = len(header)
+        self.entries = 0  # entries written (a list state's elements count as one)
         self._carry: pa.Table | None = None
         self._previous = -1
 
@@ -125,7 +126,7 @@ class KeyedStreamBuilder:
         value_lens = np.diff(value_offsets)
         ids = binary(big_endian(entry_sid[first_of_state], ">i2").ravel(),
                      np.concatenate([[0], np.cumsum(first_of_state * 2)]))
-        ends = binary(np.full(int(last_of_group.sum()) * 2, 0xFF, dtype=np.uint8),
+        ends = binary(big_endian(np.full(int(last_of_group.sum()), END_OF_KEY_GROUP), ">u2").ravel(),
                       np.concatenate([[0], np.cumsum(last_of_group * 2)]))
         body = join_rows([ids, fixed(big_endian(key_lens, ">i4")), fixed(prefix), entry_keys,
                           fixed(big_endian(value_lens, ">i4")), joined, ends])
@@ -133,6 +134,7 @@ class KeyedStreamBuilder:
         group_heads = np.flatnonzero(np.concatenate([[True], entry_kg[1:] != entry_kg[:-1]]))
         self.offsets[entry_kg[group_heads] - self.first] = self.size + offsets[group_heads]
         self.size += int(offsets[-1])
+        self.entries += m
         return data.tobytes()
 
     def _repeated(self, row: int, sid: np.ndarray, keys: pa.Array, kg: np.ndarray) -> None:
