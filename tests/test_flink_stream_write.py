@@ -5,7 +5,6 @@ key-group prefix widths, empty subtasks; a repeated value is one error line nami
 
 from __future__ import annotations
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -15,8 +14,11 @@ from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.binding import LIST_SERIALIZER, MAP_SERIALIZER, parse_type
 from statectl.statefmt.flink.headers import StateMeta
 from statectl.statefmt.flink.keyhash import flink_key_groups
-from statectl.statefmt.flink.savepoint import open_flink_savepoint, read_split
-from statectl.statefmt.flink.savepoint_write import commit_flink, flink_operator
+from statectl.statefmt.flink.headers import read_keyed_header
+from statectl.statefmt.flink.savepoint import open_flink_savepoint, read_split, read_stream
+from statectl.statefmt.flink.streams import prefix_bytes, scan_canonical
+from statectl.statefmt.flink.types import Buf
+from statectl.statefmt.flink.savepoint_write import KeyedStreamFile, commit_flink, flink_operator
 from statectl.statefmt.flink.snapshot_write import keyed_header
 from statectl.statefmt.flink.stream_write import ENTRY_SCHEMA, StreamState
 from statectl.statefmt.fs import Location
@@ -45,10 +47,26 @@ def write_operator(out: Location, key, ns, metas, inputs, max_p: int, p: int):
     for s in range(p):
         lo, hi = key_group_range(max_p, p, s)
         mine = entries.filter(pa.array((groups >= lo) & (groups <= hi)))
-        from statectl.statefmt.flink.savepoint_write import KeyedStreamFile
         row = task.write(s, iter(mine.to_batches(max_chunksize=3))).to_pylist()[0]  # small batches
         files.append(KeyedStreamFile(row["subtask"], row["start"], tuple(row["offsets"]), row["file"], row["size"]))
     commit_flink(out, [flink_operator("op", p, max_p, files, [])])
+
+
+def timer_value_lengths(path) -> list[int]:
+    """The value length of every timer entry (Flink writes none)."""
+    sp = open_flink_savepoint(path)
+    (op,) = sp.metadata.operators
+    out = []
+    for sub in op.subtasks:
+        h = sub.managed_keyed
+        data = read_stream(sp.location, h.stream)
+        header = read_keyed_header(data, "stream")
+        present = [(h.start + i, o) for i, o in enumerate(h.offsets) if o]
+        blocks = [(kg, o, e) for (kg, o), e in zip(present, [o for _, o in present[1:]] + [len(data)])]
+        for sid, raw in scan_canonical(Buf(data, "stream"), header, blocks, prefix_bytes(op.max_parallelism)).items():
+            if header.states[sid].kind == "timers":
+                out += (raw.value_ends - raw.value_starts).tolist()
+    return out
 
 
 def tables(path):
@@ -67,7 +85,7 @@ def test_every_state_kind_reads_back(tmp_path, max_p, p):
     elements = pa.record_batch({"_k0": [k for k in keys for _ in range(3)],
                                 "_val": [f"{k}-{j}" for k in keys for j in (2, 0, 1)],
                                 "_ord": pa.array([j for _ in keys for j in (2, 0, 1)], pa.int64())})
-    entries = pa.record_batch({"_k0": keys[:10] * 2, "_uk": [f"a{i % 2}" for i in range(20)],
+    entries = pa.record_batch({"_k0": keys[:10] * 2, "_uk": [f"a{i // 10}" for i in range(20)],
                                "_val": pa.array([i if i != 3 else None for i in range(20)], pa.int64())})
     ttl = pa.record_batch({"_k0": keys, "_val": [k.upper() for k in keys]})
     timers = pa.record_batch({"_k0": keys[:5] + keys[:5], "_ts": pa.array([1000, 2000, 3000, 4000, 5000] * 2)})
@@ -90,12 +108,13 @@ def test_every_state_kind_reads_back(tmp_path, max_p, p):
         assert got[k]["events"] == [f"{k}-0", f"{k}-1", f"{k}-2"]  # in order_by order
         assert got[k]["ttl_name"] == k.upper() and got[k]["ttl_name_ttl_ts"] == 1_700_000_000_000
     assert got["k0"]["attrs"] == [("a0", 0), ("a1", 10)]
-    assert got["k3"]["attrs"] == [("a0", 13), ("a1", None)]
+    assert got["k3"]["attrs"] == [("a0", None), ("a1", 13)]
     expected_groups = flink_key_groups(pa.array(sorted(keys)), "String", max_p)
     assert keyed.column("_key_group").to_numpy().tolist() == expected_groups.tolist()
     assert timer_table.select(["key", "timestamp"]).to_pylist() == sorted(
         [{"key": k, "timestamp": t} for k, t in zip(keys[:5], [1000, 2000, 3000, 4000, 5000])],
         key=lambda r: r["key"])  # the repeated timers once each
+    assert timer_value_lengths(str(tmp_path / "sp")) == [0] * 5
 
 
 def test_windows_and_long_keys_read_back(tmp_path):

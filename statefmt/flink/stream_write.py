@@ -104,10 +104,11 @@ class KeyedStreamBuilder:
             self._repeated(int(heads[np.flatnonzero(single)[0]]), sid, keys, kg)
         # one entry per run: a list's elements joined, anything else its one value
         run_offsets = np.append(heads, n)
-        if (kinds == "list").any():
-            joined = delimited(values, run_offsets, LIST_DELIMITER)
-        else:
-            joined = values.take(pa.array(heads))
+        joined = values.take(pa.array(heads))  # a repeated timer is kept once
+        is_list = kinds == "list"
+        if is_list.any():
+            lists = delimited(values, run_offsets, LIST_DELIMITER)
+            joined = pc.if_else(pa.array(is_list), lists, joined)
         entry_kg, entry_sid = kg[heads], sid[heads]
         entry_keys = keys.take(pa.array(heads))
         m = len(heads)
