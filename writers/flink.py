@@ -521,8 +521,10 @@ def _order_sql(df, column: str, where: str) -> str:
 
 def write_flink(operators, output: str, spark, max_parallelism: int | None = None, on_job=None,
                 overwrite: bool = False):
-    """Write *operators* (:class:`OperatorData`) as a new canonical Flink savepoint at *output*."""
-    from .savepoint_writer import OperatorReport, WriteReport
+    """Write *operators* (:class:`OperatorData`) as a new canonical Flink savepoint at *output*.
+
+    Returns the savepoint's model and a :class:`FlinkOperatorReport` per operator.
+    """
     from statectl.statefmt.flink.model import load_flink
 
     if overwrite:
@@ -544,9 +546,7 @@ def write_flink(operators, output: str, spark, max_parallelism: int | None = Non
         session.fail()
         raise
     session.finish({f for op, _ in results for f in _files_of(op)})
-    reports = [OperatorReport(r.uid, r.operator_id, r.action, r.files, r.rows, r.bytes, r.states)
-               for _, r in results]
-    return WriteReport(load_flink(out), reports, [])
+    return load_flink(out), [r for _, r in results]
 
 
 def _files_of(op) -> list[str]:

@@ -164,7 +164,10 @@ class SavepointWriter:
         """
         if self.format == Format.FLINK:
             from .flink import write_flink
-            return write_flink(list(self._new.values()), output, spark, self.max_parallelism, on_job, overwrite)
+            sp, written = write_flink(list(self._new.values()), output, spark, self.max_parallelism, on_job,
+                                      overwrite)
+            return WriteReport(sp, [OperatorReport(r.uid, r.operator_id, r.action, r.files, r.rows, r.bytes,
+                                                   r.states) for r in written], [])
         out = check_output(output, [self.base], overwrite=overwrite)
         derived = self._derive()  # metadata-only part: checked before any file is written
         if self._new and spark is None:
