@@ -36,7 +36,8 @@ def bootstrap(
                                        "spec's operators are added or replace the base's, all "
                                        "others are shallow copies of it."),
     fmt: Optional[str] = typer.Option(None, "--format", help="Physical format: canonical "
-                                      "(default, or the spec's format) or rocksdb."),
+                                      "(default, or the spec's format), rocksdb, or flink (a "
+                                      "canonical Apache Flink savepoint; docs/FLINK.md)."),
     self_contained: bool = typer.Option(False, "--self-contained", help=SELF_CONTAINED_HELP),
     overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
     master: Optional[str] = typer.Option(None, "--master", help=_MASTER_HELP),

@@ -93,3 +93,7 @@ def first_line(error: BaseException) -> str:
     if not text:
         return type(error).__name__
     return re.split(r"\s*SQLSTATE: ", text.splitlines()[0])[0]
+
+
+class FlinkEncodeError(StatectlError):
+    """A value, or a type binding, that the Flink serializer it is bound to cannot write."""

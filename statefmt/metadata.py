@@ -208,9 +208,9 @@ def _decode_operator(o: dict, where: str, lineage_ids: set[str]) -> Operator:
     p = _get(o, "parallelism", where, int)
     check_parallelism(p, max_p)
     fmt = _get(o, "format", where, str)
-    if fmt not in Format.own():
+    if fmt not in Format.stored():
         raise MetadataError(
-            f"{where}: physical format {fmt!r} is not supported; known: {', '.join(Format.own())}"
+            f"{where}: physical format {fmt!r} is not supported; known: {', '.join(Format.stored())}"
         )
     keyed = None
     if o.get("keyed") is not None:

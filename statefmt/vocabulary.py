@@ -66,9 +66,14 @@ class Format(Word):
 
     CANONICAL = "canonical"  # Parquet files sorted by key group
     ROCKSDB = "rocksdb"  # each subtask's RocksDB database (docs/FORMAT.md §12)
-    FLINK = "flink"  # an Apache Flink savepoint or checkpoint, read only (docs/FLINK.md)
+    FLINK = "flink"  # an Apache Flink savepoint (read; bootstrap writes canonical ones, docs/FLINK.md)
 
     @classmethod
     def own(cls) -> tuple[str, ...]:
-        """The formats statectl writes, and the only ones its own `_metadata` may declare."""
+        """The formats statectl writes."""
+        return (cls.CANONICAL.value, cls.ROCKSDB.value, cls.FLINK.value)
+
+    @classmethod
+    def stored(cls) -> tuple[str, ...]:
+        """The formats statectl's own `_metadata` may declare."""
         return (cls.CANONICAL.value, cls.ROCKSDB.value)

@@ -128,7 +128,7 @@ def test_the_cli_prints_each_mistake_as_one_error_line(tmp_path):
     result = statectl("bootstrap", "--spec", str(spec), str(tmp_path / "o"))
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        "error: operators[0]: unknown field(s) paralelism; known: broadcast_state, keyed, "
+        "error: operators[0]: unknown field(s) paralelism; known: broadcast_state, flink, keyed, "
         "max_parallelism, operator_state, parallelism, uid",
         "error: operator 'b': parallelism must be between 1 and the max parallelism 32768, got 0",
         "error: operator 'b'.operator_state[0].kind must be list, union or broadcast, got 'lst'",

@@ -158,7 +158,7 @@ def test_a_failed_native_write_leaves_nothing(spark, tmp_path):
 
 
 def test_an_unknown_format_is_one_clear_error():
-    with pytest.raises(UsageError, match="unknown physical format 'lsm'; use canonical or rocksdb"):
+    with pytest.raises(UsageError, match="unknown physical format 'lsm'; use canonical, rocksdb or flink"):
         SavepointWriter.new(format="lsm")
 
 

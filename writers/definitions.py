@@ -177,6 +177,7 @@ class OperatorData:
     max_parallelism: int | None = None
     keyed: KeyedData | KeyedFunction | None = None
     operator_states: Sequence[OperatorStateData] = field(default_factory=tuple)
+    flink: Any = None  # format flink: the Flink types (a writers.flink_binding.FlinkBinding)
 
     def check(self) -> None:
         """Refuse clashing names and unknown functions before any Spark job starts."""

@@ -60,6 +60,10 @@ class WriteSession:
 
     def run(self, df, description: str) -> list[tuple[dict, DataFile]]:
         """Run the job writing *df*'s files; the (handle, DataFile) of each file written."""
+        return [(r, data_file_from_handle(r)) for r in self.collect(df, description)]
+
+    def collect(self, df, description: str) -> list[dict]:
+        """Run the job writing *df*'s files; the rows it returns (its files' handles), as dicts."""
         if self.on_job is not None:
             self.on_job(description)
         if self.spark is not None:
@@ -78,7 +82,7 @@ class WriteSession:
                 for key in ("spark.jobGroup.id", "spark.job.description",
                             "spark.job.interruptOnCancel"):
                     self.spark.sparkContext.setLocalProperty(key, None)
-        return [(r.asDict(), data_file_from_handle(r.asDict())) for r in rows]
+        return [r.asDict() for r in rows]
 
     def fail(self) -> None:
         """Remove every file of this write (the output then holds no trace of it).

@@ -89,10 +89,13 @@ class SavepointWriter:
     def __init__(self, base: Savepoint | None = None, max_parallelism: int | None = None,
                  format: str = Format.CANONICAL):
         if format not in Format.own():
-            raise UsageError(f"unknown physical format {format!r}; use "
-                             f"{' or '.join(Format.own())}")
+            *first, last = Format.own()
+            raise UsageError(f"unknown physical format {format!r}; use {', '.join(first)} or {last}")
         if max_parallelism is not None:
             check_max_parallelism(max_parallelism)
+        if base is not None and format == Format.FLINK:
+            raise UsageError("a Flink savepoint is written from data alone: --base is not "
+                             "supported with --format flink yet")
         self.base = base
         self.max_parallelism = max_parallelism
         self.format = format
@@ -120,6 +123,8 @@ class SavepointWriter:
         if operator.uid in self._new:
             raise SpecError(f"operator {operator.uid!r} is given twice")
         operator.check()
+        if operator.flink is not None and self.format != Format.FLINK:
+            raise SpecError(f"operator {operator.uid!r}: a flink: type binding needs format flink")
         self._new[operator.uid] = operator
         return self
 
@@ -169,6 +174,12 @@ class SavepointWriter:
                                             self_contained, overwrite)
             return WriteReport(done.savepoint, [_report(op, action) for op, action in done.operators],
                                done.removed, done.copied_files, done.copied_bytes, done.removed_leftovers)
+        if self.format == Format.FLINK:
+            from .flink import write_flink
+            sp, written = write_flink(list(self._new.values()), output, spark, self.max_parallelism, on_job,
+                                      overwrite)
+            return WriteReport(sp, [OperatorReport(r.uid, r.operator_id, r.action, r.files, r.rows, r.bytes,
+                                                   r.states) for r in written], [])
         out = check_output(output, [self.base], overwrite=overwrite)
         derived = self._derive()  # metadata-only part: checked before any file is written
         if self._new and spark is None:

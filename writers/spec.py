@@ -42,6 +42,7 @@ from .definitions import (
     ValueState,
 )
 from .errors import SpecError
+from .flink_binding import parse_binding
 
 FORMATS_BY_EXTENSION = {
     ".parquet": "parquet", ".pq": "parquet", ".csv": "csv",
@@ -249,7 +250,7 @@ class _Parser:
     def operator(self, value, where: str, default_max_p: int | None) -> OperatorData | None:
         """The operator, or None when a part of it is wrong (its lines are in :attr:`errors`)."""
         f = _Fields(value, where, {"uid", "parallelism", "max_parallelism", "keyed",
-                                   "operator_state", "broadcast_state"})
+                                   "operator_state", "broadcast_state", "flink"})
         uid = f.get("uid", str, required=True)
         where = f"operator {uid!r}"
         before = len(self.errors)
@@ -261,11 +262,12 @@ class _Parser:
                             self.operator_state, f"{where}.operator_state")
         states += self._each(self._quiet(f.get, "broadcast_state", list, False, [], on_error=[]),
                              self.broadcast, f"{where}.broadcast_state")
+        flink = self._quiet(parse_binding, f.value["flink"], f"{where}.flink") if f.has("flink") else None
         if len(self.errors) > before:  # incomplete: its own checks would mislead
             return None
         if keyed is None and not states:
             raise SpecError(f"{where}: no state given (keyed, operator_state or broadcast_state)")
-        op = OperatorData(uid, parallelism, max_p, keyed, states)
+        op = OperatorData(uid, parallelism, max_p, keyed, states, flink)
         op.check()  # names, functions and combine rules, before any data is read
         return op
 

@@ -399,7 +399,8 @@ class BigDecimal(FlinkType):
         if unscaled is None:
             return None
         scale = r.int()
-        return str(decimal.Decimal(unscaled).scaleb(-scale))
+        exact = decimal.Context(prec=len(str(abs(unscaled))) + 1)  # no rounding of long values
+        return str(decimal.Decimal(unscaled).scaleb(-scale, exact))
 
 
 @dataclass(frozen=True)

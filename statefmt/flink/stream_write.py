@@ -1,0 +1,181 @@
+"""Canonical keyed streams and operator state streams, assembled from encoded entries.
+
+A keyed stream is written by one task for one subtask: the header
+(:func:`snapshot_write.keyed_header`), then per non-empty key group its entries
+state by state (``short state id``, entries ``int len, key, int len, value``, the
+0x80 META_FOLLOWS bit on the first key byte of a state's last entry, ``0xFFFF``
+after the key group's last entry). The entry rows come in sorted by key group,
+state id and key (:data:`ENTRY_COLUMNS`); a key group is assembled at once, with
+numpy, from its rows. The offset of every key group is kept for the handle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import FlinkEncodeError
+from . import types as T
+from .binary import Reader
+from .binary_write import Writer
+from .encode import big_endian, binary, delimited, fixed, join_rows, parts_of
+from .streams import END_OF_KEY_GROUP, LIST_DELIMITER, META_FOLLOWS, prefix_bytes
+
+KEY_GROUP, STATE, KEY, VALUE, ORDER = "_key_group", "_state", "_k", "_v", "_o"
+ENTRY_SCHEMA = pa.schema([(KEY_GROUP, pa.int32()), (STATE, pa.int32()), (KEY, pa.binary()),
+                          (VALUE, pa.binary()), (ORDER, pa.int64())])
+ENTRY_DDL = "_key_group int, _state int, _k binary, _v binary, _o bigint"
+
+
+@dataclass(frozen=True)
+class StreamState:
+    """What the assembler needs of one header state: how its rows become entries."""
+    name: str
+    kind: str  # value | list | map | reducing | aggregating | timers
+    what: str  # how errors name it ("operator 'proc', value state 'count'")
+
+
+class KeyedStreamBuilder:
+    """One subtask's canonical keyed stream, fed sorted entry rows (see the module doc)."""
+
+    def __init__(self, header: bytes, states: list[StreamState], key: T.FlinkType,
+                 max_parallelism: int, key_groups: tuple[int, int]):
+        self.header = header
+        self.states = states
+        self.key = key
+        self.prefix = prefix_bytes(max_parallelism)
+        self.first, self.last = key_groups
+        self.offsets = np.zeros(self.last - self.first + 1, dtype=np.int64)
+        self.size = len(header)
+        self.entries = 0  # entries written (a list state's elements count as one)
+        self._carry: pa.Table | None = None
+        self._previous = -1
+
+    def start(self) -> bytes:
+        return self.header
+
+    def add(self, table: pa.Table) -> bytes:
+        """The stream bytes of the complete key groups in *table* (the last is held back)."""
+        if self._carry is not None:
+            table = pa.concat_tables([self._carry, table])
+        if not table.num_rows:
+            return b""
+        groups = table.column(KEY_GROUP).to_numpy()
+        cut = int(np.searchsorted(groups, groups[-1], side="left"))
+        self._carry = table.slice(cut)
+        return self._key_groups(table.slice(0, cut))
+
+    def finish(self) -> bytes:
+        carry, self._carry = self._carry, None
+        return self._key_groups(carry) if carry is not None else b""
+
+    def key_group_offsets(self) -> tuple[int, ...]:
+        return tuple(int(o) for o in self.offsets)
+
+    # --- assembling ------------------------------------------------------------------------
+    def _key_groups(self, rows: pa.Table) -> bytes:
+        n = rows.num_rows
+        if not n:
+            return b""
+        rows = rows.combine_chunks()
+        kg = rows.column(KEY_GROUP).to_numpy().astype(np.int64)
+        sid = rows.column(STATE).to_numpy().astype(np.int64)
+        if kg.min() < self.first or kg.max() > self.last:
+            bad = int(kg[(kg < self.first) | (kg > self.last)][0])
+            raise FlinkEncodeError(f"key group {bad} reached the writer of key groups {self.first}-{self.last}")
+        if kg[0] <= self._previous or (np.diff(kg) < 0).any() or \
+                ((np.diff(kg) == 0) & (np.diff(sid) < 0)).any():
+            raise FlinkEncodeError("entries reached the Flink stream writer out of key-group order")
+        self._previous = int(kg[-1])
+        keys = rows.column(KEY)
+        values = rows.column(VALUE)
+        same = np.zeros(n, dtype=bool)
+        if n > 1:
+            same[1:] = (kg[1:] == kg[:-1]) & (sid[1:] == sid[:-1]) & \
+                pc.equal(keys.slice(1), keys.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+        heads = np.flatnonzero(~same)
+        kinds = np.array([self.states[i].kind for i in sid[heads]])
+        repeated = np.diff(np.append(heads, n)) > 1
+        single = repeated & (kinds != "list") & (kinds != "timers")
+        if single.any():
+            self._repeated(int(heads[np.flatnonzero(single)[0]]), sid, keys, kg)
+        # one entry per run: a list's elements joined, anything else its one value
+        run_offsets = np.append(heads, n)
+        joined = values.take(pa.array(heads))  # a repeated timer is kept once
+        is_list = kinds == "list"
+        if is_list.any():
+            lists = delimited(values, run_offsets, LIST_DELIMITER)
+            joined = pc.if_else(pa.array(is_list), lists, joined)
+        entry_kg, entry_sid = kg[heads], sid[heads]
+        entry_keys = keys.take(pa.array(heads))
+        m = len(heads)
+        last_of_state = np.ones(m, dtype=bool)
+        last_of_state[:-1] = (entry_kg[1:] != entry_kg[:-1]) | (entry_sid[1:] != entry_sid[:-1])
+        first_of_state = np.ones(m, dtype=bool)
+        first_of_state[1:] = last_of_state[:-1]
+        last_of_group = np.ones(m, dtype=bool)
+        last_of_group[:-1] = entry_kg[1:] != entry_kg[:-1]
+        prefix = big_endian(entry_kg, ">i2")[:, 2 - self.prefix:].copy() if self.prefix == 2 \
+            else entry_kg.astype(np.uint8).reshape(-1, 1).copy()
+        prefix[last_of_state, 0] |= META_FOLLOWS
+        key_data, key_offsets = parts_of(entry_keys)
+        value_data, value_offsets = parts_of(joined)
+        key_lens = np.diff(key_offsets) + self.prefix
+        value_lens = np.diff(value_offsets)
+        ids = binary(big_endian(entry_sid[first_of_state], ">i2").ravel(),
+                     np.concatenate([[0], np.cumsum(first_of_state * 2)]))
+        ends = binary(big_endian(np.full(int(last_of_group.sum()), END_OF_KEY_GROUP), ">u2").ravel(),
+                      np.concatenate([[0], np.cumsum(last_of_group * 2)]))
+        body = join_rows([ids, fixed(big_endian(key_lens, ">i4")), fixed(prefix), entry_keys,
+                          fixed(big_endian(value_lens, ">i4")), joined, ends])
+        data, offsets = parts_of(body)
+        group_heads = np.flatnonzero(np.concatenate([[True], entry_kg[1:] != entry_kg[:-1]]))
+        self.offsets[entry_kg[group_heads] - self.first] = self.size + offsets[group_heads]
+        self.size += int(offsets[-1])
+        self.entries += m
+        return data.tobytes()
+
+    def _repeated(self, row: int, sid: np.ndarray, keys: pa.Array, kg: np.ndarray) -> None:
+        state = self.states[int(sid[row])]
+        raw = keys[row].as_py()
+        try:
+            shown = repr(self.key.read(Reader(raw, "key")))
+        except Exception:
+            shown = raw.hex()
+        what = "a map key appears twice for key" if state.kind == "map" else "two rows for key"
+        raise FlinkEncodeError(f"{state.what}: {what} {shown} (key group {int(kg[row])}); "
+                               f"a {state.kind} state holds one value per key")
+
+
+# --- operator state -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class OperatorStreamPart:
+    """One operator state's elements on one subtask: list/union elements, or a broadcast map."""
+    name: str
+    mode: str  # SPLIT_DISTRIBUTE | UNION | BROADCAST
+    elements: pa.Array  # encoded elements; broadcast: encoded (key, value) entries
+
+
+def operator_stream(header: bytes, parts: list[OperatorStreamPart]) -> tuple[bytes, list[tuple[str, str, tuple[int, ...]]]]:
+    """An operator state stream and, per state, (name, mode, offsets) for its handle.
+
+    List and union states: one offset per element. Broadcast: one offset, at
+    ``int n`` then the n entries.
+    """
+    w = Writer()
+    w.bytes(header)
+    infos = []
+    for part in parts:
+        data, offsets = parts_of(part.elements)
+        at = len(w.buf)
+        if part.mode == "BROADCAST":
+            infos.append((part.name, part.mode, (at,)))
+            w.int(len(part.elements))
+        else:
+            infos.append((part.name, part.mode, tuple(int(o) + at for o in offsets[:-1])))
+        w.bytes(data.tobytes())
+    return w.getvalue(), infos
