@@ -35,7 +35,7 @@ from .types import Buf, FlinkType
 
 METADATA = "_metadata"
 SPLIT_BYTES = 64 * 1024 * 1024  # a canonical or heap stream is cut into key-group ranges of about this size
-BATCH_ROWS = 64 * 1024
+BATCH_ROWS = 256 * 1024
 
 
 # --- stream bytes -----------------------------------------------------------------------
@@ -381,7 +381,7 @@ def _decode_rocksdb(base: Location, split: FlinkSplit, wanted, prefix: int, time
     header = read_keyed_header(header_bytes, source)
     from .rocksdb_native import open_rocksdb_snapshot
     tmp = tempfile.mkdtemp(prefix="statectl-flink-")
-    entries: dict[str, pa.Table] = {}
+    entries: dict[str, list[pa.RecordBatch]] = {}
     try:
         files = []
         for i, (local, stream) in enumerate(handle.files):
@@ -403,18 +403,17 @@ def _decode_rocksdb(base: Location, split: FlinkSplit, wanted, prefix: int, time
             for cf in db.column_families:
                 if cf not in names:
                     continue
-                batches = list(db.record_batches(cf, key_groups=split.key_groups,
-                                                 max_parallelism=split.max_parallelism))
-                if batches:
-                    entries[cf] = pa.Table.from_batches(batches)
+                entries[cf] = list(db.record_batches(cf, key_groups=split.key_groups,
+                                                     max_parallelism=split.max_parallelism))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     out = {}
     for meta in header.states:
-        table = entries.get(meta.name)
-        if table is None or not table.num_rows:
+        batches = [b for b in entries.get(meta.name, ()) if b.num_rows]
+        if not batches:
             continue
-        raw = raw_from_arrow(table.column("key").combine_chunks(), table.column("value").combine_chunks(),
+        keys, values = ([b.column(i).cast(pa.large_binary()) for b in batches] for i in (0, 1))
+        raw = raw_from_arrow(pa.concat_arrays(keys), pa.concat_arrays(values),
                              prefix, f"{source} column family {meta.name}")
         if wanted is not None:
             keep = np.isin(raw.key_groups, list(wanted))
