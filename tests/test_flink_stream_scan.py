@@ -6,7 +6,10 @@ bit 0x80 of the last entry's first key byte set), the next state id, ..., 0xFFFF
 from __future__ import annotations
 
 import struct
+import subprocess
+import sys
 
+import numpy as np
 import pytest
 
 from statectl.statefmt.errors import FlinkFormatError
@@ -14,6 +17,7 @@ from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.headers import KeyedHeader, StateMeta
 from statectl.statefmt.flink.streams import scan_canonical
 from statectl.statefmt.flink.types import Buf
+from tests.flink_expect import FIXTURES
 
 
 def entry(key_group: int, key: bytes, value: bytes, last: bool) -> bytes:
@@ -96,3 +100,43 @@ def test_a_key_shorter_than_its_prefix():
 
 def test_no_blocks():
     assert scan_canonical(Buf(b"", SOURCE), HEADER, [], 1) == {}
+
+
+def test_info_does_not_load_numba():
+    """The compiled walks are for reading state: describing a savepoint (info, validate) does
+    not import numba, nor pay its start-up."""
+    sp = FIXTURES / "long-rocksdb-canonical" / "savepoint"
+    probe = subprocess.run(
+        [sys.executable, "-c", "import sys; from statectl.statefmt.flink.savepoint import open_flink_savepoint; "
+         f"ops = open_flink_savepoint({str(sp)!r}).operators; "
+         "print(len(ops), sorted(m for m in sys.modules if m.split('.')[0] in ('numba', 'llvmlite')))"],
+        capture_output=True, text=True, timeout=120)
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.split() == ["7", "[]"]
+
+
+def test_rocksdb_entries_interleaved_and_decoded():
+    """A native RocksDB subtask's column family read as one joined bytes + lengths gives
+    the very entries of entries(), and their key groups from the prefixes."""
+    from statectl.statefmt.flink.rocksdb_native import open_rocksdb_snapshot
+    from statectl.statefmt.flink.streams import raw_from_interleaved
+    from tests.test_flink_rocksdb_native import _snapshots
+
+    files = _snapshots("long-rocksdb-native")[("lk-proc", 86)]
+    with open_rocksdb_snapshot(files) as snap:
+        entries = [(k, v) for _, k, v in snap.entries("attrs")]
+        chunks = list(snap.interleaved("attrs", batch_size=5))
+    assert len(entries) > 10 and [len(n) for _, n in chunks[:-1]] == [10] * (len(chunks) - 1)
+    raw = raw_from_interleaved(b"".join(d for d, _ in chunks), np.concatenate([n for _, n in chunks]), 2, "x")
+    data = raw.buf.data
+    assert [(data[s - 2:e], data[vs:ve]) for s, e, vs, ve in
+            zip(raw.key_starts, raw.key_ends, raw.value_starts, raw.value_ends)] == entries
+    assert raw.key_groups.tolist() == [int.from_bytes(k[:2], "big") for k, _ in entries]
+
+
+def test_rocksdb_key_shorter_than_its_prefix():
+    from statectl.statefmt.flink.streams import raw_from_interleaved
+
+    with pytest.raises(FlinkFormatError) as e:
+        raw_from_interleaved(b"\x01ab", np.array([1, 2]), 2, "db column family c")
+    assert str(e.value) == "db column family c: a key shorter than its key-group prefix"

@@ -30,7 +30,7 @@ from .handles import (IncrementalRocksDB, InlineStream, KeyGroupsStream, Operato
 from .headers import KeyedHeader, StateMeta, read_keyed_header, read_operator_header
 from .metadata import FlinkMetadata, FlinkOperator, is_flink_metadata, parse_metadata
 from .streams import (StateRows, decode_canonical_state, decode_heap_native, decode_operator_state,
-                      prefix_bytes, raw_from_arrow, scan_canonical)
+                      prefix_bytes, raw_from_interleaved, scan_canonical)
 from .types import Buf, FlinkType
 
 METADATA = "_metadata"
@@ -381,7 +381,7 @@ def _decode_rocksdb(base: Location, split: FlinkSplit, wanted, prefix: int, time
     header = read_keyed_header(header_bytes, source)
     from .rocksdb_native import open_rocksdb_snapshot
     tmp = tempfile.mkdtemp(prefix="statectl-flink-")
-    entries: dict[str, list[pa.RecordBatch]] = {}
+    entries: dict[str, list[tuple[bytes, np.ndarray]]] = {}
     try:
         files = []
         for i, (local, stream) in enumerate(handle.files):
@@ -403,18 +403,17 @@ def _decode_rocksdb(base: Location, split: FlinkSplit, wanted, prefix: int, time
             for cf in db.column_families:
                 if cf not in names:
                     continue
-                entries[cf] = list(db.record_batches(cf, key_groups=split.key_groups,
-                                                     max_parallelism=split.max_parallelism))
+                entries[cf] = list(db.interleaved(cf, key_groups=split.key_groups,
+                                                  max_parallelism=split.max_parallelism))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     out = {}
     for meta in header.states:
-        batches = [b for b in entries.get(meta.name, ()) if b.num_rows]
-        if not batches:
+        chunks = entries.get(meta.name)
+        if not chunks:
             continue
-        keys, values = ([b.column(i).cast(pa.large_binary()) for b in batches] for i in (0, 1))
-        raw = raw_from_arrow(pa.concat_arrays(keys), pa.concat_arrays(values),
-                             prefix, f"{source} column family {meta.name}")
+        raw = raw_from_interleaved(b"".join(d for d, _ in chunks), np.concatenate([n for _, n in chunks]),
+                                   prefix, f"{source} column family {meta.name}")
         if wanted is not None:
             keep = np.isin(raw.key_groups, list(wanted))
             raw = type(raw)(raw.buf, *(a[keep] for a in (raw.key_groups, raw.key_starts, raw.key_ends,

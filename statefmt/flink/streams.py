@@ -86,26 +86,19 @@ def as_i32(buf: Buf, starts: np.ndarray) -> np.ndarray:
     return T.as_dtype(buf.gather(starts, 4), ">i4").astype(np.int64)
 
 
-def raw_from_arrow(keys: pa.Array, values: pa.Array, prefix: int, source: str) -> RawEntries:
-    """Entries given as binary key and value columns (RocksDB) in the canonical layout."""
-    def parts(a: pa.Array) -> tuple[bytes, np.ndarray]:
-        a = a.cast(pa.large_binary())
-        offsets = np.frombuffer(a.buffers()[1], dtype=np.int64)[a.offset:a.offset + len(a) + 1]
-        data = a.buffers()[2]
-        raw = data.to_pybytes()[offsets[0]:offsets[-1]] if data is not None else b""
-        return raw, offsets - offsets[0]
-    key_data, key_offsets = parts(keys)
-    value_data, value_offsets = parts(values)
-    buf = Buf(key_data + value_data, source)
-    key_starts, key_ends = key_offsets[:-1], key_offsets[1:]
+def raw_from_interleaved(data: bytes, lengths: np.ndarray, prefix: int, source: str) -> RawEntries:
+    """Entries given as one ``bytes`` of key, value, key, value, ... and the lengths of
+    those parts (RocksDB), in the canonical layout."""
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    buf = Buf(data, source)
+    key_starts, key_ends = offsets[0:-1:2], offsets[1::2]
     if len(key_starts) and (key_ends - key_starts).min() < prefix:
         raise FlinkFormatError(f"{source}: a key shorter than its key-group prefix")
     kg = np.zeros(len(key_starts), dtype=np.int64)
     for i in range(prefix):
         kg = (kg << 8) | buf.arr[key_starts + i]
-    shift = len(key_data)
-    return RawEntries(buf, kg.astype(np.int32), key_starts + prefix, key_ends,
-                      value_offsets[:-1] + shift, value_offsets[1:] + shift)
+    return RawEntries(buf, kg.astype(np.int32), key_starts + prefix, key_ends, key_ends, offsets[2::2])
 
 
 def _split_key(key: T.FlinkType, ns: T.FlinkType, buf: Buf, starts: np.ndarray) -> np.ndarray:
