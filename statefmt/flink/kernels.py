@@ -15,8 +15,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .streams import END_OF_KEY_GROUP, META_FOLLOWS
-
 OK, ENDS_EARLY, UNKNOWN_STATE = 0, 1, 2
 
 
@@ -33,7 +31,8 @@ def _i32(data, pos):
 
 
 @njit(cache=True, nogil=True)
-def _walk(data, blocks, n_states, prefix, fill, counts, slot, groups, key_starts, key_ends, value_ends):
+def _walk(data, blocks, n_states, prefix, last_mark, end_mark, fill, counts, slot, groups, key_starts, key_ends,
+          value_ends):
     """One pass over the key-group *blocks* ``(key group, start, end)`` rows.
 
     Without *fill*, counts the entries of each state into *counts*; with it,
@@ -59,7 +58,7 @@ def _walk(data, blocks, n_states, prefix, fill, counts, slot, groups, key_starts
                 value_len = _i32(data, pos + 4 + key_len)
                 if value_len < 0 or pos + 8 + key_len + value_len > end:
                     return ENDS_EARLY, b, pos, sid
-                meta_follows = data[pos + 4] & META_FOLLOWS
+                meta_follows = data[pos + 4] & last_mark
                 if fill:
                     i = slot[sid]
                     groups[i] = blocks[b, 0]
@@ -76,12 +75,13 @@ def _walk(data, blocks, n_states, prefix, fill, counts, slot, groups, key_starts
                 return ENDS_EARLY, b, pos, sid
             sid = _u16(data, pos)
             pos += 2
-            if sid == END_OF_KEY_GROUP:
+            if sid == end_mark:
                 break
     return OK, 0, 0, 0
 
 
-def walk_canonical(data: np.ndarray, blocks: np.ndarray, n_states: int, prefix: int):
+def walk_canonical(data: np.ndarray, blocks: np.ndarray, n_states: int, prefix: int, last_mark: int,
+                   end_mark: int):
     """Per state id, its entries' (key groups, key starts, key ends, value ends) in
     stream order; or None and an error ``(code, block index, offset, state id)``.
 
@@ -91,7 +91,8 @@ def walk_canonical(data: np.ndarray, blocks: np.ndarray, n_states: int, prefix: 
     """
     counts = np.zeros(n_states, dtype=np.int64)
     none = np.empty(0, dtype=np.int64)
-    error = _walk(data, blocks, n_states, prefix, False, counts, none, none.astype(np.int32), none, none, none)
+    error = _walk(data, blocks, n_states, prefix, last_mark, end_mark, False, counts,
+                  none, none.astype(np.int32), none, none, none)
     if error[0] != OK:
         return None, error
     firsts = np.zeros(n_states + 1, dtype=np.int64)
@@ -99,8 +100,8 @@ def walk_canonical(data: np.ndarray, blocks: np.ndarray, n_states: int, prefix: 
     total = int(firsts[-1])
     groups = np.empty(total, dtype=np.int32)
     key_starts, key_ends, value_ends = (np.empty(total, dtype=np.int64) for _ in range(3))
-    _walk(data, blocks, n_states, prefix, True, counts, firsts[:-1].copy(), groups, key_starts, key_ends,
-          value_ends)
+    _walk(data, blocks, n_states, prefix, last_mark, end_mark, True, counts,
+          firsts[:-1].copy(), groups, key_starts, key_ends, value_ends)
     out = {}
     for sid in np.nonzero(counts)[0].tolist():
         part = slice(firsts[sid], firsts[sid + 1])

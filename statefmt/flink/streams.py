@@ -69,7 +69,7 @@ def scan_canonical(buf: Buf, header: KeyedHeader, blocks: list[tuple[int, int, i
     from .kernels import UNKNOWN_STATE, walk_canonical
 
     table = np.asarray(blocks, dtype=np.int64).reshape(-1, 3)
-    found, error = walk_canonical(buf.arr, table, len(header.states), prefix)
+    found, error = walk_canonical(buf.arr, table, len(header.states), prefix, META_FOLLOWS, END_OF_KEY_GROUP)
     if error is not None:
         code, b, at, state_id = (int(x) for x in error)
         key_group, end = int(table[b, 0]), int(table[b, 2])
