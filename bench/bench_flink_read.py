@@ -12,12 +12,15 @@ alternating runs, each is read with ``open_savepoint(spark, path).keyed("proc")`
 and aggregated: every column decoded (key lengths, the sum of ``count``, list
 sizes and the sum of the lists' second elements). The three answers must be
 equal. Prints the median times, rows/s, the throughput ratios Flink / own
-(targets: canonical >= 0.5, native >= 0.3) and the driver's peak RSS.
+(targets: canonical >= 0.5, native >= 0.3) with the load average, the CPU seconds
+each read took in the JVM and in Spark's Python workers (which, unlike the times,
+do not depend on what else the shared machine runs) and the driver's peak RSS.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import subprocess
 import sys
 import time
@@ -29,6 +32,13 @@ sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "tests"))
 
 from common import RssSampler, alternating_medians, rss_mib, session  # noqa: E402
+
+LOAD = "/proc/loadavg"
+
+
+def load_average() -> str:
+    with open(LOAD) as f:
+        return " ".join(f.read().split()[:3])
 
 UID = "proc"
 TARGETS = {"flink canonical": 0.5, "flink rocksdb native": 0.3}
@@ -112,11 +122,14 @@ def main() -> None:
     print(f"all three reads give rows, key chars, sum(count), list elements, sum(events[2]) = {want}")
 
     before = rss_mib()
+    cpu: dict[str, list[dict[str, float]]] = {}
+    load_before = load_average()
     with RssSampler() as rss:
         times, medians = alternating_medians(
-            {name: (lambda path=path: run(path)) for name, path in cases.items()}, args.repeat)
+            {name: (lambda path=path: run(path)) for name, path in cases.items()}, args.repeat, cpu)
 
-    print(f"{n:,} keys (value + list state), read + aggregate, median of {args.repeat} (local[2]):")
+    print(f"{n:,} keys (value + list state), read + aggregate, median of {args.repeat} (local[2]), "
+          f"load average {load_before} before, {load_average()} after:")
     for name, m in medians.items():
         spread = ", ".join(f"{t:.2f}" for t in times[name])
         print(f"  {name:24s} {m:6.2f} s  {n / m:11,.0f} rows/s   ({spread})")
@@ -125,6 +138,16 @@ def main() -> None:
         ratio = ours / medians[name]
         verdict = "met" if ratio >= target else "MISSED"
         print(f"throughput ratio {name} / own canonical: {ratio:.2f} (target >= {target}: {verdict})")
+    print("CPU seconds per run (median; JVM, Python workers, driver), independent of the load:")
+    medians_cpu = {name: {k: statistics.median(r[k] for r in runs) for k in runs[0]} for name, runs in cpu.items()}
+    for name, c in medians_cpu.items():
+        print(f"  {name:24s} {c['jvm'] + c['workers']:6.2f} s  (JVM {c['jvm']:.2f}, workers {c['workers']:.2f}, "
+              f"driver {c['driver']:.2f})")
+    own_cpu = medians_cpu["statectl own canonical"]
+    for name in TARGETS:
+        c = medians_cpu[name]
+        print(f"CPU ratio {name} / own canonical: "
+              f"{(own_cpu['jvm'] + own_cpu['workers']) / (c['jvm'] + c['workers']):.2f}")
     print(f"driver RSS: {before:.0f} MiB before the timed runs, peak {rss.peak:.0f} MiB, "
           f"after {rss.end:.0f} MiB")
     spark.stop()

@@ -52,6 +52,35 @@ def rss_mib(pid: int | str = "self") -> float:
     return 0.0
 
 
+def process_tree_cpu() -> dict[str, float]:
+    """CPU seconds (user + system) used so far by this process ("driver") and by its
+    descendants, split into the JVM ("jvm") and everything else, Spark's Python workers
+    ("workers"). Unlike wall time, this does not depend on what else the machine runs
+    (processes that ended are counted in their parent, once reaped)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parent, cpu, comm = {}, {}, {}
+    for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                name, fields = f.read().rsplit(")", 1)
+        except OSError:
+            continue
+        rest = fields.split()
+        # utime + stime, and cutime + cstime: children that ended (a Python worker that
+        # finished) count in their parent
+        parent[pid], cpu[pid] = int(rest[1]), sum(int(x) for x in rest[11:15]) / tick
+        comm[pid] = name.split("(", 1)[1]
+    me = os.getpid()
+    totals = {"driver": cpu.get(me, 0.0), "jvm": 0.0, "workers": 0.0}
+    for pid in cpu:
+        up = parent.get(pid)
+        while up not in (None, 0, 1, me):
+            up = parent.get(up)
+        if up == me and pid != me:
+            totals["jvm" if comm[pid] == "java" else "workers"] += cpu[pid]
+    return totals
+
+
 class RssSampler:
     """Peak RSS of this (driver) process while a block runs."""
 
@@ -76,14 +105,22 @@ class RssSampler:
         self.end = rss_mib()
 
 
-def alternating_medians(cases: dict[str, Callable[[], object]], repeat: int
+def alternating_medians(cases: dict[str, Callable[[], object]], repeat: int,
+                        cpu: dict[str, list[dict[str, float]]] | None = None
                         ) -> tuple[dict[str, list[float]], dict[str, float]]:
     """Each case run *repeat* times, the cases alternating (so a slow phase of a shared
-    machine hits all of them): every case's times in seconds, and their medians."""
+    machine hits all of them): every case's times in seconds, and their medians.
+
+    With *cpu* (a dict), each run's :func:`process_tree_cpu` differences are appended
+    to ``cpu[case]``."""
     times: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(repeat):
         for name, fn in cases.items():
+            before = process_tree_cpu() if cpu is not None else None
             start = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - start)
+            if cpu is not None:
+                after = process_tree_cpu()
+                cpu.setdefault(name, []).append({k: after[k] - before[k] for k in after})
     return times, {name: statistics.median(ts) for name, ts in times.items()}

@@ -23,9 +23,10 @@ from __future__ import annotations
 import os
 import shutil
 from contextlib import contextmanager
-from itertools import islice
+from itertools import chain, islice
 from typing import Iterable, Iterator
 
+import numpy as np
 import pyarrow as pa
 from rocksdict import AccessType, Options, Rdict, ReadOptions
 
@@ -33,6 +34,7 @@ from ..errors import FlinkFormatError, StatectlError, UnknownStateError, UnsafeR
 from ..fs import Location
 from ..keygroups import check_max_parallelism
 from ..scratch import new_scratch_dir
+from .types import Buf
 
 DEFAULT_CF = "default"
 ENTRY_SCHEMA = pa.schema([("key", pa.binary()), ("value", pa.binary())])
@@ -112,14 +114,27 @@ class RocksDBSnapshot:
                        key_groups: tuple[int, int] | None = None,
                        max_parallelism: int | None = None) -> Iterator[pa.RecordBatch]:
         """The entries of one column family as Arrow batches of ``key`` and ``value``
-        (binary), at most *batch_size* rows each, for columnar decoding."""
+        (binary; large_binary for a batch past 2 GiB), at most *batch_size* rows each, for
+        columnar decoding."""
+        for data, lengths in self.interleaved(column_family, batch_size, key_groups, max_parallelism):
+            offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+            np.cumsum(lengths, out=offsets[1:])
+            buf = Buf(data, f"RocksDB snapshot {self._description}")
+            keys = buf.slices(offsets[0:-1:2], offsets[1::2])
+            values = buf.slices(offsets[1::2], offsets[2::2])
+            yield pa.RecordBatch.from_arrays([keys, values], names=ENTRY_SCHEMA.names)
+
+    def interleaved(self, column_family: str, batch_size: int = 65536,
+                    key_groups: tuple[int, int] | None = None,
+                    max_parallelism: int | None = None) -> Iterator[tuple[bytes, np.ndarray]]:
+        """The entries of one column family in chunks of at most *batch_size*, each as one
+        ``bytes`` (every key followed by its value) and the lengths of its parts (int64:
+        key, value, key, ...): made with one ``bytes.join``, no Python step per entry."""
         if column_family not in self.column_families:
             raise self._unknown(column_family)
-        for chunk in self._chunks(column_family, *self._bounds(key_groups, max_parallelism),
-                                  batch_size):
-            keys = pa.array([k for k, _ in chunk], pa.binary())
-            values = pa.array([v for _, v in chunk], pa.binary())
-            yield pa.RecordBatch.from_arrays([keys, values], schema=ENTRY_SCHEMA)
+        for chunk in self._chunks(column_family, *self._bounds(key_groups, max_parallelism), batch_size):
+            parts = list(chain.from_iterable(chunk))
+            yield b"".join(parts), np.fromiter(map(len, parts), np.int64, len(parts))
 
     def _unknown(self, column_family: str) -> UnknownStateError:
         return UnknownStateError(

@@ -31,12 +31,12 @@ from .lineage import check_present, checkpoint_roots, flink_savepoint_id, lineag
 from .headers import KeyedHeader, StateMeta, read_keyed_header, read_operator_header
 from .metadata import FlinkMetadata, FlinkOperator, is_flink_metadata, parse_metadata
 from .streams import (StateRows, decode_canonical_state, decode_heap_native, decode_operator_state,
-                      prefix_bytes, raw_from_arrow, scan_canonical)
+                      prefix_bytes, raw_from_interleaved, scan_canonical)
 from .types import Buf, FlinkType
 
 METADATA = "_metadata"
 SPLIT_BYTES = 64 * 1024 * 1024  # a canonical or heap stream is cut into key-group ranges of about this size
-BATCH_ROWS = 64 * 1024
+BATCH_ROWS = 256 * 1024
 
 
 # --- stream bytes -----------------------------------------------------------------------
@@ -408,7 +408,7 @@ def _decode_rocksdb(base: Location, split: FlinkSplit, wanted, prefix: int, time
     header = read_keyed_header(header_bytes, source)
     from .rocksdb_native import open_rocksdb_snapshot
     tmp = new_scratch_dir("flink")
-    entries: dict[str, pa.Table] = {}
+    entries: dict[str, list[tuple[bytes, np.ndarray]]] = {}
     try:
         files = []
         for i, (local, stream) in enumerate(handle.files):
@@ -430,19 +430,17 @@ def _decode_rocksdb(base: Location, split: FlinkSplit, wanted, prefix: int, time
             for cf in db.column_families:
                 if cf not in names:
                     continue
-                batches = list(db.record_batches(cf, key_groups=split.key_groups,
-                                                 max_parallelism=split.max_parallelism))
-                if batches:
-                    entries[cf] = pa.Table.from_batches(batches)
+                entries[cf] = list(db.interleaved(cf, key_groups=split.key_groups,
+                                                  max_parallelism=split.max_parallelism))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     out = {}
     for meta in header.states:
-        table = entries.get(meta.name)
-        if table is None or not table.num_rows:
+        chunks = entries.get(meta.name)
+        if not chunks:
             continue
-        raw = raw_from_arrow(table.column("key").combine_chunks(), table.column("value").combine_chunks(),
-                             prefix, f"{source} column family {meta.name}")
+        raw = raw_from_interleaved(b"".join(d for d, _ in chunks), np.concatenate([n for _, n in chunks]),
+                                   prefix, f"{source} column family {meta.name}")
         if wanted is not None:
             keep = np.isin(raw.key_groups, list(wanted))
             raw = type(raw)(raw.buf, *(a[keep] for a in (raw.key_groups, raw.key_starts, raw.key_ends,

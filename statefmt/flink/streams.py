@@ -63,81 +63,42 @@ def scan_canonical(buf: Buf, header: KeyedHeader, blocks: list[tuple[int, int, i
                    prefix: int) -> dict[int, RawEntries]:
     """Entries of every state in the key-group *blocks* ``(key group, start, end)`` of *buf*.
 
-    The loop only walks entry starts; every other offset is computed afterwards
-    with numpy, and checked against the block ends there.
+    The walk from entry to entry is compiled (:mod:`kernels`); it is checked against
+    the block ends, and a stream that breaks off is one error naming the offset.
     """
-    data, source = buf.data, buf.source
-    unpack_i32, unpack_u16 = _I32.unpack_from, _U16.unpack_from
-    n_states = len(header.states)
-    positions: dict[int, list[int]] = {}
-    block_ends: dict[int, list[int]] = {}
-    groups: dict[int, list[int]] = {}
-    for key_group, pos, end in blocks:
-        try:
-            state_id = unpack_u16(data, pos)[0]
-            pos += 2
-            while True:
-                if state_id >= n_states or pos > end:
-                    if state_id >= n_states:
-                        raise FlinkFormatError(f"{source}: unknown state id {state_id} in key group {key_group} "
-                                               f"at offset {buf.base + pos - 2}")
-                    raise struct.error
-                state_positions = positions.setdefault(state_id, [])
-                first = len(state_positions)
-                while True:
-                    key_len = unpack_i32(data, pos)[0]
-                    value_len = unpack_i32(data, pos + 4 + key_len)[0]
-                    if key_len < prefix or value_len < 0 or pos + 8 + key_len + value_len > end:
-                        raise struct.error
-                    state_positions.append(pos)
-                    meta_follows = data[pos + 4] & META_FOLLOWS
-                    pos += 8 + key_len + value_len
-                    if meta_follows:
-                        break
-                count = len(state_positions) - first
-                groups.setdefault(state_id, []).append((key_group, count))
-                state_id = unpack_u16(data, pos)[0]
-                pos += 2
-                if state_id == END_OF_KEY_GROUP:
-                    break
-        except struct.error:
-            raise FlinkFormatError(f"{source}: stream ends early in key group {key_group} "
-                                   f"at offset {buf.base + min(pos, end)}") from None
-    out = {}
-    for sid, plist in positions.items():
-        pos = np.asarray(plist, dtype=np.int64)
-        key_lens = as_i32(buf, pos)
-        key_ends = pos + 4 + key_lens
-        kg = np.repeat(*map(np.asarray, zip(*groups[sid]))).astype(np.int32)
-        out[sid] = RawEntries(buf, kg, pos + 4 + prefix, key_ends, key_ends + 4,
-                              key_ends + 4 + as_i32(buf, key_ends))
-    return out
+    from .kernels import UNKNOWN_STATE, walk_canonical
+
+    table = np.asarray(blocks, dtype=np.int64).reshape(-1, 3)
+    found, error = walk_canonical(buf.arr, table, len(header.states), prefix, META_FOLLOWS, END_OF_KEY_GROUP)
+    if error is not None:
+        code, b, at, state_id = (int(x) for x in error)
+        key_group, end = int(table[b, 0]), int(table[b, 2])
+        if code == UNKNOWN_STATE:
+            raise FlinkFormatError(f"{buf.source}: unknown state id {state_id} in key group {key_group} "
+                                   f"at offset {buf.base + at}")
+        raise FlinkFormatError(f"{buf.source}: stream ends early in key group {key_group} "
+                               f"at offset {buf.base + min(at, end)}")
+    return {sid: RawEntries(buf, groups, key_starts, key_ends, key_ends + 4, value_ends)
+            for sid, (groups, key_starts, key_ends, value_ends) in found.items()}
 
 
 def as_i32(buf: Buf, starts: np.ndarray) -> np.ndarray:
     return T.as_dtype(buf.gather(starts, 4), ">i4").astype(np.int64)
 
 
-def raw_from_arrow(keys: pa.Array, values: pa.Array, prefix: int, source: str) -> RawEntries:
-    """Entries given as binary key and value columns (RocksDB) in the canonical layout."""
-    def parts(a: pa.Array) -> tuple[bytes, np.ndarray]:
-        a = a.cast(pa.large_binary())
-        offsets = np.frombuffer(a.buffers()[1], dtype=np.int64)[a.offset:a.offset + len(a) + 1]
-        data = a.buffers()[2]
-        raw = data.to_pybytes()[offsets[0]:offsets[-1]] if data is not None else b""
-        return raw, offsets - offsets[0]
-    key_data, key_offsets = parts(keys)
-    value_data, value_offsets = parts(values)
-    buf = Buf(key_data + value_data, source)
-    key_starts, key_ends = key_offsets[:-1], key_offsets[1:]
+def raw_from_interleaved(data: bytes, lengths: np.ndarray, prefix: int, source: str) -> RawEntries:
+    """Entries given as one ``bytes`` of key, value, key, value, ... and the lengths of
+    those parts (RocksDB), in the canonical layout."""
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    buf = Buf(data, source)
+    key_starts, key_ends = offsets[0:-1:2], offsets[1::2]
     if len(key_starts) and (key_ends - key_starts).min() < prefix:
         raise FlinkFormatError(f"{source}: a key shorter than its key-group prefix")
     kg = np.zeros(len(key_starts), dtype=np.int64)
     for i in range(prefix):
         kg = (kg << 8) | buf.arr[key_starts + i]
-    shift = len(key_data)
-    return RawEntries(buf, kg.astype(np.int32), key_starts + prefix, key_ends,
-                      value_offsets[:-1] + shift, value_offsets[1:] + shift)
+    return RawEntries(buf, kg.astype(np.int32), key_starts + prefix, key_ends, key_ends, offsets[2::2])
 
 
 def _split_key(key: T.FlinkType, ns: T.FlinkType, buf: Buf, starts: np.ndarray) -> np.ndarray:

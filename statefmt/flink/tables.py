@@ -167,11 +167,16 @@ def _struct_field(struct: pa.Array, i: int) -> pa.Array:
     return pc.struct_field(struct, [i])
 
 
-def keyed_table(key: T.FlinkType, states: tuple[StateMeta, ...], rows: dict[str, StateRows],
-                schema: pa.Schema, source: str) -> pa.Table:
-    kept = [s for s in keyed_states(states) if s.name in rows and len(rows[s.name].keyns)]
-    if not kept:
-        return schema.empty_table()
+def _rows_of(kept: list[StateMeta], rows: dict[str, StateRows]
+             ) -> tuple[pa.Array, np.ndarray, dict[str, np.ndarray] | None]:
+    """The table's rows: every key + namespace of any state, ordered by key group, then
+    first appearance; their key groups; and per state, the position of each row's value
+    (-1: none). Positions are None when every state has the very same rows in that order
+    (the common case, found without hashing)."""
+    first = rows[kept[0].name]
+    same = all(rows[s.name].keyns.equals(first.keyns) for s in kept[1:])
+    if same and (len(first.key_groups) < 2 or (np.diff(first.key_groups) >= 0).all()):
+        return first.keyns, first.key_groups.astype(np.int32, copy=False), None
     all_keyns = pa.concat_arrays([rows[s.name].keyns for s in kept])
     all_groups = np.concatenate([rows[s.name].key_groups for s in kept])
     encoded = pc.dictionary_encode(all_keyns)
@@ -182,21 +187,33 @@ def keyed_table(key: T.FlinkType, states: tuple[StateMeta, ...], rows: dict[str,
     order = np.lexsort((np.arange(n_rows), groups))  # by key group, then first appearance
     rank = np.empty(n_rows, dtype=np.int64)
     rank[order] = np.arange(n_rows)
-    keyns = encoded.dictionary.take(pa.array(order))
+    positions, at = {}, 0
+    for s in kept:
+        n = len(rows[s.name].keyns)
+        p = np.full(n_rows, -1, dtype=np.int64)
+        p[rank[ids[at:at + n]]] = np.arange(n)
+        positions[s.name] = p
+        at += n
+    return encoded.dictionary.take(pa.array(order)), groups[order], positions
+
+
+def keyed_table(key: T.FlinkType, states: tuple[StateMeta, ...], rows: dict[str, StateRows],
+                schema: pa.Schema, source: str) -> pa.Table:
+    kept = [s for s in keyed_states(states) if s.name in rows and len(rows[s.name].keyns)]
+    if not kept:
+        return schema.empty_table()
+    keyns, groups, positions = _rows_of(kept, rows)
+    n_rows = len(keyns)
     kinds = {s.namespace.describe() for s in kept}
     namespace = kept[0].namespace if len(kinds) == 1 else None
     ns_field = schema.field(NAMESPACE_COLUMN) if NAMESPACE_COLUMN in schema.names else None
-    columns = {KEY_GROUP_COLUMN: pa.array(groups[order])}
+    columns = {KEY_GROUP_COLUMN: pa.array(groups)}
     key_arrays = decode_keys(key, namespace, keyns, ns_field, source)
     names = [f.name for f in key_fields(key)] + ([NAMESPACE_COLUMN] if ns_field is not None else [])
     columns.update(zip(names, key_arrays))
-    at = 0
     for s in kept:
-        n = len(rows[s.name].keyns)
-        positions = np.full(n_rows, -1, dtype=np.int64)
-        positions[rank[ids[at:at + n]]] = np.arange(n)
-        at += n
-        value, ttl = _split_ttl(_take_or_null(rows[s.name].values, positions))
+        values = rows[s.name].values
+        value, ttl = _split_ttl(values if positions is None else _take_or_null(values, positions[s.name]))
         columns[s.name] = value
         if ttl is not None:
             columns[s.name + TTL_SUFFIX] = ttl
