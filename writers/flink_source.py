@@ -42,7 +42,7 @@ def operator_binding(op: FlinkOperatorInfo) -> dict:
     """The ``flink:`` mapping naming *op*'s serializers; one line naming the state when one
     has no binding the writer knows (Kryo, Avro, Row...), or the key when Flink's hash of it
     cannot be computed (POJO, Row, opaque keys)."""
-    where = f"operator {op.label}"
+    where = f"operator {op.label!r}"
     binding: dict = {}
     states: dict = {}
     header = op.keyed_header
