@@ -148,10 +148,10 @@ def test_limits_are_refused_before_spark_starts(rescaled, tmp_path):
     _, base, _ = rescaled["string-256-to-4096-to-128"]
     result = statectl("rescale", str(base), str(tmp_path / "out"), "--max-parallelism", "2")
     assert (result.returncode, result.stderr.strip().splitlines()) == (1, [
-        "error: operator 'proc' runs at parallelism 3, more than the new max parallelism 2; "
+        "error: operator proc runs at parallelism 3, more than the new max parallelism 2; "
         "give a new parallelism too"])
     result = statectl("rescale", str(base), str(tmp_path / "out"), "--max-parallelism", "256", "--uid", "src")
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        "error: operator 'src' has no keyed state to rescale; keyed operators: 'proc', 'win'"]
+        "error: operator src has no keyed state to rescale; keyed operators: proc, win"]
     assert not (tmp_path / "out").exists()
