@@ -33,6 +33,7 @@ def rescale(
 
     A new parallelism alone keeps the keyed files (they are indexed by key group);
     operator list and union state are dealt out again. Other operators are shallow copies.
+    A Flink savepoint is written as a canonical Flink savepoint, keys placed by Flink's hash.
     """
     from statectl.statefmt.savepoint import check_output, load
     from statectl.writers.rescale import Rescale

@@ -34,8 +34,11 @@ from statectl.statefmt.flink.binding import (LIST_SERIALIZER, MAP_SERIALIZER, NA
 from statectl.statefmt.flink.encode import big_endian, binary, encode, fixed, join_rows, null_flagged
 from statectl.statefmt.flink.headers import StateMeta
 from statectl.statefmt.flink.keyhash import flink_key_groups
-from statectl.statefmt.flink.savepoint_write import (KeyedStreamFile, OperatorStreamFile, commit_flink,
-                                                     flink_operator)
+from statectl.statefmt.flink.lineage import encode_lineage, flink_savepoint_id, lineage_file_name
+from statectl.statefmt.flink.savepoint import METADATA
+from statectl.statefmt.flink.savepoint_write import (KeyedStreamFile, OperatorStreamFile, flink_operator,
+                                                     metadata_bytes)
+from statectl.statefmt.flink.shallow import lineage_needed, pointer_copy
 from statectl.statefmt.flink.snapshot_write import keyed_header, operator_header
 from statectl.statefmt.flink.stream_write import (ENTRY_DDL, ENTRY_SCHEMA, KEY, KEY_GROUP, ORDER, STATE,
                                                   KeyedStreamBuilder, OperatorStreamPart, StreamState,
@@ -520,18 +523,28 @@ def _order_sql(df, column: str, where: str) -> str:
 
 
 def write_flink(operators, output: str, spark, max_parallelism: int | None = None, on_job=None,
-                overwrite: bool = False):
+                overwrite: bool = False, base=None, kept: tuple[str, ...] = (),
+                kept_max_parallelism: int | None = None):
     """Write *operators* (:class:`OperatorData`) as a new canonical Flink savepoint at *output*.
 
-    Returns the savepoint's model and a :class:`FlinkOperatorReport` per operator.
+    *base* (a Flink savepoint's model, only read) gives the operators *kept* (their ids) as
+    shallow pointer copies, with their lineage beside `_metadata`; a written operator takes
+    the place of the base operator with its id; *kept_max_parallelism* is recorded for the kept
+    operators without keyed state (their state has no key groups) that can run at it. Returns the savepoint's model and a
+    :class:`FlinkOperatorReport` per written operator.
     """
-    from statectl.statefmt.flink.model import load_flink
+    from statectl.statefmt.flink.model import flink_savepoint, load_flink
 
     if overwrite:
         raise UsageError("--overwrite is not supported with --format flink yet; choose a new output")
-    out = check_output(output, [])
+    out = check_output(output, [base] if base is not None else [])
     if spark is None:
         raise UsageError("writing operators from data needs a Spark session")
+    fsp = flink_savepoint(base.location) if base is not None else None
+    copies = [_retagged(pointer_copy(fsp.location, op), kept_max_parallelism)
+              for op in fsp.metadata.operators if op.operator_id in kept] if fsp is not None else []
+    lineage = lineage_needed(fsp.location, fsp.savepoint_id, fsp.lineage,
+                             [op for op in fsp.metadata.operators if op.operator_id in kept]) if copies else ()
     session = WriteSession(spark, out, on_job)
     now_ms = int(time.time() * 1000)
     plans = []
@@ -539,14 +552,37 @@ def write_flink(operators, output: str, spark, max_parallelism: int | None = Non
         max_p = data.max_parallelism or max_parallelism or default_max_parallelism(data.parallelism)
         plans.append(FlinkOperatorPlan(data, max_p, session, now_ms))
     session.start()
+    lineage_file = None
     try:
         results = [p.run() for p in plans]
-        commit_flink(out, [op for op, _ in results])
+        written = {op.operator_id: op for op, _ in results}
+        order = [op.operator_id for op in fsp.metadata.operators] if fsp is not None else []
+        by_id = {**{op.operator_id: op for op in copies}, **written}
+        ops = [by_id[i] for i in order if i in by_id] + [op for i, op in written.items() if i not in order]
+        data = metadata_bytes(ops)
+        if lineage:
+            lineage_file = out.child(lineage_file_name(flink_savepoint_id(data)))
+            lineage_file.write_bytes_atomically(encode_lineage(flink_savepoint_id(data), lineage))
+        out.child(METADATA).write_bytes_atomically(data)
+        lineage_file = None  # committed
     except BaseException:
         session.fail()
+        if lineage_file is not None:
+            lineage_file.delete_file()
         raise
-    session.finish({f for op, _ in results for f in _files_of(op)})
+    referenced = {f for op, _ in results for f in _files_of(op)}
+    session.finish(referenced | ({lineage_file_name(flink_savepoint_id(data))} if lineage else set()))
     return load_flink(out), [r for _, r in results]
+
+
+def _retagged(op, max_parallelism: int | None):
+    """*op* with *max_parallelism* when it holds no keyed state and can run at it."""
+    import dataclasses
+
+    if max_parallelism is None or op.parallelism > max_parallelism or \
+            any(s.managed_keyed is not None or s.raw_keyed is not None for s in op.subtasks):
+        return op
+    return dataclasses.replace(op, max_parallelism=max_parallelism)
 
 
 def _files_of(op) -> list[str]:

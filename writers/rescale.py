@@ -14,7 +14,8 @@ For each chosen keyed operator:
   Flink's even split and **union** state spread the same way (one copy kept);
   **broadcast** state, identical everywhere, is kept as it is.
 
-Every other operator is a shallow copy. :class:`Rescale` loads the savepoint and
+Every other operator is a shallow copy. A Flink savepoint is rescaled by
+:mod:`.flink_rescale` (Flink's key hash, the base's serializers, the Flink writer). :class:`Rescale` loads the savepoint and
 chooses its operators once (no Spark), then writes; each chosen operator is a
 :class:`RescaledOperator`, the named kind of rebuild `SavepointWriter.with_rebuilt` takes.
 """
@@ -43,7 +44,7 @@ from statectl.statefmt.vocabulary import Format, OperatorStateKind
 
 from .operators import OperatorPlan, chunked_job, target_tasks
 from .partitioning import Chunks
-from .savepoint_writer import SavepointWriter, WriteReport, check_writable_base
+from .savepoint_writer import SavepointWriter, WriteReport, _report, is_flink
 from .tasks import HANDLE_DDL, FileTarget, OperatorOutput, SingleFileSink, guarded
 
 
@@ -111,12 +112,24 @@ class Rescale:
            uids: list[str] | None = None) -> "Rescale":
         """Load *source* and choose its operators; bad limits or uids fail here."""
         base = source if isinstance(source, Savepoint) else load(source)
-        check_writable_base(base)
-        return cls(base, tuple(choose_operators(base, max_parallelism, parallelism, uids)))
+        choices = tuple(choose_operators(base, max_parallelism, parallelism, uids))
+        if is_flink(base):
+            from .flink_rescale import check_flink_rescale
+            check_flink_rescale(base, choices)
+        return cls(base, choices)
 
     def write(self, spark, output: str, self_contained: bool = False, on_job=None,
               overwrite: bool = False) -> WriteReport:
         """Write the rescaled savepoint to *output*; the base is only read."""
+        if is_flink(self.base):
+            from .flink_rescale import write_flink_rescale
+            from .savepoint_writer import OperatorReport
+            sp, written = write_flink_rescale(spark, self.base, self.choices, output, self_contained,
+                                              on_job, overwrite)
+            reports = {r.operator_id: OperatorReport(r.uid, r.operator_id, "rescaled", r.files, r.rows, r.bytes,
+                                                     r.states) for r in written}
+            return WriteReport(sp, [reports.get(op.operator_id) or _report(op, "shallow copy")
+                                    for op in sp.operators], [])
         writer = SavepointWriter(self.base)
         for choice in self.choices:
             writer.with_rebuilt(RescaledOperator(spark, self.base, choice))

@@ -76,10 +76,10 @@ def is_flink(base: Savepoint | None) -> bool:
 
 
 def check_writable_base(base: Savepoint) -> None:
-    """Refuse a Flink base for writes that need its data (bootstrap --base, rescale), before any work."""
+    """Refuse a Flink base for writes that need its data (bootstrap --base), before any work."""
     if is_flink(base):
-        raise UsageError(f"{base.location} is a Flink savepoint: bootstrap --base and rescale of "
-                         "Flink savepoints are not supported yet (modify is; it can be read: info, "
+        raise UsageError(f"{base.location} is a Flink savepoint: bootstrap --base of Flink savepoints "
+                         "is not supported yet (modify and rescale are; it can be read: info, "
                          "validate, read, sql)")
 
 
