@@ -523,7 +523,8 @@ def write_flink(operators, output: str, spark, max_parallelism: int | None = Non
                 overwrite: bool = False):
     """Write *operators* (:class:`OperatorData`) as a new canonical Flink savepoint at *output*.
 
-    Returns the savepoint's model and a :class:`FlinkOperatorReport` per operator.
+    Returns the savepoint's model, a :class:`FlinkOperatorReport` per operator and the number
+    of files of earlier, killed writes into *output* it removed.
     """
     from statectl.statefmt.flink.model import load_flink
 
@@ -546,7 +547,7 @@ def write_flink(operators, output: str, spark, max_parallelism: int | None = Non
         session.fail()
         raise
     session.finish({f for op, _ in results for f in _files_of(op)})
-    return load_flink(out), [r for _, r in results]
+    return load_flink(out), [r for _, r in results], session.removed_leftovers
 
 
 def _files_of(op) -> list[str]:
