@@ -41,6 +41,11 @@ def main() -> None:
     amounts = [(rng.choice(USERS), round(rng.uniform(1, 100), 2)) for _ in range(120)]
     pq.write_table(pa.table({"user": [a[0] for a in amounts], "amount": [a[1] for a in amounts]}),
                    DATA / "amounts.parquet")
+    with open(DATA / "amount-totals.jsonl", "w") as f:  # reduced per user, as a Flink savepoint stores it
+        for u in sorted({a[0] for a in amounts}):
+            mine = [a[1] for a in amounts if a[0] == u]
+            total = round(sum(mine), 2)
+            f.write(json.dumps({"user": u, "total": total, "acc": {"f0": total, "f1": len(mine)}}) + "\n")
     pq.write_table(pa.table({"user": USERS[:8], "ts": [START + 86_400_000 + i for i in range(8)]}),
                    DATA / "timers.parquet")
     _csv("offsets.csv", ["partition", "offset"], [[p, 1000 + 17 * p] for p in range(6)])

@@ -530,8 +530,9 @@ def write_flink(operators, output: str, spark, max_parallelism: int | None = Non
     *base* (a Flink savepoint's model, only read) gives the operators *kept* (their ids) as
     shallow pointer copies, with their lineage beside `_metadata`; a written operator takes
     the place of the base operator with its id; *kept_max_parallelism* is recorded for the kept
-    operators without keyed state (their state has no key groups) that can run at it. Returns the savepoint's model and a
-    :class:`FlinkOperatorReport` per written operator.
+    operators without keyed state (their state has no key groups) that can run at it. Returns the
+    savepoint's model, a :class:`FlinkOperatorReport` per written operator and the number of files
+    of earlier, killed writes into *output* it removed.
     """
     from statectl.statefmt.flink.model import flink_savepoint, load_flink
 
@@ -572,7 +573,7 @@ def write_flink(operators, output: str, spark, max_parallelism: int | None = Non
         raise
     referenced = {f for op, _ in results for f in _files_of(op)}
     session.finish(referenced | ({lineage_file_name(flink_savepoint_id(data))} if lineage else set()))
-    return load_flink(out), [r for _, r in results]
+    return load_flink(out), [r for _, r in results], session.removed_leftovers
 
 
 def _retagged(op, max_parallelism: int | None):

@@ -176,10 +176,10 @@ class SavepointWriter:
                                done.removed, done.copied_files, done.copied_bytes, done.removed_leftovers)
         if self.format == Format.FLINK:
             from .flink import write_flink
-            sp, written = write_flink(list(self._new.values()), output, spark, self.max_parallelism, on_job,
-                                      overwrite)
+            sp, written, leftovers = write_flink(list(self._new.values()), output, spark, self.max_parallelism,
+                                                 on_job, overwrite)
             return WriteReport(sp, [OperatorReport(r.uid, r.operator_id, r.action, r.files, r.rows, r.bytes,
-                                                   r.states) for r in written], [])
+                                                   r.states) for r in written], [], removed_leftovers=leftovers)
         out = check_output(output, [self.base], overwrite=overwrite)
         derived = self._derive()  # metadata-only part: checked before any file is written
         if self._new and spark is None:
