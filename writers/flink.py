@@ -92,8 +92,21 @@ def _ttl(t: T.FlinkType, ttl: bool) -> T.FlinkType:
 
 # --- the task side ---------------------------------------------------------------------------
 
+class _BatchEncoder:
+    """A task's mapInArrow function: each non-empty batch through ``encode``; a StatectlError
+    travels to the driver as its one-line text."""
+
+    def __call__(self, batches):
+        try:
+            for batch in batches:
+                if batch.num_rows:
+                    yield self.encode(batch)
+        except StatectlError as e:
+            raise RuntimeError(task_error_text(e)) from None
+
+
 @dataclass(frozen=True)
-class EntryEncoder:
+class EntryEncoder(_BatchEncoder):
     """Encodes one state's input rows into entry rows, in the tasks (picklable)."""
 
     kind: str  # value | list | map | timers
@@ -108,14 +121,6 @@ class EntryEncoder:
     ttl_ms: int | None
     max_parallelism: int
     where: str
-
-    def __call__(self, batches):
-        try:
-            for batch in batches:
-                if batch.num_rows:
-                    yield self.encode(batch)
-        except StatectlError as e:
-            raise RuntimeError(task_error_text(e)) from None
 
     def _key(self, batch: pa.RecordBatch) -> pa.Array:
         cols = [batch.column(f"_k{i}") for i in range(self.key_columns)]
@@ -228,21 +233,13 @@ def stream_handle_batch(f: KeyedStreamFile) -> pa.RecordBatch:
 
 
 @dataclass(frozen=True)
-class OperatorEntryEncoder:
+class OperatorEntryEncoder(_BatchEncoder):
     """Encodes an operator state's rows (list/union values, or broadcast key and value) in tasks."""
 
     state_id: int
     value: T.FlinkType
     key: T.FlinkType | None  # broadcast only
     where: str
-
-    def __call__(self, batches):
-        try:
-            for batch in batches:
-                if batch.num_rows:
-                    yield self.encode(batch)
-        except StatectlError as e:
-            raise RuntimeError(task_error_text(e)) from None
 
     def encode(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         n = batch.num_rows
