@@ -406,32 +406,11 @@ def _decode_rocksdb(base: Location, split: FlinkSplit, wanted, prefix: int, time
     header_bytes = read_stream(base, handle.meta)
     source = stream_name(base, handle.meta)
     header = read_keyed_header(header_bytes, source)
-    from .rocksdb_native import open_rocksdb_snapshot
     tmp = new_scratch_dir("flink")
     entries: dict[str, list[tuple[bytes, np.ndarray]]] = {}
     try:
-        files = []
-        for i, (local, stream) in enumerate(handle.files):
-            if isinstance(stream, (InlineStream, SegmentFile)):
-                path = os.path.join(tmp, f"{i}-{os.path.basename(local)}")
-                with open(path, "wb") as f:
-                    f.write(read_stream(base, stream))
-                files.append((local, path))
-                continue
-            loc = stream_location(base, stream)
-            size = loc.size() if loc.exists() else None
-            if size is None:
-                raise MissingFileError(f"{loc}: file is missing (referenced by {base.child(METADATA)})")
-            if size != stream.size:
-                raise FlinkFormatError(f"{loc}: {size} bytes, _metadata says {stream.size}")
-            files.append((local, loc))
-        with open_rocksdb_snapshot(files, workdir=tmp) as db:
-            names = {m.name for m in header.states if _wanted(m, timers)}
-            for cf in db.column_families:
-                if cf not in names:
-                    continue
-                entries[cf] = list(db.interleaved(cf, key_groups=split.key_groups,
-                                                  max_parallelism=split.max_parallelism))
+        names = {m.name for m in header.states if _wanted(m, timers)}
+        entries = _native_entries(native_files(base, handle, tmp), tmp, names, split)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     out = {}
@@ -447,6 +426,50 @@ def _decode_rocksdb(base: Location, split: FlinkSplit, wanted, prefix: int, time
                                                           raw.value_starts, raw.value_ends)))
         out[meta.name] = decode_canonical_state(meta, header.key, raw)
     return header, out
+
+
+def native_files(base: Location, handle: IncrementalRocksDB, tmp: str) -> list[tuple[str, "Location | str"]]:
+    """``(RocksDB local name, file)`` of every file of a native snapshot; inline and
+    segment streams are written into *tmp* first. Missing files and wrong sizes are
+    errors naming the file."""
+    files = []
+    for i, (local, stream) in enumerate(handle.files):
+        if isinstance(stream, (InlineStream, SegmentFile)):
+            path = os.path.join(tmp, f"{i}-{os.path.basename(local)}")
+            with open(path, "wb") as f:
+                f.write(read_stream(base, stream))
+            files.append((local, path))
+            continue
+        loc = stream_location(base, stream)
+        size = loc.size() if loc.exists() else None
+        if size is None:
+            raise MissingFileError(f"{loc}: file is missing (referenced by {base.child(METADATA)})")
+        if size != stream.size:
+            raise FlinkFormatError(f"{loc}: {size} bytes, _metadata says {stream.size}")
+        files.append((local, loc))
+    return files
+
+
+def _native_entries(files, workdir: str, names: set[str], split: FlinkSplit
+                    ) -> dict[str, list[tuple[bytes, np.ndarray]]]:
+    """The entries of the column families *names* of one native RocksDB snapshot, in the
+    split's key groups: read from the SST files directly (`native_sst`), or through
+    rocksdict when a file uses a table feature the direct reader does not decode."""
+    from .native_sst import SstSnapshot, UnsupportedSstFeature
+    from .rocksdb_native import open_rocksdb_snapshot
+
+    def read(db) -> dict[str, list[tuple[bytes, np.ndarray]]]:
+        return {cf: list(db.interleaved(cf, key_groups=split.key_groups, max_parallelism=split.max_parallelism))
+                for cf in db.column_families if cf in names}
+
+    description = f"of operator {split.operator_id} subtask {split.subtask}"
+    try:
+        with SstSnapshot(files, description) as db:
+            return read(db)
+    except UnsupportedSstFeature:
+        pass
+    with open_rocksdb_snapshot(files, workdir=workdir) as db:
+        return read(db)
 
 
 def read_split(split: FlinkSplit, table: str = "keyed", key_groups: Iterable[int] | None = None,
