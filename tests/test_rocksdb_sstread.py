@@ -43,7 +43,8 @@ def test_walk_blocks_rebuilds_every_key_and_value(entries, restart_interval, per
     data = _as_array(blocks)
     found, error = K.walk_blocks(data, np.array(bounds, dtype=np.int64).reshape(-1, 2))
     assert error is None
-    keys, key_offsets, value_starts, value_ends, _, _ = found
+    keys, key_offsets, value_starts, value_ends, _, _, block_firsts = found
+    assert block_firsts.tolist() == list(range(0, len(entries), per_block)) + [len(entries)]
     got = [(keys[key_offsets[i]:key_offsets[i + 1]].tobytes(), blocks[value_starts[i]:value_ends[i]])
            for i in range(len(value_starts))]
     assert got == entries
@@ -61,7 +62,7 @@ def test_walk_blocks_decodes_delta_encoded_index_handles(entries, restart_interv
     data = _as_array(E.index_block(handles, restart_interval))
     found, error = K.walk_blocks(data, np.array([[0, len(data)]], dtype=np.int64), handles=True, delta=True)
     assert error is None
-    keys, key_offsets, _, _, offsets, sizes = found
+    keys, key_offsets, _, _, offsets, sizes, _ = found
     assert [keys[key_offsets[i]:key_offsets[i + 1]].tobytes() for i in range(len(sizes))] == [k for k, _ in entries]
     assert list(zip(offsets.tolist(), sizes.tolist())) == [h for _, h in handles]
 
@@ -122,19 +123,18 @@ def test_merging_files_and_resolving_versions_match_rocksdb_rules(runs, random):
     runs_at = np.cumsum([0] + [len(r) for r in sorted_runs])
     order = K.merge_runs(_as_array(keys), starts, ends, seq, runs_at)
     assert [flat[i][:2] for i in order] == sorted((e[:2] for e in flat), key=lambda e: (e[0], -e[1]))
-    found, bad = K.resolve(_as_array(keys), starts, ends, np.array([e[2] for e in flat], dtype=np.uint8),
-                           _as_array(values), v_ends - v_len, v_ends, order, ord(","))
+    found, bad = K.live(_as_array(keys), starts, ends, np.array([e[2] for e in flat], dtype=np.uint8),
+                        _as_array(values), v_ends - v_len, v_ends, order, ord(","))
     assert bad is None
-    data, parts = found
-    bounds = np.concatenate([[0], np.cumsum(parts)])
-    got = [(data[bounds[i]:bounds[i + 1]].tobytes(), data[bounds[i + 1]:bounds[i + 2]].tobytes())
-           for i in range(0, len(parts), 2)]
+    firsts, value_starts, value_ends, joined = found
+    both = values + joined.tobytes()
+    got = [(flat[f][0], both[s:e]) for f, s, e in zip(firsts, value_starts, value_ends)]
     assert got == _model(entries)
 
 
-def test_resolve_refuses_an_unknown_value_type():
+def test_live_refuses_an_unknown_value_type():
     keys = _as_array(b"ab")
-    found, bad = K.resolve(keys, np.array([0, 1]), np.array([1, 2]), np.array([K.VALUE, 0x11], dtype=np.uint8),
+    found, bad = K.live(keys, np.array([0, 1]), np.array([1, 2]), np.array([K.VALUE, 0x11], dtype=np.uint8),
                            _as_array(b"xy"), np.array([0, 1]), np.array([1, 2]), np.array([0, 1]), ord(","))
     assert found is None and bad == 1
 
@@ -300,5 +300,7 @@ def test_a_range_deletion_falls_back_to_rocksdb(tmp_path):
     assert str(e.value).endswith(": range deletions")
     split = SimpleNamespace(key_groups=(0, 127), max_parallelism=128, operator_id="op", subtask=0)
     entries = _native_entries(files, str(tmp_path), {"st"}, split)
-    assert {cf: [(d, n.tolist()) for d, n in chunks] for cf, chunks in entries.items()} == {
-        "st": [(b"\x00a1\x02c3", [2, 1, 2, 1])]}
+    data, key_starts, key_ends, value_starts, value_ends = entries.pop("st")
+    assert entries == {}
+    assert [(data[a:b], data[c:d]) for a, b, c, d in zip(key_starts, key_ends, value_starts, value_ends)] == [
+        (b"\x00a", b"1"), (b"\x02c", b"3")]

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import os
 from contextlib import ExitStack
+from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 import numpy as np
 from ..errors import FlinkFormatError, UnknownStateError
 from ..fs import Location
-from ..rocksdb.sstread import Entries, SstFile, SstFormatError, UnsupportedSstFeature
+from ..rocksdb.sstread import Entries, SstFile, SstFormatError, UnsupportedSstFeature, read_entries
 from .rocksdb_native import DEFAULT_CF, key_group_bounds
 
 LIST_MERGE_OPERATORS = ("StringAppendTESTOperator", "stringappendtest")
@@ -36,21 +37,15 @@ LIST_DELIMITER = ord(",")
 __all__ = ["SstSnapshot", "UnsupportedSstFeature"]
 
 
-def _concat(parts: list[Entries]) -> Entries:
-    """One :class:`Entries` of several, their buffers joined and positions shifted."""
-    if len(parts) == 1:
-        return parts[0]
-    key_shift = np.cumsum([0] + [len(p.keys) for p in parts[:-1]])
-    value_shift = np.cumsum([0] + [len(p.values) for p in parts[:-1]])
-    return Entries(
-        np.concatenate([p.keys for p in parts]),
-        np.concatenate([p.key_starts + s for p, s in zip(parts, key_shift)]),
-        np.concatenate([p.key_ends + s for p, s in zip(parts, key_shift)]),
-        np.concatenate([p.seqs for p in parts]),
-        np.concatenate([p.kinds for p in parts]),
-        np.concatenate([p.values for p in parts]),
-        np.concatenate([p.value_starts + s for p, s in zip(parts, value_shift)]),
-        np.concatenate([p.value_ends + s for p, s in zip(parts, value_shift)]))
+@dataclass
+class LiveEntries:
+    """The live entries of a column family, key *i* at ``data[key_starts[i]:key_ends[i]]`` and
+    its value at ``data[value_starts[i]:value_ends[i]]``, in key order."""
+    data: bytes
+    key_starts: np.ndarray
+    key_ends: np.ndarray
+    value_starts: np.ndarray
+    value_ends: np.ndarray
 
 
 class SstSnapshot:
@@ -88,42 +83,58 @@ class SstSnapshot:
         value) and the lengths of its parts (int64: key, value, key, ...), as
         :meth:`RocksDBSnapshot.interleaved` gives them (in one chunk: *batch_size* is
         accepted for that interface and not used)."""
+        from .kernels import concat_slices
+
+        found = self.live_entries(column_family, key_groups, max_parallelism)
+        if found is None:
+            return
+        starts = np.column_stack((found.key_starts, found.value_starts)).ravel()
+        lengths = np.column_stack((found.key_ends - found.key_starts, found.value_ends - found.value_starts)).ravel()
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        yield concat_slices(np.frombuffer(found.data, dtype=np.uint8), starts, offsets).tobytes(), lengths
+
+    def live_entries(self, column_family: str, key_groups: tuple[int, int] | None = None,
+                     max_parallelism: int | None = None) -> LiveEntries | None:
+        """The live entries of one column family (in the key-group range), where they lie:
+        keys and values are not copied one by one, only joined merge operands are new."""
         if column_family not in self._tables:
             raise UnknownStateError(
                 f"the RocksDB snapshot {self._description} has no column family {column_family!r}; "
                 f"it has {', '.join(self.column_families) or 'none'}")
-        from ..rocksdb.sstkernels import MERGE, in_order, merge_runs, resolve
+        from ..rocksdb.sstkernels import MERGE, in_order, live, merge_runs
 
         start, stop = key_group_bounds(key_groups, max_parallelism)
-        found = [(t, t.entries(start, stop)) for t in self._tables[column_family]]
-        found = [(t, p) for t, p in found if len(p)]
-        if not found:
-            return
-        # files in the order of their first keys: then non-overlapping files are in order
-        found.sort(key=lambda tp: tp[1].keys[tp[1].key_starts[0]:tp[1].key_ends[0]].tobytes())
-        for t, p in found:
-            if not in_order(p.keys, p.key_starts, p.key_ends, p.seqs):
-                raise SstFormatError(f"{t.name}: not a readable RocksDB table: keys out of order")
-        entries = _concat([p for _, p in found])
+        # files in the order of their first index keys: then non-overlapping files are in order
+        tables = sorted(self._tables[column_family], key=lambda t: t.first_index_key)
+        entries, runs = read_entries(tables, start, stop)
+        if not len(entries):
+            return None
         if (entries.kinds == MERGE).any():
             self._check_merge_operator(column_family)
         if in_order(entries.keys, entries.key_starts, entries.key_ends, entries.seqs):
             order = np.arange(len(entries), dtype=np.int64)
         else:  # overlapping files (levels, or level 0): merge them
-            runs = np.cumsum([0] + [len(p) for _, p in found])
+            for t, a, b in zip(tables, runs[:-1], runs[1:]):
+                if not in_order(entries.keys, entries.key_starts[a:b], entries.key_ends[a:b], entries.seqs[a:b]):
+                    raise SstFormatError(f"{t.name}: not a readable RocksDB table: keys out of order")
             order = merge_runs(entries.keys, entries.key_starts, entries.key_ends, entries.seqs, runs)
         keep = self._in_range(entries, start, stop, column_family)
         if keep is not None:
             order = order[keep[order]]
-        found, bad = resolve(entries.keys, entries.key_starts, entries.key_ends, entries.kinds,
-                             entries.values, entries.value_starts, entries.value_ends, order, LIST_DELIMITER)
+        found, bad = live(entries.keys, entries.key_starts, entries.key_ends, entries.kinds, entries.values,
+                          entries.value_starts, entries.value_ends, order, LIST_DELIMITER)
         if found is None:
             raise UnsupportedSstFeature(
                 f"the RocksDB snapshot {self._description}: column family {column_family!r} has an "
                 f"entry of value type {int(entries.kinds[bad])}")
-        data, lengths = found
-        if len(lengths):
-            yield data.tobytes(), lengths
+        firsts, value_starts, value_ends, joined = found
+        if not len(firsts):
+            return None
+        shift = len(entries.keys)
+        data = b"".join((entries.keys.data, entries.values.data, joined.data))
+        return LiveEntries(data, entries.key_starts[firsts], entries.key_ends[firsts],
+                           value_starts + shift, value_ends + shift)
 
     def _check_merge_operator(self, column_family: str) -> None:
         for t in self._tables[column_family]:

@@ -31,7 +31,7 @@ from .lineage import check_present, checkpoint_roots, flink_savepoint_id, lineag
 from .headers import KeyedHeader, StateMeta, read_keyed_header, read_operator_header
 from .metadata import FlinkMetadata, FlinkOperator, is_flink_metadata, parse_metadata
 from .streams import (StateRows, decode_canonical_state, decode_heap_native, decode_operator_state,
-                      prefix_bytes, raw_from_interleaved, scan_canonical)
+                      prefix_bytes, raw_from_extents, scan_canonical)
 from .types import Buf, FlinkType
 
 METADATA = "_metadata"
@@ -407,7 +407,7 @@ def _decode_rocksdb(base: Location, split: FlinkSplit, wanted, prefix: int, time
     source = stream_name(base, handle.meta)
     header = read_keyed_header(header_bytes, source)
     tmp = new_scratch_dir("flink")
-    entries: dict[str, list[tuple[bytes, np.ndarray]]] = {}
+    entries: dict[str, tuple] = {}
     try:
         names = {m.name for m in header.states if _wanted(m, timers)}
         entries = _native_entries(native_files(base, handle, tmp), tmp, names, split)
@@ -415,11 +415,10 @@ def _decode_rocksdb(base: Location, split: FlinkSplit, wanted, prefix: int, time
         shutil.rmtree(tmp, ignore_errors=True)
     out = {}
     for meta in header.states:
-        chunks = entries.get(meta.name)
-        if not chunks:
+        extents = entries.get(meta.name)
+        if extents is None:
             continue
-        raw = raw_from_interleaved(b"".join(d for d, _ in chunks), np.concatenate([n for _, n in chunks]),
-                                   prefix, f"{source} column family {meta.name}")
+        raw = raw_from_extents(*extents, prefix, f"{source} column family {meta.name}")
         if wanted is not None:
             keep = np.isin(raw.key_groups, list(wanted))
             raw = type(raw)(raw.buf, *(a[keep] for a in (raw.key_groups, raw.key_starts, raw.key_ends,
@@ -450,26 +449,33 @@ def native_files(base: Location, handle: IncrementalRocksDB, tmp: str) -> list[t
     return files
 
 
-def _native_entries(files, workdir: str, names: set[str], split: FlinkSplit
-                    ) -> dict[str, list[tuple[bytes, np.ndarray]]]:
+def _native_entries(files, workdir: str, names: set[str], split: FlinkSplit) -> dict[str, tuple]:
     """The entries of the column families *names* of one native RocksDB snapshot, in the
-    split's key groups: read from the SST files directly (`native_sst`), or through
-    rocksdict when a file uses a table feature the direct reader does not decode."""
+    split's key groups, as ``(data, key starts, key ends, value starts, value ends)``: read
+    from the SST files directly (`native_sst`), or through rocksdict when a file uses a
+    table feature the direct reader does not decode."""
     from .native_sst import SstSnapshot, UnsupportedSstFeature
     from .rocksdb_native import open_rocksdb_snapshot
 
-    def read(db) -> dict[str, list[tuple[bytes, np.ndarray]]]:
-        return {cf: list(db.interleaved(cf, key_groups=split.key_groups, max_parallelism=split.max_parallelism))
-                for cf in db.column_families if cf in names}
-
-    description = f"of operator {split.operator_id} subtask {split.subtask}"
+    kw = dict(key_groups=split.key_groups, max_parallelism=split.max_parallelism)
     try:
-        with SstSnapshot(files, description) as db:
-            return read(db)
+        with SstSnapshot(files, f"of operator {split.operator_id} subtask {split.subtask}") as db:
+            found = {cf: db.live_entries(cf, **kw) for cf in db.column_families if cf in names}
+            return {cf: (e.data, e.key_starts, e.key_ends, e.value_starts, e.value_ends)
+                    for cf, e in found.items() if e is not None}
     except UnsupportedSstFeature:
         pass
+    out = {}
     with open_rocksdb_snapshot(files, workdir=workdir) as db:
-        return read(db)
+        for cf in db.column_families:
+            chunks = list(db.interleaved(cf, **kw)) if cf in names else []
+            if chunks:
+                lengths = np.concatenate([n for _, n in chunks])
+                offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+                np.cumsum(lengths, out=offsets[1:])
+                out[cf] = (b"".join(d for d, _ in chunks), offsets[0:-1:2], offsets[1::2], offsets[1::2],
+                           offsets[2::2])
+    return out
 
 
 def read_split(split: FlinkSplit, table: str = "keyed", key_groups: Iterable[int] | None = None,

@@ -3,8 +3,9 @@
 A block's entries are prefix-compressed (each key names how many bytes it
 shares with the one before), so finding and rebuilding keys is a sequential walk
 that numpy cannot express. :func:`walk_blocks` rebuilds every key of many
-blocks in one call; :func:`resolve` turns the sorted internal entries of a
-column family into its live key/value pairs (newest version wins, deletions
+blocks in one call; :func:`merge_runs` orders the entries of overlapping files;
+:func:`live` turns the sorted internal entries of a column family into its live
+key/value pairs (newest version wins, deletions
 drop, merge operands are joined by the string-append operator's delimiter).
 Kernels return an error code and where the walk stopped; `.sstread` turns that
 into one error line naming the file.
@@ -47,12 +48,14 @@ def _u32(data, pos):
 
 @_njit
 def _walk(data, blocks, handles, delta, fill, keys, key_offsets, value_starts, value_ends,
-          handle_offsets, handle_sizes):
+          handle_offsets, handle_sizes, block_firsts):
     """One pass over the blocks ``(start, end)`` of *data*; see :func:`walk_blocks`.
     Returns (code, block index, offset, entries, key bytes)."""
     n = 0
     kpos = 0
     for b in range(blocks.shape[0]):
+        if fill:
+            block_firsts[b] = n
         start, end = blocks[b, 0], blocks[b, 1]
         if end - start < 4:
             return BAD_ENTRY, b, start, n, kpos
@@ -121,6 +124,8 @@ def _walk(data, blocks, handles, delta, fill, keys, key_offsets, value_starts, v
                 value_starts[n] = value_start
                 value_ends[n] = pos
             n += 1
+    if fill:
+        block_firsts[blocks.shape[0]] = n
     return OK, 0, 0, n, kpos
 
 
@@ -129,13 +134,14 @@ def walk_blocks(data: np.ndarray, blocks: np.ndarray, handles: bool = False, del
     key, rebuilt into one new buffer, and where its value lies in *data*.
 
     Returns ``(keys, key_offsets, value_starts, value_ends, handle_offsets,
-    handle_sizes)`` (entry *i*'s key is ``keys[key_offsets[i]:key_offsets[i+1]]``;
+    handle_sizes, block_firsts)`` (entry *i*'s key is ``keys[key_offsets[i]:key_offsets[i+1]]``;
     the handles are filled when *handles*: index blocks, whose values are block
-    handles, *delta*-encoded or not), or None and ``(code, block index, offset)``.
+    handles, *delta*-encoded or not; block *b*'s entries are ``block_firsts[b]`` to
+    ``block_firsts[b+1]``), or None and ``(code, block index, offset)``.
     """
     none = np.empty(0, dtype=np.int64)
     code, b, at, n, total = _walk(data, blocks, handles, delta, False, none.astype(np.uint8), none, none,
-                                  none, none, none)
+                                  none, none, none, none)
     if code != OK:
         return None, (code, b, at)
     keys = np.empty(total, dtype=np.uint8)
@@ -143,8 +149,10 @@ def walk_blocks(data: np.ndarray, blocks: np.ndarray, handles: bool = False, del
     value_starts, value_ends = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
     h_off = np.empty(n if handles else 0, dtype=np.int64)
     h_size = np.empty(n if handles else 0, dtype=np.int64)
-    _walk(data, blocks, handles, delta, True, keys, key_offsets, value_starts, value_ends, h_off, h_size)
-    return (keys, key_offsets, value_starts, value_ends, h_off, h_size), None
+    block_firsts = np.empty(blocks.shape[0] + 1, dtype=np.int64)
+    _walk(data, blocks, handles, delta, True, keys, key_offsets, value_starts, value_ends, h_off, h_size,
+          block_firsts)
+    return (keys, key_offsets, value_starts, value_ends, h_off, h_size, block_firsts), None
 
 
 @_njit
@@ -195,15 +203,15 @@ def merge_runs(keys, starts, ends, seqs, runs: np.ndarray) -> np.ndarray:
 
 
 @_njit
-def _resolve(keys, key_starts, key_ends, kinds, values, value_starts, value_ends, order, delimiter,
-             out, lengths, operands):
-    """See :func:`resolve`; returns (code, entries written, bytes written, bad entry)."""
+def _live(keys, key_starts, key_ends, kinds, value_starts, value_ends, values, order, delimiter,
+          firsts, out_starts, out_ends, joined, operands):
+    """See :func:`live`; returns (code, live keys, joined bytes used, bad entry)."""
     n = order.shape[0]
-    at, k = 0, 0
-    i = 0
+    base_len = values.shape[0]
+    at, k, i = 0, 0, 0
     while i < n:
         first = order[i]
-        j = i
+        j = i + 1
         while j < n and _compare(keys, key_starts[order[j]], key_ends[order[j]],
                                  key_starts[first], key_ends[first]) == 0:
             j += 1
@@ -222,52 +230,47 @@ def _resolve(keys, key_starts, key_ends, kinds, values, value_starts, value_ends
                 break
             else:
                 return 1, k, at, e
-        if base >= 0 or n_ops > 0:
-            s, t = key_starts[first], key_ends[first]
-            for q in range(t - s):
-                out[at + q] = keys[s + q]
-            at += t - s
-            lengths[2 * k] = t - s
-            value_at = at
-            parts = 0
-            if base >= 0:
-                s, t = value_starts[base], value_ends[base]
-                for q in range(t - s):
-                    out[at + q] = values[s + q]
-                at += t - s
-                parts = 1
-            for m in range(n_ops - 1, -1, -1):  # operands oldest first
-                e = operands[m]
-                if parts:
-                    out[at] = delimiter
+        parts = n_ops + (1 if base >= 0 else 0)
+        if parts == 1:  # the value as it lies
+            e = base if base >= 0 else operands[0]
+            firsts[k], out_starts[k], out_ends[k] = first, value_starts[e], value_ends[e]
+            k += 1
+        elif parts > 1:  # joined: the value, then the operands oldest first
+            firsts[k], out_starts[k] = first, base_len + at
+            written = 0
+            for m in range(-1 if base >= 0 else 0, n_ops):
+                e = base if m < 0 else operands[n_ops - 1 - m]
+                if written:
+                    joined[at] = delimiter
                     at += 1
                 s, t = value_starts[e], value_ends[e]
                 for q in range(t - s):
-                    out[at + q] = values[s + q]
+                    joined[at + q] = values[s + q]
                 at += t - s
-                parts += 1
-            lengths[2 * k + 1] = at - value_at
+                written += 1
+            out_ends[k] = base_len + at
             k += 1
         i = j
     return 0, k, at, 0
 
 
-def resolve(keys: np.ndarray, key_starts: np.ndarray, key_ends: np.ndarray, kinds: np.ndarray,
-            values: np.ndarray, value_starts: np.ndarray, value_ends: np.ndarray, order: np.ndarray,
-            delimiter: int):
+def live(keys: np.ndarray, key_starts: np.ndarray, key_ends: np.ndarray, kinds: np.ndarray,
+         values: np.ndarray, value_starts: np.ndarray, value_ends: np.ndarray, order: np.ndarray,
+         delimiter: int):
     """The live entries of internal entries taken in *order* (sorted by user key, newest
-    first): ``(data, lengths)``, every key followed by its value in *data* and the
-    lengths of those parts (key, value, key, ...). A value wins over older versions,
-    a deletion hides them, merge operands are joined (oldest first, after the value
-    they apply to, if any) with *delimiter*. Or None and the index of an entry of an
-    unknown kind."""
+    first), without copying what needs no change: ``(entries, value_starts, value_ends,
+    joined)``, per live user key the position of one of its entries (its key) and where its
+    value lies in ``values`` followed by ``joined``. A value wins over older versions, a
+    deletion hides them, merge operands are joined (oldest first, after the value they
+    apply to, if any) with *delimiter* into ``joined``. Or None and the index of an entry
+    of an unknown kind."""
     n = len(order)
-    size = int((key_ends - key_starts)[order].sum() + (value_ends - value_starts)[order].sum()) + n
-    out = np.empty(size, dtype=np.uint8)
-    lengths = np.empty(2 * n, dtype=np.int64)
+    joined_size = int((value_ends - value_starts)[order].sum()) + n if (kinds[order] == MERGE).any() else 0
+    joined = np.empty(joined_size, dtype=np.uint8)
+    firsts, out_starts, out_ends = (np.empty(n, dtype=np.int64) for _ in range(3))
     operands = np.empty(n, dtype=np.int64)
-    code, k, at, bad = _resolve(keys, key_starts, key_ends, kinds, values, value_starts, value_ends,
-                                order, delimiter, out, lengths, operands)
+    code, k, at, bad = _live(keys, key_starts, key_ends, kinds, value_starts, value_ends, values, order,
+                             delimiter, firsts, out_starts, out_ends, joined, operands)
     if code:
         return None, int(bad)
-    return (out[:at], lengths[:2 * k]), None
+    return (firsts[:k], out_starts[:k], out_ends[:k], joined[:at]), None

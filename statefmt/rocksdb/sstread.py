@@ -245,13 +245,19 @@ class SstFile:
                                    delta=self.delta_index)
         if error is not None:
             raise self._error(f"index block at offset {self.index_handle[0]}: broken entry at byte {error[2]}")
-        keys, k_off, _, _, offsets, sizes = found
+        keys, k_off, _, _, offsets, sizes, _ = found
         self._index_keys, self._index_key_offsets = keys, k_off
         self.block_offsets, self.block_sizes = offsets, sizes
         if len(offsets) and (offsets.min() < 0 or int((offsets + sizes).max()) + TRAILER > self.size):
             raise self._error("the index points past the end of the file")
 
     # --- data ---
+    @property
+    def first_index_key(self) -> bytes:
+        """The index's first separator (at least the file's first key's block's last key)."""
+        k = self._index_key_offsets
+        return self._index_keys[k[0]:k[1]].tobytes() if len(k) > 1 else b""
+
     def blocks_in_range(self, start: bytes | None, stop: bytes | None) -> np.ndarray:
         """Indexes of the data blocks that can hold user keys in ``[start, stop)``, compared
         on the bounds' length of key prefix (the index keys separate the blocks: every key
@@ -270,18 +276,17 @@ class SstFile:
                 keep[i] = False  # every key of block i is above the previous separator >= stop
         return np.nonzero(keep)[0]
 
-    def read_blocks(self, chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The contents of the chosen data blocks, checked and decompressed, one after another
-        in one buffer, and each one's ``(start, end)`` in it. Read with one request per run
-        of adjacent blocks."""
+    def read_blocks(self, chosen: np.ndarray) -> list:
+        """The contents of the chosen data blocks, checked and decompressed (one read
+        request for all of them)."""
         if not len(chosen):
-            return np.empty(0, np.uint8), np.empty((0, 2), np.int64)
+            return []
         offsets, sizes = self.block_offsets[chosen], self.block_sizes[chosen]
         first, last = int(offsets[0]), int(offsets[-1] + sizes[-1]) + TRAILER
         raw = self._read(first, last - first)
         view = memoryview(raw)
-        parts, bounds, at = [], np.empty((len(chosen), 2), dtype=np.int64), 0
-        for i, (off, size) in enumerate(zip((offsets - first).tolist(), sizes.tolist())):
+        parts = []
+        for off, size in zip((offsets - first).tolist(), sizes.tolist()):
             kind = raw[off + size]
             block = view[off:off + size]
             self._verify(block, kind, struct.unpack_from("<I", raw, off + size + 1)[0], first + off)
@@ -291,31 +296,45 @@ class SstFile:
                 raise UnsupportedSstFeature(
                     f"{self.name}: data block at offset {first + off} has compression type {kind}")
             parts.append(block)
-            bounds[i] = at, at + len(block)
-            at += len(block)
-        data = np.frombuffer(b"".join(parts), dtype=np.uint8) if len(parts) > 1 \
-            else np.frombuffer(bytes(parts[0]), dtype=np.uint8)
-        return data, bounds
+        return parts
 
     def entries(self, start: bytes | None = None, stop: bytes | None = None) -> Entries:
         """The internal entries of the data blocks that can hold user keys in ``[start, stop)``
         (whole blocks: the caller drops the keys outside)."""
-        from .sstkernels import BAD_SHARED, HASH_INDEX, walk_blocks
+        return read_entries([self], start, stop)[0]
 
-        data, bounds = self.read_blocks(self.blocks_in_range(start, stop))
-        found, error = walk_blocks(data, bounds)
-        if error is not None:
-            code, b, _ = error
-            offset = int(self.block_offsets[self.blocks_in_range(start, stop)[b]])
-            if code == HASH_INDEX:
-                raise UnsupportedSstFeature(f"{self.name}: data block at offset {offset} has a hash index")
-            problem = "shares more bytes than its previous key" if code == BAD_SHARED else "runs past its block"
-            raise self._error(f"data block at offset {offset}: an entry {problem}")
-        keys, k_off, v_start, v_end = found[:4]
-        key_starts, key_ends = k_off[:-1], k_off[1:] - 8
-        if len(key_starts) and (key_ends < key_starts).any():
-            raise self._error("a key shorter than its 8-byte sequence number and type")
-        tags = np.lib.stride_tricks.sliding_window_view(keys, 8)[key_ends].copy().view("<u8").ravel() \
-            if len(key_ends) else np.empty(0, np.uint64)
-        return Entries(keys, key_starts, key_ends, tags >> np.uint64(8), (tags & np.uint64(0xFF)).astype(np.uint8),
-                       data, v_start, v_end)
+
+def read_entries(files: list[SstFile], start: bytes | None = None, stop: bytes | None = None
+                 ) -> tuple[Entries, np.ndarray]:
+    """The internal entries of the data blocks of *files* that can hold user keys in
+    ``[start, stop)``, file after file, in one buffer and one compiled walk; and where each
+    file's entries begin (``runs[f]`` to ``runs[f+1]``)."""
+    from .sstkernels import BAD_SHARED, HASH_INDEX, walk_blocks
+
+    chosen = [f.blocks_in_range(start, stop) for f in files]
+    parts = [p for f, c in zip(files, chosen) for p in f.read_blocks(c)]
+    lengths = np.fromiter(map(len, parts), np.int64, len(parts))
+    ends = np.cumsum(lengths)
+    bounds = np.column_stack((ends - lengths, ends))
+    data = np.frombuffer(b"".join(parts), dtype=np.uint8)
+    found, error = walk_blocks(data, bounds)
+    if error is not None:
+        code, b, _ = error
+        owner = int(np.searchsorted(np.cumsum([len(c) for c in chosen]), b, side="right"))
+        f, local = files[owner], b - sum(len(c) for c in chosen[:owner])
+        offset = int(f.block_offsets[chosen[owner][local]])
+        if code == HASH_INDEX:
+            raise UnsupportedSstFeature(f"{f.name}: data block at offset {offset} has a hash index")
+        problem = "shares more bytes than its previous key" if code == BAD_SHARED else "runs past its block"
+        raise f._error(f"data block at offset {offset}: an entry {problem}")
+    keys, k_off, v_start, v_end, _, _, block_firsts = found
+    runs = block_firsts[np.cumsum([0] + [len(c) for c in chosen])]
+    key_starts, key_ends = k_off[:-1], k_off[1:] - 8
+    if len(key_starts) and (key_ends < key_starts).any():
+        bad = int(np.searchsorted(runs, int(np.argmax(key_ends < key_starts)), side="right")) - 1
+        raise files[bad]._error("a key shorter than its 8-byte sequence number and type")
+    tags = np.lib.stride_tricks.sliding_window_view(keys, 8)[key_ends].copy().view("<u8").ravel() \
+        if len(key_ends) else np.empty(0, np.uint64)
+    entries = Entries(keys, key_starts, key_ends, tags >> np.uint64(8), (tags & np.uint64(0xFF)).astype(np.uint8),
+                      data, v_start, v_end)
+    return entries, runs
