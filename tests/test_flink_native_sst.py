@@ -4,6 +4,8 @@ directly gives exactly the entries RocksDB itself gives (rocksdict), split by sp
 
 from __future__ import annotations
 
+import shutil
+import struct
 from pathlib import Path
 
 import pytest
@@ -57,3 +59,54 @@ def test_snapshots_made_by_real_flink(flink_snapshots, version, tmp_path):
     for shape, snapshot in zip(JOB_SHAPES, made):
         counts = _compare(Path(snapshot.path), tmp_path)
         assert sum(counts.values()) > 0, shape
+
+
+# --- a damaged SST file: one line naming the file and block ----------------------------------
+
+def _damaged_copy(tmp_path) -> tuple[Path, str, str]:
+    """A copy of the Long-keyed native fixture with one byte of lk-proc's first data block of
+    one SST file flipped; the expected error line (savepoint as SP)."""
+    import xxhash
+
+    from statectl.statefmt.rocksdb.sstread import XXH3_LAST_BYTE_PRIME, SstFile
+
+    sp = tmp_path / "sp"
+    shutil.copytree(FIXTURES / "long-rocksdb-native" / "savepoint", sp)
+    split = S.open_flink_savepoint(sp).operator("lk-proc").keyed_splits[0]
+    def column_family(location) -> str:
+        with SstFile(location) as table:
+            return table.column_family
+
+    local, location = next((n, f) for n, f in S.native_files(S.split_base(split), split.handle, str(tmp_path))
+                           if n.endswith(".sst") and column_family(f) == "count")
+    with SstFile(location) as table:
+        offset, size = int(table.block_offsets[0]), int(table.block_sizes[0])
+    path = Path(location.path)
+    data = bytearray(path.read_bytes())
+    data[offset + 3] ^= 0xFF
+    path.write_bytes(bytes(data))
+    kind = data[offset + size]
+    stored = struct.unpack_from("<I", data, offset + size + 1)[0]
+    computed = (xxhash.xxh3_64_intdigest(bytes(data[offset:offset + size])) & 0xFFFFFFFF) \
+        ^ ((kind * XXH3_LAST_BYTE_PRIME) & 0xFFFFFFFF)
+    line = (f"SP/{path.name} ({local}): block at offset {offset}: XXH3 checksum {stored:#010x} stored, "
+            f"{computed:#010x} computed")
+    return sp, line, local
+
+
+def test_a_damaged_block_is_an_error_naming_the_file(tmp_path):
+    from statectl.statefmt.rocksdb.sstread import SstFormatError
+
+    sp, line, _ = _damaged_copy(tmp_path)
+    with pytest.raises(SstFormatError) as e:
+        S.keyed_table(S.open_flink_savepoint(sp).operator("lk-proc"))
+    assert str(e.value).replace(str(sp), "SP") == line
+
+
+def test_a_damaged_block_through_the_cli_is_one_line(tmp_path):
+    from tests.conftest import statectl
+
+    sp, line, _ = _damaged_copy(tmp_path)
+    result = statectl("read", str(sp), "--uid", "lk-proc", "--state", "count", "-f", "jsonl")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert [x.replace(str(sp), "SP") for x in result.stderr.strip().splitlines()] == [f"error: {line}"]

@@ -29,8 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import DataFileError, StatectlError
+from ..errors import SstFormatError, UnsupportedSstFeature
 from ..fs import Location
+
+__all__ = ["SstFile", "Entries", "read_entries", "SstFormatError", "UnsupportedSstFeature"]
 
 LEGACY_MAGIC = 0xDB4775248B80FB57
 BLOCK_BASED_MAGIC = 0x88E241B785F4CFF7
@@ -44,14 +46,6 @@ BYTEWISE = b"leveldb.BytewiseComparator"
 PROPERTIES = b"rocksdb.properties"
 RANGE_DELETIONS = b"rocksdb.range_del"
 INDEX_BINARY_SEARCH, INDEX_HASH_SEARCH = 0, 1
-
-
-class SstFormatError(DataFileError):
-    """An SST file is not a well-formed RocksDB block-based table."""
-
-
-class UnsupportedSstFeature(StatectlError):
-    """An SST file uses a table feature the direct reader does not decode."""
 
 
 @dataclass
