@@ -8,6 +8,7 @@ import shutil
 import struct
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from statectl.statefmt.flink import savepoint as S
@@ -110,3 +111,26 @@ def test_a_damaged_block_through_the_cli_is_one_line(tmp_path):
     result = statectl("read", str(sp), "--uid", "lk-proc", "--state", "count", "-f", "jsonl")
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert [x.replace(str(sp), "SP") for x in result.stderr.strip().splitlines()] == [f"error: {line}"]
+
+
+def test_a_key_filter_reads_only_its_key_groups_span():
+    """`read_split(..., key_groups)` on a native split reads the span of those groups only
+    (`_narrowed`), and gives exactly the full read's rows of those groups."""
+    import pyarrow.compute as pc
+
+    assert S._narrowed((0, 85), {3, 40}) == (3, 40)
+    assert S._narrowed((86, 170), {3, 40}) == (86, 40)  # empty: nothing is read
+    assert S._narrowed((0, 85), None) == (0, 85)
+    op = S.open_flink_savepoint(FIXTURES / "long-rocksdb-native" / "savepoint").operator("lk-proc")
+    split = op.keyed_splits[0]
+    full = pa_table(S.read_split(split))
+    groups = sorted(set(full.column("_key_group").to_pylist()))
+    for chosen in ({groups[0]}, {groups[1], groups[-1]}):
+        part = pa_table(S.read_split(split, key_groups=chosen))
+        expected = full.filter(pc.is_in(full.column("_key_group"), value_set=pa.array(sorted(chosen), pa.int32())))
+        assert part.num_rows > 0 and part.to_pylist() == expected.to_pylist()
+    assert sum(b.num_rows for b in S.read_split(op.keyed_splits[1], key_groups={groups[0]})) == 0
+
+
+def pa_table(batches):
+    return pa.Table.from_batches(list(batches))

@@ -298,8 +298,8 @@ def test_a_range_deletion_falls_back_to_rocksdb(tmp_path):
     with pytest.raises(UnsupportedSstFeature) as e:
         SstSnapshot(files, "test")
     assert str(e.value).endswith(": range deletions")
-    split = SimpleNamespace(key_groups=(0, 127), max_parallelism=128, operator_id="op", subtask=0)
-    entries = _native_entries(files, str(tmp_path), {"st"}, split)
+    split = SimpleNamespace(max_parallelism=128, operator_id="op", subtask=0)
+    entries = _native_entries(files, str(tmp_path), {"st"}, split, (0, 127))
     data, key_starts, key_ends, value_starts, value_ends = entries.pop("st")
     assert entries == {}
     assert [(data[a:b], data[c:d]) for a, b, c, d in zip(key_starts, key_ends, value_starts, value_ends)] == [

@@ -410,7 +410,8 @@ def _decode_rocksdb(base: Location, split: FlinkSplit, wanted, prefix: int, time
     entries: dict[str, tuple] = {}
     try:
         names = {m.name for m in header.states if _wanted(m, timers)}
-        entries = _native_entries(native_files(base, handle, tmp), tmp, names, split)
+        entries = _native_entries(native_files(base, handle, tmp), tmp, names, split,
+                                  _narrowed(split.key_groups, wanted))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     out = {}
@@ -449,15 +450,27 @@ def native_files(base: Location, handle: IncrementalRocksDB, tmp: str) -> list[t
     return files
 
 
-def _native_entries(files, workdir: str, names: set[str], split: FlinkSplit) -> dict[str, tuple]:
+def _narrowed(key_groups: tuple[int, int] | None, wanted: set[int] | None) -> tuple[int, int] | None:
+    """The key-group range to read: the split's, cut down to the span of a key filter's
+    groups (an empty range, first > last, when they do not meet)."""
+    if not wanted:
+        return key_groups
+    lo, hi = min(wanted), max(wanted)
+    return (lo, hi) if key_groups is None else (max(lo, key_groups[0]), min(hi, key_groups[1]))
+
+
+def _native_entries(files, workdir: str, names: set[str], split: FlinkSplit,
+                    key_groups: tuple[int, int] | None) -> dict[str, tuple]:
     """The entries of the column families *names* of one native RocksDB snapshot, in the
-    split's key groups, as ``(data, key starts, key ends, value starts, value ends)``: read
-    from the SST files directly (`native_sst`), or through rocksdict when a file uses a
-    table feature the direct reader does not decode."""
+    inclusive *key_groups* range, as ``(data, key starts, key ends, value starts, value
+    ends)``: read from the SST files directly (`native_sst`), or through rocksdict when a
+    file uses a table feature the direct reader does not decode."""
     from .native_sst import SstSnapshot, UnsupportedSstFeature
     from .rocksdb_native import open_rocksdb_snapshot
 
-    kw = dict(key_groups=split.key_groups, max_parallelism=split.max_parallelism)
+    if key_groups is not None and key_groups[0] > key_groups[1]:
+        return {}
+    kw = dict(key_groups=key_groups, max_parallelism=split.max_parallelism)
     try:
         with SstSnapshot(files, f"of operator {split.operator_id} subtask {split.subtask}") as db:
             found = {cf: db.live_entries(cf, **kw) for cf in db.column_families if cf in names}
