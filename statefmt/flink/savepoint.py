@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Iterable, Iterator
 
@@ -37,6 +37,7 @@ from .types import Buf, FlinkType
 METADATA = "_metadata"
 SPLIT_BYTES = 64 * 1024 * 1024  # a canonical or heap stream is cut into key-group ranges of about this size
 BATCH_ROWS = 256 * 1024
+PIECE_BYTES = 4 * 1024 * 1024  # a canonical split is decoded and handed to Spark in pieces of about this size
 
 
 # --- stream bytes -----------------------------------------------------------------------
@@ -318,17 +319,32 @@ def _keyed_splits(base: Location, op: FlinkOperator, subtask: int, handle, roots
                                   roots)
     if isinstance(handle, IncrementalRocksDB):
         return [make((handle.start, handle.start + handle.count - 1))] if handle.count else []
-    blocks = _blocks(handle, handle.stream.size)
+    return [make(r) for r in _ranges(_blocks(handle, handle.stream.size), SPLIT_BYTES)]
+
+
+def _ranges(blocks: list[tuple[int, int, int]], size_limit: int) -> list[tuple[int, int]]:
+    """Inclusive key-group ranges of about *size_limit* bytes of stream each, covering *blocks*."""
     if not blocks:
         return []
-    splits, lo, size = [], blocks[0][0], 0
+    ranges, lo, size = [], blocks[0][0], 0
     for kg, start, end in blocks:
-        if size and size + (end - start) > SPLIT_BYTES:
-            splits.append(make((lo, kg - 1)))
+        if size and size + (end - start) > size_limit:
+            ranges.append((lo, kg - 1))
             lo, size = kg, 0
         size += end - start
-    splits.append(make((lo, blocks[-1][0])))
-    return splits
+    ranges.append((lo, blocks[-1][0]))
+    return ranges
+
+
+def _pieces(split: FlinkSplit) -> list[FlinkSplit]:
+    """A canonical keyed split as key-group ranges of about :data:`PIECE_BYTES`, decoded and
+    handed to Spark one after another: Spark's JVM converts one piece's rows while the
+    Python worker decodes the next, instead of waiting for the whole split."""
+    handle = split.handle
+    if not isinstance(handle, KeyGroupsStream) or handle.layout != "canonical":
+        return [split]
+    ranges = _ranges(_blocks(handle, handle.stream.size, split.key_groups), PIECE_BYTES)
+    return [replace(split, key_groups=r) for r in ranges] or [split]
 
 
 def _blocks(handle: KeyGroupsStream, size: int, key_groups: tuple[int, int] | None = None
@@ -504,16 +520,17 @@ def read_split(split: FlinkSplit, table: str = "keyed", key_groups: Iterable[int
         return
     if table not in ("keyed", "timers"):
         raise StatectlError(f"unknown keyed table {table!r} (keyed or timers)")
-    header, rows = decode_keyed_split(split, key_groups, timers=table == "timers")
     base = split_base(split)
     source = f"{base} operator {split.operator_id} subtask {split.subtask}"
-    if table == "keyed":
-        schema = TB.keyed_schema(header.key, header.states)
-        t = TB.keyed_table(header.key, header.states, rows, schema, source)
-    else:
-        schema = TB.timers_schema(header.key, header.states)
-        t = TB.timers_table(header.key, header.states, rows, schema, source)
-    yield from t.to_batches(max_chunksize=batch_rows)
+    for piece in _pieces(split):
+        header, rows = decode_keyed_split(piece, key_groups, timers=table == "timers")
+        if table == "keyed":
+            schema = TB.keyed_schema(header.key, header.states)
+            t = TB.keyed_table(header.key, header.states, rows, schema, source)
+        else:
+            schema = TB.timers_schema(header.key, header.states)
+            t = TB.timers_table(header.key, header.states, rows, schema, source)
+        yield from t.to_batches(max_chunksize=batch_rows)
 
 
 def _operator_batches(split: FlinkSplit, state: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
