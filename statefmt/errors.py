@@ -86,6 +86,16 @@ class UnsupportedFlinkFeature(StatectlError):
     """An Apache Flink savepoint uses something this reader does not decode."""
 
 
+class SstFormatError(DataFileError):
+    """An SST file is not a well-formed RocksDB block-based table (a bad checksum, a block
+    past the end, an entry past its block)."""
+
+
+class UnsupportedSstFeature(StatectlError):
+    """An SST file uses a table feature the direct reader does not decode (the caller reads
+    that database through RocksDB instead)."""
+
+
 def first_line(error: BaseException) -> str:
     """The first line of *error*'s text, without the SQLSTATE and plan Spark appends
     (or the exception's class name when it has no text)."""

@@ -5,6 +5,7 @@ handles; `serializers` turns serializer snapshots into `types` that decode
 columns; `headers` parses the state meta info at the start of each stream;
 `streams` finds every entry of a stream; `tables` turns them into Arrow;
 `savepoint` ties it together behind :func:`open_flink_savepoint`. `keyhash`
-is Flink's key-group hash; `rocksdb_native` opens native RocksDB snapshots.
+is Flink's key-group hash; `native_sst` reads native RocksDB snapshots from their SST
+files, `rocksdb_native` through rocksdict.
 `docs/FLINK.md` describes what is supported. No Spark here.
 """

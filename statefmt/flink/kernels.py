@@ -3,8 +3,8 @@
 A canonical keyed stream gives each entry's length only at the entry itself,
 so finding where entries start is a sequential walk that numpy cannot express;
 in Python it costs about a microsecond per entry. Here it runs compiled
-(``cache=True``: the machine code is kept beside this module, or under
-``NUMBA_CACHE_DIR``, so a Python worker compiles it once, not per task).
+and cached on disk (`statefmt.jit`: beside this module, in the user's cache, or
+under statectl's scratch space, so a Python worker compiles it once, not per task).
 Kernels return an error code and the offset where the stream stopped making
 sense; the callers turn that into one error line. numba is imported only when a
 stream is decoded, never by ``info`` or ``validate``.
@@ -13,24 +13,27 @@ stream is decoded, never by ``info`` or ``validate``.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ..jit import njit
+
+_njit = njit(__file__)
 
 OK, ENDS_EARLY, UNKNOWN_STATE = 0, 1, 2
 
 
-@njit(cache=True, nogil=True)
+@_njit
 def _u16(data, pos):
     return (np.int64(data[pos]) << 8) | np.int64(data[pos + 1])
 
 
-@njit(cache=True, nogil=True)
+@_njit
 def _i32(data, pos):
     v = (np.int64(data[pos]) << 24) | (np.int64(data[pos + 1]) << 16) \
         | (np.int64(data[pos + 2]) << 8) | np.int64(data[pos + 3])
     return v - (np.int64(1) << 32) if v >= (np.int64(1) << 31) else v
 
 
-@njit(cache=True, nogil=True)
+@_njit
 def _walk(data, blocks, n_states, prefix, last_mark, end_mark, fill, counts, slot, groups, key_starts, key_ends,
           value_ends):
     """One pass over the key-group *blocks* ``(key group, start, end)`` rows.
@@ -109,12 +112,24 @@ def walk_canonical(data: np.ndarray, blocks: np.ndarray, n_states: int, prefix: 
     return out, None
 
 
-@njit(cache=True, nogil=True)
+SHORT = 16
+
+
+@_njit
 def _copy_slices(data, starts, offsets, out):
+    """Rows in order; a row of at most SHORT bytes is moved as a fixed SHORT bytes when both
+    sides have room (a fixed-length loop compiles to a few wide moves): the bytes past its
+    end land where the following rows are written next, so the result is the same."""
+    n_data, n_out = data.shape[0], out.shape[0]
     for i in range(starts.shape[0]):
         s, o = starts[i], offsets[i]
-        for j in range(offsets[i + 1] - o):
-            out[o + j] = data[s + j]
+        n = offsets[i + 1] - o
+        if n <= SHORT and s + SHORT <= n_data and o + SHORT <= n_out:
+            for j in range(SHORT):
+                out[o + j] = data[s + j]
+        else:
+            for j in range(n):
+                out[o + j] = data[s + j]
 
 
 def concat_slices(data: np.ndarray, starts: np.ndarray, offsets: np.ndarray) -> np.ndarray:

@@ -46,6 +46,19 @@ def key_group_prefix_bytes(max_parallelism: int) -> int:
     return 1 if check_max_parallelism(max_parallelism) <= 128 else 2
 
 
+def key_group_bounds(key_groups: tuple[int, int] | None, max_parallelism: int | None
+                     ) -> tuple[bytes | None, bytes | None]:
+    """``[start, stop)`` key bounds of an inclusive key-group range (None: unbounded)."""
+    if key_groups is None:
+        return None, None
+    if max_parallelism is None:
+        raise TypeError("key_groups needs max_parallelism")
+    width = key_group_prefix_bytes(max_parallelism)
+    first, last = key_groups
+    stop = (last + 1).to_bytes(width, "big") if last + 1 < 1 << (8 * width) else None
+    return first.to_bytes(width, "big"), stop
+
+
 def _check_local_name(name: str) -> str:
     if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name \
             or "\0" in name:
@@ -104,7 +117,7 @@ class RocksDBSnapshot:
             names = [column_family]
         else:
             raise self._unknown(column_family)
-        bounds = self._bounds(key_groups, max_parallelism)
+        bounds = key_group_bounds(key_groups, max_parallelism)
         for name in names:
             for chunk in self._chunks(name, *bounds, 4096):
                 for key, value in chunk:
@@ -132,7 +145,7 @@ class RocksDBSnapshot:
         key, value, key, ...): made with one ``bytes.join``, no Python step per entry."""
         if column_family not in self.column_families:
             raise self._unknown(column_family)
-        for chunk in self._chunks(column_family, *self._bounds(key_groups, max_parallelism), batch_size):
+        for chunk in self._chunks(column_family, *key_group_bounds(key_groups, max_parallelism), batch_size):
             parts = list(chain.from_iterable(chunk))
             yield b"".join(parts), np.fromiter(map(len, parts), np.int64, len(parts))
 
@@ -140,18 +153,6 @@ class RocksDBSnapshot:
         return UnknownStateError(
             f"the RocksDB snapshot {self._description} has no column family "
             f"{column_family!r}; it has {', '.join(self.column_families) or 'none'}")
-
-    @staticmethod
-    def _bounds(key_groups, max_parallelism) -> tuple[bytes | None, bytes | None]:
-        """``[start, stop)`` key bounds of an inclusive key-group range (None: unbounded)."""
-        if key_groups is None:
-            return None, None
-        if max_parallelism is None:
-            raise TypeError("key_groups needs max_parallelism")
-        width = key_group_prefix_bytes(max_parallelism)
-        first, last = key_groups
-        stop = (last + 1).to_bytes(width, "big") if last + 1 < 1 << (8 * width) else None
-        return first.to_bytes(width, "big"), stop
 
     def _chunks(self, name: str, start: bytes | None, stop: bytes | None,
                 size: int) -> Iterator[list[tuple[bytes, bytes]]]:

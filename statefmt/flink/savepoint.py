@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Iterable, Iterator
 
@@ -31,12 +31,13 @@ from .lineage import check_present, checkpoint_roots, flink_savepoint_id, lineag
 from .headers import KeyedHeader, StateMeta, read_keyed_header, read_operator_header
 from .metadata import FlinkMetadata, FlinkOperator, is_flink_metadata, parse_metadata
 from .streams import (StateRows, decode_canonical_state, decode_heap_native, decode_operator_state,
-                      prefix_bytes, raw_from_interleaved, scan_canonical)
+                      prefix_bytes, raw_from_extents, scan_canonical)
 from .types import Buf, FlinkType
 
 METADATA = "_metadata"
 SPLIT_BYTES = 64 * 1024 * 1024  # a canonical or heap stream is cut into key-group ranges of about this size
 BATCH_ROWS = 256 * 1024
+PIECE_BYTES = 4 * 1024 * 1024  # a canonical split is decoded and handed to Spark in pieces of about this size
 
 
 # --- stream bytes -----------------------------------------------------------------------
@@ -318,17 +319,32 @@ def _keyed_splits(base: Location, op: FlinkOperator, subtask: int, handle, roots
                                   roots)
     if isinstance(handle, IncrementalRocksDB):
         return [make((handle.start, handle.start + handle.count - 1))] if handle.count else []
-    blocks = _blocks(handle, handle.stream.size)
+    return [make(r) for r in _ranges(_blocks(handle, handle.stream.size), SPLIT_BYTES)]
+
+
+def _ranges(blocks: list[tuple[int, int, int]], size_limit: int) -> list[tuple[int, int]]:
+    """Inclusive key-group ranges of about *size_limit* bytes of stream each, covering *blocks*."""
     if not blocks:
         return []
-    splits, lo, size = [], blocks[0][0], 0
+    ranges, lo, size = [], blocks[0][0], 0
     for kg, start, end in blocks:
-        if size and size + (end - start) > SPLIT_BYTES:
-            splits.append(make((lo, kg - 1)))
+        if size and size + (end - start) > size_limit:
+            ranges.append((lo, kg - 1))
             lo, size = kg, 0
         size += end - start
-    splits.append(make((lo, blocks[-1][0])))
-    return splits
+    ranges.append((lo, blocks[-1][0]))
+    return ranges
+
+
+def _pieces(split: FlinkSplit) -> list[FlinkSplit]:
+    """A canonical keyed split as key-group ranges of about :data:`PIECE_BYTES`, decoded and
+    handed to Spark one after another: Spark's JVM converts one piece's rows while the
+    Python worker decodes the next, instead of waiting for the whole split."""
+    handle = split.handle
+    if not isinstance(handle, KeyGroupsStream) or handle.layout != "canonical":
+        return [split]
+    ranges = _ranges(_blocks(handle, handle.stream.size, split.key_groups), PIECE_BYTES)
+    return [replace(split, key_groups=r) for r in ranges] or [split]
 
 
 def _blocks(handle: KeyGroupsStream, size: int, key_groups: tuple[int, int] | None = None
@@ -406,47 +422,89 @@ def _decode_rocksdb(base: Location, split: FlinkSplit, wanted, prefix: int, time
     header_bytes = read_stream(base, handle.meta)
     source = stream_name(base, handle.meta)
     header = read_keyed_header(header_bytes, source)
-    from .rocksdb_native import open_rocksdb_snapshot
     tmp = new_scratch_dir("flink")
-    entries: dict[str, list[tuple[bytes, np.ndarray]]] = {}
+    entries: dict[str, tuple] = {}
     try:
-        files = []
-        for i, (local, stream) in enumerate(handle.files):
-            if isinstance(stream, (InlineStream, SegmentFile)):
-                path = os.path.join(tmp, f"{i}-{os.path.basename(local)}")
-                with open(path, "wb") as f:
-                    f.write(read_stream(base, stream))
-                files.append((local, path))
-                continue
-            loc = stream_location(base, stream)
-            size = loc.size() if loc.exists() else None
-            if size is None:
-                raise MissingFileError(f"{loc}: file is missing (referenced by {base.child(METADATA)})")
-            if size != stream.size:
-                raise FlinkFormatError(f"{loc}: {size} bytes, _metadata says {stream.size}")
-            files.append((local, loc))
-        with open_rocksdb_snapshot(files, workdir=tmp) as db:
-            names = {m.name for m in header.states if _wanted(m, timers)}
-            for cf in db.column_families:
-                if cf not in names:
-                    continue
-                entries[cf] = list(db.interleaved(cf, key_groups=split.key_groups,
-                                                  max_parallelism=split.max_parallelism))
+        names = {m.name for m in header.states if _wanted(m, timers)}
+        entries = _native_entries(native_files(base, handle, tmp), tmp, names, split,
+                                  _narrowed(split.key_groups, wanted))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     out = {}
     for meta in header.states:
-        chunks = entries.get(meta.name)
-        if not chunks:
+        extents = entries.get(meta.name)
+        if extents is None:
             continue
-        raw = raw_from_interleaved(b"".join(d for d, _ in chunks), np.concatenate([n for _, n in chunks]),
-                                   prefix, f"{source} column family {meta.name}")
+        raw = raw_from_extents(*extents, prefix, f"{source} column family {meta.name}")
         if wanted is not None:
             keep = np.isin(raw.key_groups, list(wanted))
             raw = type(raw)(raw.buf, *(a[keep] for a in (raw.key_groups, raw.key_starts, raw.key_ends,
                                                           raw.value_starts, raw.value_ends)))
         out[meta.name] = decode_canonical_state(meta, header.key, raw)
     return header, out
+
+
+def native_files(base: Location, handle: IncrementalRocksDB, tmp: str) -> list[tuple[str, "Location | str"]]:
+    """``(RocksDB local name, file)`` of every file of a native snapshot; inline and
+    segment streams are written into *tmp* first. Missing files and wrong sizes are
+    errors naming the file."""
+    files = []
+    for i, (local, stream) in enumerate(handle.files):
+        if isinstance(stream, (InlineStream, SegmentFile)):
+            path = os.path.join(tmp, f"{i}-{os.path.basename(local)}")
+            with open(path, "wb") as f:
+                f.write(read_stream(base, stream))
+            files.append((local, path))
+            continue
+        loc = stream_location(base, stream)
+        size = loc.size() if loc.exists() else None
+        if size is None:
+            raise MissingFileError(f"{loc}: file is missing (referenced by {base.child(METADATA)})")
+        if size != stream.size:
+            raise FlinkFormatError(f"{loc}: {size} bytes, _metadata says {stream.size}")
+        files.append((local, loc))
+    return files
+
+
+def _narrowed(key_groups: tuple[int, int] | None, wanted: set[int] | None) -> tuple[int, int] | None:
+    """The key-group range to read: the split's, cut down to the span of a key filter's
+    groups (an empty range, first > last, when they do not meet)."""
+    if not wanted:
+        return key_groups
+    lo, hi = min(wanted), max(wanted)
+    return (lo, hi) if key_groups is None else (max(lo, key_groups[0]), min(hi, key_groups[1]))
+
+
+def _native_entries(files, workdir: str, names: set[str], split: FlinkSplit,
+                    key_groups: tuple[int, int] | None) -> dict[str, tuple]:
+    """The entries of the column families *names* of one native RocksDB snapshot, in the
+    inclusive *key_groups* range, as ``(data, key starts, key ends, value starts, value
+    ends)``: read from the SST files directly (`native_sst`), or through rocksdict when a
+    file uses a table feature the direct reader does not decode."""
+    from .native_sst import SstSnapshot, UnsupportedSstFeature
+    from .rocksdb_native import open_rocksdb_snapshot
+
+    if key_groups is not None and key_groups[0] > key_groups[1]:
+        return {}
+    kw = dict(key_groups=key_groups, max_parallelism=split.max_parallelism)
+    try:
+        with SstSnapshot(files, f"of operator {split.operator_id} subtask {split.subtask}") as db:
+            found = {cf: db.live_entries(cf, **kw) for cf in db.column_families if cf in names}
+            return {cf: (e.data, e.key_starts, e.key_ends, e.value_starts, e.value_ends)
+                    for cf, e in found.items() if e is not None}
+    except UnsupportedSstFeature:
+        pass
+    out = {}
+    with open_rocksdb_snapshot(files, workdir=workdir) as db:
+        for cf in db.column_families:
+            chunks = list(db.interleaved(cf, **kw)) if cf in names else []
+            if chunks:
+                lengths = np.concatenate([n for _, n in chunks])
+                offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+                np.cumsum(lengths, out=offsets[1:])
+                out[cf] = (b"".join(d for d, _ in chunks), offsets[0:-1:2], offsets[1::2], offsets[1::2],
+                           offsets[2::2])
+    return out
 
 
 def read_split(split: FlinkSplit, table: str = "keyed", key_groups: Iterable[int] | None = None,
@@ -462,16 +520,17 @@ def read_split(split: FlinkSplit, table: str = "keyed", key_groups: Iterable[int
         return
     if table not in ("keyed", "timers"):
         raise StatectlError(f"unknown keyed table {table!r} (keyed or timers)")
-    header, rows = decode_keyed_split(split, key_groups, timers=table == "timers")
     base = split_base(split)
     source = f"{base} operator {split.operator_id} subtask {split.subtask}"
-    if table == "keyed":
-        schema = TB.keyed_schema(header.key, header.states)
-        t = TB.keyed_table(header.key, header.states, rows, schema, source)
-    else:
-        schema = TB.timers_schema(header.key, header.states)
-        t = TB.timers_table(header.key, header.states, rows, schema, source)
-    yield from t.to_batches(max_chunksize=batch_rows)
+    for piece in _pieces(split):
+        header, rows = decode_keyed_split(piece, key_groups, timers=table == "timers")
+        if table == "keyed":
+            schema = TB.keyed_schema(header.key, header.states)
+            t = TB.keyed_table(header.key, header.states, rows, schema, source)
+        else:
+            schema = TB.timers_schema(header.key, header.states)
+            t = TB.timers_table(header.key, header.states, rows, schema, source)
+        yield from t.to_batches(max_chunksize=batch_rows)
 
 
 def _operator_batches(split: FlinkSplit, state: str, batch_rows: int) -> Iterator[pa.RecordBatch]:

@@ -91,14 +91,20 @@ def raw_from_interleaved(data: bytes, lengths: np.ndarray, prefix: int, source: 
     those parts (RocksDB), in the canonical layout."""
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
+    return raw_from_extents(data, offsets[0:-1:2], offsets[1::2], offsets[1::2], offsets[2::2], prefix, source)
+
+
+def raw_from_extents(data: bytes, key_starts: np.ndarray, key_ends: np.ndarray, value_starts: np.ndarray,
+                     value_ends: np.ndarray, prefix: int, source: str) -> RawEntries:
+    """Entries whose keys (with their key-group prefix) and values lie in *data* at the
+    given extents (RocksDB), in the canonical layout."""
     buf = Buf(data, source)
-    key_starts, key_ends = offsets[0:-1:2], offsets[1::2]
     if len(key_starts) and (key_ends - key_starts).min() < prefix:
         raise FlinkFormatError(f"{source}: a key shorter than its key-group prefix")
     kg = np.zeros(len(key_starts), dtype=np.int64)
     for i in range(prefix):
         kg = (kg << 8) | buf.arr[key_starts + i]
-    return RawEntries(buf, kg.astype(np.int32), key_starts + prefix, key_ends, key_ends, offsets[2::2])
+    return RawEntries(buf, kg.astype(np.int32), key_starts + prefix, key_ends, value_starts, value_ends)
 
 
 def _split_key(key: T.FlinkType, ns: T.FlinkType, buf: Buf, starts: np.ndarray) -> np.ndarray:
