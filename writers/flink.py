@@ -533,7 +533,9 @@ def write_flink(operators, output: str, spark, max_parallelism: int | None = Non
     shallow pointer copies, with their lineage beside `_metadata` (with *self_contained_copy*,
     their files are copied into *output* instead); a written operator takes the place of the
     base operator with its id; *kept_max_parallelism* is recorded for the kept operators without
-    keyed state (their state has no key groups) that can run at it. Returns the savepoint's
+    keyed state (their state has no key groups) that can run at it. With *overwrite*, the
+    savepoint already at *output* stays whole until the new `_metadata` replaces it; then its
+    files the new one does not name go. Returns the savepoint's
     model, a :class:`FlinkOperatorReport` per written operator, the number of files of earlier,
     killed writes into *output* it removed, and the files and bytes copied.
     """
@@ -541,11 +543,9 @@ def write_flink(operators, output: str, spark, max_parallelism: int | None = Non
 
     from statectl.statefmt.flink.model import flink_savepoint, load_flink
 
-    from .flink_modify import copy_into, copy_name_for
+    from .flink_modify import copy_into, copy_name_for, previous_files, remove_replaced
 
-    if overwrite:
-        raise UsageError("--overwrite is not supported with --format flink yet; choose a new output")
-    out = check_output(output, [base] if base is not None else [])
+    out = check_output(output, [base] if base is not None else [], overwrite=overwrite)
     if spark is None:
         raise UsageError("writing operators from data needs a Spark session")
     fsp = flink_savepoint(base.location) if base is not None else None
@@ -573,12 +573,15 @@ def write_flink(operators, output: str, spark, max_parallelism: int | None = Non
         order = [op.operator_id for op in fsp.metadata.operators] if fsp is not None else []
         by_id = {**{op.operator_id: op for op in shared}, **written}
         ops = [by_id[i] for i in order if i in by_id] + [op for i, op in written.items() if i not in order]
+        previous = previous_files(out) if overwrite else set()
         lineage_name = commit_metadata(out, metadata_bytes(ops), lineage)
     except BaseException:
         session.fail()
         raise
-    referenced = {f for op, _ in results for f in _files_of(op)} | {c.name for c in copies}
-    session.finish(referenced | ({lineage_name} if lineage_name else set()))
+    referenced = {f for op, _ in results for f in _files_of(op)} | {c.name for c in copies} \
+        | ({lineage_name} if lineage_name else set())
+    remove_replaced(out, previous, referenced)  # the old savepoint's files, once the new one is in
+    session.finish(referenced)
     return (load_flink(out), [r for _, r in results], session.removed_leftovers, len(copies), copied_bytes)
 
 

@@ -69,18 +69,13 @@ def write_flink_modification(base: Savepoint, removed: list[str], renamed: dict[
             lineage = lineage_needed(fsp.location, fsp.savepoint_id, fsp.lineage, kept)
         meta = dataclasses.replace(fsp.metadata, operators=tuple(ops))
         data = encode_metadata(meta)
-        previous = _previous_files(out) if overwrite else set()
+        previous = previous_files(out) if overwrite else set()
         lineage_name = commit_metadata(out, data, lineage)
     except BaseException:
         session.fail()
         raise
     referenced = {c.name for c in copies} | ({lineage_name} if lineage_name else set())
-    for path in previous - referenced - {METADATA}:
-        try:
-            check_relative_path(path)
-        except StatectlError:
-            continue  # not a file of the old savepoint's folder: never touched
-        out.child(path).delete_file()
+    remove_replaced(out, previous, referenced)
     session.finish(referenced)
     sp = load_flink(out)
     labels = {op.operator_id: op.label for op in fsp.metadata.operators}
@@ -141,7 +136,18 @@ def copy_into(out: Location, copies: list[FileCopy]) -> int:
         return sum(pool.map(one, copies))
 
 
-def _previous_files(out: Location) -> set[str]:
+def remove_replaced(out: Location, previous: set[str], referenced: set[str]) -> None:
+    """After the commit of an overwrite: the files of the old savepoint at *out* (*previous*)
+    the new one does not reference."""
+    for path in previous - referenced - {METADATA}:
+        try:
+            check_relative_path(path)
+        except StatectlError:
+            continue  # not a file of the old savepoint's folder: never touched
+        out.child(path).delete_file()
+
+
+def previous_files(out: Location) -> set[str]:
     """The files of the savepoint already at *out* (removed after the commit when not used)."""
     meta = out.child(METADATA)
     if not meta.exists():
