@@ -225,6 +225,7 @@ class SavepointWriter:
         (a Flink base) shallow pointer copies, or copied with *self_contained*."""
         from .flink import write_flink
 
+        check_output(output, [self.base], overwrite=overwrite)  # never into (or over) the base
         if not is_flink(self.base):  # nothing of it is kept (check_base_format)
             if self.base is not None and self._removed + list(self._renamed):
                 raise UsageError("removing or renaming operators needs a base of the written format")
@@ -239,7 +240,7 @@ class SavepointWriter:
             from .flink_source import on_flink_base
             new = [on_flink_base(self.base, op) for op in self._new.values()]
         sp, written, leftovers, files, size = write_flink(
-            new, output, spark, self.max_parallelism, on_job, overwrite, base=self.base if kept else None,
+            new, output, spark, self.max_parallelism, on_job, overwrite, base=self.base if is_flink(self.base) else None,
             kept=kept, self_contained_copy=self_contained)
         reports = {r.operator_id: OperatorReport(r.uid, r.operator_id, r.action, r.files, r.rows, r.bytes,
                                                  r.states) for r in written}
