@@ -87,7 +87,7 @@ def sql(
     from statectl.readers import SavepointReader
     from statectl.statefmt.savepoint import load
 
-    from .statements import check_read_only
+    from statectl.readers.statements import check_read_only
 
     check_read_only(query)
     sp = load(savepoint)

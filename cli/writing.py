@@ -32,9 +32,10 @@ def bootstrap(
     output: str = typer.Argument(..., help="Where to write the new savepoint (must not hold one)."),
     spec: str = typer.Option(..., "--spec", help="The bootstrap spec (YAML or JSON); "
                              "see docs/BOOTSTRAP.md."),
-    base: Optional[str] = typer.Option(None, "--base", help="Derive from this savepoint: the "
-                                       "spec's operators are added or replace the base's, all "
-                                       "others are shallow copies of it."),
+    base: Optional[str] = typer.Option(None, "--base", help="Derive from this savepoint (statectl's "
+                                       "or, with --format flink, Flink's): the spec's operators are "
+                                       "added or replace the base's, all others are shallow copies of "
+                                       "it; inputs {sql: ...} query its tables."),
     fmt: Optional[str] = typer.Option(None, "--format", help="Physical format: canonical "
                                       "(default, or the spec's format), rocksdb, or flink (a "
                                       "canonical Apache Flink savepoint; docs/FLINK.md)."),
@@ -46,21 +47,21 @@ def bootstrap(
     """Write a savepoint from data files (Parquet, CSV, JSON lines) described by a spec."""
     from statectl.statefmt.savepoint import check_output, load
     from statectl.writers import SavepointWriter
-    from statectl.writers.savepoint_writer import check_writable_base
+    from statectl.writers.savepoint_writer import check_base_format
     from statectl.writers.spec import load_spec
 
     parsed = load_spec(spec)
     physical = fmt or parsed.format
     _check_format(physical)
     base_sp = load(base) if base is not None else None
-    if base_sp is not None:
-        check_writable_base(base_sp)
+    parsed.check_base(base_sp)
+    check_base_format(base_sp, physical, [op.uid for op in parsed.operators])
     check_output(output, [base_sp], overwrite=overwrite)
     writer = SavepointWriter(base_sp, parsed.max_parallelism, physical)
     with spark_errors():
         spark = start_spark(master)
         with progress(spark, quiet=json_) as on_job:
-            for op in parsed.operator_data(spark):
+            for op in parsed.operator_data(spark, base_sp):
                 writer.with_operator(op)
             report = writer.write(output, spark, self_contained, on_job=on_job,
                                   overwrite=overwrite)

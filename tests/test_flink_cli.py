@@ -96,14 +96,15 @@ def test_validate_checks_sizes_and_says_there_are_no_checksums(savepoint):
         "(truncated or replaced file)"]
 
 
-def test_bootstrapping_on_a_flink_savepoint_is_refused(tmp_path):
+def test_bootstrapping_statectl_format_on_a_flink_base_is_refused(tmp_path):
     spec = tmp_path / "spec.yaml"
     spec.write_text(f"operators:\n  - uid: a\n    keyed: {{key: k, input: {tmp_path}/in.csv, states: [{{name: v, kind: value, column: x}}]}}\n")
     (tmp_path / "in.csv").write_text("k,x\n1,2\n")
     result = statectl("bootstrap", str(tmp_path / "out"), "--base", str(LONG), "--spec", str(spec))
     assert error_line(result, LONG) == (
-        "error: SP is a Flink savepoint: bootstrap --base of Flink savepoints is not supported yet "
-        "(modify and rescale are; it can be read: info, validate, read, sql)")
+        "error: SP is a Flink savepoint and the output would be statectl's canonical: operator(s) lk-snk, "
+        "lk-proc, lk-rules-src, lk-union-op, lk-win, lk-src, lk-bcast not in the spec cannot be shallow "
+        "copies of it; write --format flink, or give them in the spec")
     assert not (tmp_path / "out").exists()
 
 

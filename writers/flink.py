@@ -29,16 +29,15 @@ import pyarrow.compute as pc
 
 from statectl.statefmt.errors import FlinkEncodeError, StatectlError, UsageError
 from statectl.statefmt.flink import types as T
-from statectl.statefmt.flink.binding import (LIST_SERIALIZER, MAP_SERIALIZER, NAMED, VOID, derive_type,
-                                             key_java_type)
+from statectl.statefmt.flink.binding import (LIST_SERIALIZER, MAP_SERIALIZER, NAMED, VOID, check_written_type,
+                                             derive_type, key_java_type)
 from statectl.statefmt.flink.encode import big_endian, binary, encode, fixed, join_rows, null_flagged
 from statectl.statefmt.flink.headers import StateMeta
 from statectl.statefmt.flink.keyhash import flink_key_groups
-from statectl.statefmt.flink.lineage import encode_lineage, flink_savepoint_id, lineage_file_name
-from statectl.statefmt.flink.savepoint import METADATA
+from statectl.statefmt.flink.lineage import commit_metadata
 from statectl.statefmt.flink.savepoint_write import (KeyedStreamFile, OperatorStreamFile, flink_operator,
                                                      metadata_bytes)
-from statectl.statefmt.flink.shallow import lineage_needed, pointer_copy
+from statectl.statefmt.flink.shallow import lineage_needed, pointer_copy, self_contained
 from statectl.statefmt.flink.snapshot_write import keyed_header, operator_header
 from statectl.statefmt.flink.stream_write import (ENTRY_DDL, ENTRY_SCHEMA, KEY, KEY_GROUP, ORDER, STATE,
                                                   KeyedStreamBuilder, OperatorStreamPart, StreamState,
@@ -78,9 +77,12 @@ def _missing(df, columns, where: str) -> None:
 
 
 def _derive(t: T.FlinkType | None, df, column: str, where: str) -> T.FlinkType:
-    if t is not None:
-        return t
+    """The Flink type *column* is written as: *t* (declared; the column must widen to it) or
+    the one its Arrow type implies."""
     try:
+        if t is not None:
+            check_written_type(_arrow_type(df, column), t, f"{where}, column {column!r}")
+            return t
         return derive_type(_arrow_type(df, column), f"{where}, column {column!r}")
     except FlinkEncodeError as e:
         raise SpecError(str(e)) from None
@@ -309,6 +311,9 @@ class FlinkOperatorPlan:
                 "org.apache.flink.api.java.typeutils.runtime.TupleSerializer")
         elif len(keyed.key) > 1 and not (isinstance(key, T.Tuple) and len(key.fields) == len(keyed.key)):
             raise SpecError(f"{self.where}: {len(keyed.key)} key columns need a Tuple{len(keyed.key)} key type")
+        else:
+            for column, t in zip(keyed.key, key.fields if len(keyed.key) > 1 else (key,)):
+                _derive(t, first, column, f"{self.where}, key")
         try:
             key_java = key_java_type(key, self.where)
         except FlinkEncodeError as e:
@@ -521,28 +526,30 @@ def _order_sql(df, column: str, where: str) -> str:
 
 def write_flink(operators, output: str, spark, max_parallelism: int | None = None, on_job=None,
                 overwrite: bool = False, base=None, kept: tuple[str, ...] = (),
-                kept_max_parallelism: int | None = None):
+                kept_max_parallelism: int | None = None, self_contained_copy: bool = False):
     """Write *operators* (:class:`OperatorData`) as a new canonical Flink savepoint at *output*.
 
     *base* (a Flink savepoint's model, only read) gives the operators *kept* (their ids) as
-    shallow pointer copies, with their lineage beside `_metadata`; a written operator takes
-    the place of the base operator with its id; *kept_max_parallelism* is recorded for the kept
-    operators without keyed state (their state has no key groups) that can run at it. Returns the
-    savepoint's model, a :class:`FlinkOperatorReport` per written operator and the number of files
-    of earlier, killed writes into *output* it removed.
+    shallow pointer copies, with their lineage beside `_metadata` (with *self_contained_copy*,
+    their files are copied into *output* instead); a written operator takes the place of the
+    base operator with its id; *kept_max_parallelism* is recorded for the kept operators without
+    keyed state (their state has no key groups) that can run at it. With *overwrite*, the
+    savepoint already at *output* stays whole until the new `_metadata` replaces it; then its
+    files the new one does not name go. Returns the savepoint's
+    model, a :class:`FlinkOperatorReport` per written operator, the number of files of earlier,
+    killed writes into *output* it removed, and the files and bytes copied.
     """
+    import functools
+
     from statectl.statefmt.flink.model import flink_savepoint, load_flink
 
-    if overwrite:
-        raise UsageError("--overwrite is not supported with --format flink yet; choose a new output")
-    out = check_output(output, [base] if base is not None else [])
+    from .flink_modify import copy_into, copy_name_for, previous_files, remove_replaced
+
+    out = check_output(output, [base] if base is not None else [], overwrite=overwrite)
     if spark is None:
         raise UsageError("writing operators from data needs a Spark session")
     fsp = flink_savepoint(base.location) if base is not None else None
-    copies = [_retagged(pointer_copy(fsp.location, op), kept_max_parallelism)
-              for op in fsp.metadata.operators if op.operator_id in kept] if fsp is not None else []
-    lineage = lineage_needed(fsp.location, fsp.savepoint_id, fsp.lineage,
-                             [op for op in fsp.metadata.operators if op.operator_id in kept]) if copies else ()
+    kept_ops = [op for op in fsp.metadata.operators if op.operator_id in kept] if fsp is not None else []
     session = WriteSession(spark, out, on_job)
     now_ms = int(time.time() * 1000)
     plans = []
@@ -550,27 +557,32 @@ def write_flink(operators, output: str, spark, max_parallelism: int | None = Non
         max_p = data.max_parallelism or max_parallelism or default_max_parallelism(data.parallelism)
         plans.append(FlinkOperatorPlan(data, max_p, session, now_ms))
     session.start()
-    lineage_file = None
+    copies, copied_bytes, lineage = [], 0, ()
     try:
+        if self_contained_copy and kept_ops:
+            shared, copies = self_contained(fsp.location, kept_ops,
+                                            functools.partial(copy_name_for, token=session.token))
+            copied_bytes = copy_into(out, copies)
+        else:
+            shared = [pointer_copy(fsp.location, op) for op in kept_ops]
+            if kept_ops:
+                lineage = lineage_needed(fsp.location, fsp.savepoint_id, fsp.lineage, kept_ops)
+        shared = [_retagged(op, kept_max_parallelism) for op in shared]
         results = [p.run() for p in plans]
         written = {op.operator_id: op for op, _ in results}
         order = [op.operator_id for op in fsp.metadata.operators] if fsp is not None else []
-        by_id = {**{op.operator_id: op for op in copies}, **written}
+        by_id = {**{op.operator_id: op for op in shared}, **written}
         ops = [by_id[i] for i in order if i in by_id] + [op for i, op in written.items() if i not in order]
-        data = metadata_bytes(ops)
-        if lineage:
-            lineage_file = out.child(lineage_file_name(flink_savepoint_id(data)))
-            lineage_file.write_bytes_atomically(encode_lineage(flink_savepoint_id(data), lineage))
-        out.child(METADATA).write_bytes_atomically(data)
-        lineage_file = None  # committed
+        previous = previous_files(out) if overwrite else set()
+        lineage_name = commit_metadata(out, metadata_bytes(ops), lineage)
     except BaseException:
         session.fail()
-        if lineage_file is not None:
-            lineage_file.delete_file()
         raise
-    referenced = {f for op, _ in results for f in _files_of(op)}
-    session.finish(referenced | ({lineage_file_name(flink_savepoint_id(data))} if lineage else set()))
-    return load_flink(out), [r for _, r in results], session.removed_leftovers
+    referenced = {f for op, _ in results for f in _files_of(op)} | {c.name for c in copies} \
+        | ({lineage_name} if lineage_name else set())
+    remove_replaced(out, previous, referenced)  # the old savepoint's files, once the new one is in
+    session.finish(referenced)
+    return (load_flink(out), [r for _, r in results], session.removed_leftovers, len(copies), copied_bytes)
 
 
 def _retagged(op, max_parallelism: int | None):

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow.fs as pafs
 
 from statectl.statefmt.errors import StatectlError, UsageError
-from statectl.statefmt.flink.lineage import encode_lineage, flink_savepoint_id, lineage_file_name
+from statectl.statefmt.flink.lineage import commit_metadata, flink_savepoint_id, lineage_file_name
 from statectl.statefmt.flink.metadata import FlinkMetadata, FlinkOperator, is_flink_metadata, parse_metadata
 from statectl.statefmt.flink.metadata_write import encode_metadata
 from statectl.statefmt.flink.model import flink_savepoint, load_flink
@@ -57,40 +57,25 @@ def write_flink_modification(base: Savepoint, removed: list[str], renamed: dict[
     kept, actions = _derive(fsp.metadata, removed, renamed)
     session = WriteSession(None, out)
     session.start()
-    lineage_file = None
     try:
         ops = [pointer_copy(fsp.location, op) for op in kept]
         copies: list[FileCopy] = []
         if self_contained_copy:
-            ops, copies = self_contained(fsp.location, kept, functools.partial(_copy_name, token=session.token))
-            copied_bytes = _copy(out, copies)
+            ops, copies = self_contained(fsp.location, kept, functools.partial(copy_name_for, token=session.token))
+            copied_bytes = copy_into(out, copies)
             lineage = ()
         else:
             copied_bytes = 0
             lineage = lineage_needed(fsp.location, fsp.savepoint_id, fsp.lineage, kept)
         meta = dataclasses.replace(fsp.metadata, operators=tuple(ops))
         data = encode_metadata(meta)
-        new_id = flink_savepoint_id(data)
-        previous = _previous_files(out) if overwrite else set()
-        if lineage:
-            name = lineage_file_name(new_id)
-            if not out.child(name).exists():
-                lineage_file = out.child(name)
-            out.child(name).write_bytes_atomically(encode_lineage(new_id, lineage))
-        out.child(METADATA).write_bytes_atomically(data)
-        lineage_file = None  # committed
+        previous = previous_files(out) if overwrite else set()
+        lineage_name = commit_metadata(out, data, lineage)
     except BaseException:
         session.fail()
-        if lineage_file is not None:
-            lineage_file.delete_file()
         raise
-    referenced = {c.name for c in copies} | ({lineage_file_name(new_id)} if lineage else set())
-    for path in previous - referenced - {METADATA}:
-        try:
-            check_relative_path(path)
-        except StatectlError:
-            continue  # not a file of the old savepoint's folder: never touched
-        out.child(path).delete_file()
+    referenced = {c.name for c in copies} | ({lineage_name} if lineage_name else set())
+    remove_replaced(out, previous, referenced)
     session.finish(referenced)
     sp = load_flink(out)
     labels = {op.operator_id: op.label for op in fsp.metadata.operators}
@@ -120,14 +105,15 @@ def _derive(meta: FlinkMetadata, removed: list[str], renamed: dict[str, str]
     return kept, actions
 
 
-def _copy_name(name: str, taken: set[str], token: str) -> str:
+def copy_name_for(name: str, taken: set[str], token: str) -> str:
+    """A copy's name for the file *name*: marked with the write's *token*, none of *taken*."""
     new, n = copy_name(name, token), 1
     while new in taken:
         new, n = copy_name(f"{name}.{n}", token), n + 1
     return new
 
 
-def _copy(out: Location, copies: list[FileCopy]) -> int:
+def copy_into(out: Location, copies: list[FileCopy]) -> int:
     """Copy every file (or segment) into *out*; the bytes copied. Sizes are checked."""
     def one(c: FileCopy) -> int:
         target = out.child(c.name)
@@ -150,7 +136,18 @@ def _copy(out: Location, copies: list[FileCopy]) -> int:
         return sum(pool.map(one, copies))
 
 
-def _previous_files(out: Location) -> set[str]:
+def remove_replaced(out: Location, previous: set[str], referenced: set[str]) -> None:
+    """After the commit of an overwrite: the files of the old savepoint at *out* (*previous*)
+    the new one does not reference."""
+    for path in previous - referenced - {METADATA}:
+        try:
+            check_relative_path(path)
+        except StatectlError:
+            continue  # not a file of the old savepoint's folder: never touched
+        out.child(path).delete_file()
+
+
+def previous_files(out: Location) -> set[str]:
     """The files of the savepoint already at *out* (removed after the commit when not used)."""
     meta = out.child(METADATA)
     if not meta.exists():

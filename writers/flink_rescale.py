@@ -35,11 +35,9 @@ def check_flink_rescale(base: Savepoint, choices) -> None:
 
 def write_flink_rescale(spark, base: Savepoint, choices, output: str, self_contained: bool = False,
                         on_job=None, overwrite: bool = False):
-    """Write *base* with the chosen operators rescaled to *output*; (model, operator reports)."""
+    """Write *base* with the chosen operators rescaled to *output*; what :func:`write_flink` returns."""
     from .flink import write_flink
 
-    if self_contained:
-        raise UsageError("--self-contained is not supported when rescaling a Flink savepoint yet")
     fsp = flink_savepoint(base.location)
     chosen = {c.operator.operator_id for c in choices}
     operators = []
@@ -51,4 +49,5 @@ def write_flink_rescale(spark, base: Savepoint, choices, output: str, self_conta
     keyed = {op.operator_id for op in fsp.operators if op.keyed_header is not None}
     retag = {choice.max_parallelism for choice in choices} if keyed <= chosen else set()
     return write_flink(operators, output, spark, on_job=on_job, overwrite=overwrite, base=base, kept=kept,
+                       self_contained_copy=self_contained,
                        kept_max_parallelism=retag.pop() if len(retag) == 1 else None)

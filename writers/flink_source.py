@@ -18,8 +18,9 @@ from statectl.statefmt.flink.binding import key_java_type, type_text
 from statectl.statefmt.flink.savepoint import FlinkOperatorInfo, FlinkSavepoint, read_split
 from statectl.statefmt.flink.tables import key_fields, operator_list_schema, timer_service
 
-from .definitions import OperatorData
+from .definitions import KeyedData, OperatorData
 from .errors import SpecError
+from .flink_binding import FlinkBinding, StateBinding, parse_binding
 from .spec import _Parser
 
 
@@ -172,6 +173,37 @@ def operator_spec(spark, fsp: FlinkSavepoint, op: FlinkOperatorInfo, parallelism
     return entry, frames
 
 
+def on_flink_base(base, data: OperatorData) -> OperatorData:
+    """*data* as it replaces the operator with its uid in the Flink savepoint *base* (if any):
+    what its ``flink:`` binding leaves out (key, namespace, a state's type, TTL, Flink kind) and
+    its max parallelism come from the base operator, so a job that restored the base restores it."""
+    import dataclasses
+
+    from statectl.statefmt.errors import UnknownOperatorError
+    from statectl.statefmt.flink.model import flink_savepoint
+    from statectl.statefmt.ids import operator_id_for_uid
+
+    try:
+        op = flink_savepoint(base.location).operator(operator_id_for_uid(data.uid))
+    except UnknownOperatorError:
+        return data
+    try:
+        known = parse_binding(operator_binding(op), f"operator {data.uid!r}")
+    except UsageError:  # a state of the base has no binding: the spec's alone decides
+        known = FlinkBinding()
+    given = data.flink
+    names = [s.name for s in data.keyed.states] if isinstance(data.keyed, KeyedData) else []
+    names += [s.name for s in data.operator_states]
+    states = {}
+    for name in names:
+        mine, theirs = (given.state(name) if given else StateBinding()), known.state(name)
+        states[name] = StateBinding(mine.type or theirs.type, mine.ttl or theirs.ttl, mine.kind or theirs.kind,
+                                    mine.key or theirs.key)
+    binding = FlinkBinding((given and given.key) or known.key, (given and given.namespace) or known.namespace,
+                           given.timer_service if given else known.timer_service, states)
+    return dataclasses.replace(data, flink=binding, max_parallelism=data.max_parallelism or op.max_parallelism)
+
+
 class _FrameParser(_Parser):
     """The spec parser with inputs that are DataFrames already, named in *frames*."""
 
@@ -192,4 +224,4 @@ def operator_data(entry: dict, frames: dict) -> OperatorData:
     return op
 
 
-__all__ = ["operator_binding", "operator_spec", "operator_data"]
+__all__ = ["operator_binding", "operator_spec", "operator_data", "on_flink_base"]

@@ -124,12 +124,12 @@ class Rescale:
         if is_flink(self.base):
             from .flink_rescale import write_flink_rescale
             from .savepoint_writer import OperatorReport
-            sp, written, leftovers = write_flink_rescale(spark, self.base, self.choices, output,
-                                                         self_contained, on_job, overwrite)
+            sp, written, leftovers, files, size = write_flink_rescale(spark, self.base, self.choices, output,
+                                                                      self_contained, on_job, overwrite)
             reports = {r.operator_id: OperatorReport(r.uid, r.operator_id, "rescaled", r.files, r.rows, r.bytes,
                                                      r.states) for r in written}
             return WriteReport(sp, [reports.get(op.operator_id) or _report(op, "shallow copy")
-                                    for op in sp.operators], [], removed_leftovers=leftovers)
+                                    for op in sp.operators], [], files, size, removed_leftovers=leftovers)
         writer = SavepointWriter(self.base)
         for choice in self.choices:
             writer.with_rebuilt(RescaledOperator(spark, self.base, choice))

@@ -76,11 +76,25 @@ def is_flink(base: Savepoint | None) -> bool:
 
 
 def check_writable_base(base: Savepoint) -> None:
-    """Refuse a Flink base for writes that need its data (bootstrap --base), before any work."""
+    """Refuse a Flink base for writes that rebuild its operators in statectl's own format."""
     if is_flink(base):
-        raise UsageError(f"{base.location} is a Flink savepoint: bootstrap --base of Flink savepoints "
-                         "is not supported yet (modify and rescale are; it can be read: info, "
-                         "validate, read, sql)")
+        raise UsageError(f"{base.location} is a Flink savepoint: its operators are rebuilt by the Flink "
+                         "writer (rescale, or bootstrap --base --format flink), not in statectl's own format")
+
+
+def check_base_format(base: Savepoint | None, format: str, new_uids) -> None:
+    """A derived savepoint points at its base's files, so both must be of one format family; the
+    other family is fine when every operator of the base is in the spec (nothing to point at)."""
+    if base is None or is_flink(base) == (format == Format.FLINK):
+        return
+    new_ids = {operator_id_for_uid(uid) for uid in new_uids}
+    kept = [op.label for op in base.operators if op.operator_id not in new_ids]
+    if kept:
+        base_kind, out_kind, use = ("a Flink", f"statectl's {format}", "flink") if is_flink(base) \
+            else ("a statectl", "Flink", Format.CANONICAL)
+        raise UsageError(f"{base.location} is {base_kind} savepoint and the output would be {out_kind}: "
+                         f"operator(s) {', '.join(kept)} not in the spec cannot be shallow copies of it; "
+                         f"write --format {use}, or give them in the spec")
 
 
 class SavepointWriter:
@@ -93,9 +107,6 @@ class SavepointWriter:
             raise UsageError(f"unknown physical format {format!r}; use {', '.join(first)} or {last}")
         if max_parallelism is not None:
             check_max_parallelism(max_parallelism)
-        if base is not None and format == Format.FLINK:
-            raise UsageError("a Flink savepoint is written from data alone: --base is not "
-                             "supported with --format flink yet")
         self.base = base
         self.max_parallelism = max_parallelism
         self.format = format
@@ -118,8 +129,6 @@ class SavepointWriter:
     # --- building -----------------------------------------------------------------
     def with_operator(self, operator: OperatorData) -> "SavepointWriter":
         """Add *operator*, or replace the base's operator with the same uid."""
-        if self.base is not None:
-            check_writable_base(self.base)
         if operator.uid in self._new:
             raise SpecError(f"operator {operator.uid!r} is given twice")
         operator.check()
@@ -168,19 +177,21 @@ class SavepointWriter:
         *on_job*, if given, is called with a description before each Spark job.
         *overwrite* replaces a savepoint already at *output* (see :func:`commit`).
         """
-        if is_flink(self.base):  # metadata only: remove and rename (writers/flink_modify.py)
+        base = self.base
+        if is_flink(self.base) and not self._new:  # metadata only: remove and rename
             from .flink_modify import write_flink_modification
             done = write_flink_modification(self.base, self._removed, self._renamed, output,
                                             self_contained, overwrite)
             return WriteReport(done.savepoint, [_report(op, action) for op, action in done.operators],
                                done.removed, done.copied_files, done.copied_bytes, done.removed_leftovers)
+        check_base_format(self.base, self.format, self._new)
         if self.format == Format.FLINK:
-            from .flink import write_flink
-            sp, written, leftovers = write_flink(list(self._new.values()), output, spark, self.max_parallelism,
-                                                 on_job, overwrite)
-            return WriteReport(sp, [OperatorReport(r.uid, r.operator_id, r.action, r.files, r.rows, r.bytes,
-                                                   r.states) for r in written], [], removed_leftovers=leftovers)
-        out = check_output(output, [self.base], overwrite=overwrite)
+            return self._write_flink(output, spark, self_contained, on_job, overwrite)
+        if is_flink(self.base):  # every operator is in the spec: the base is only an input
+            if self._removed or self._renamed:
+                raise UsageError("removing or renaming operators needs a base of the written format")
+            self.base = None
+        out = check_output(output, [base], overwrite=overwrite)
         derived = self._derive()  # metadata-only part: checked before any file is written
         if self._new and spark is None:
             raise UsageError("writing operators from data needs a Spark session")
@@ -208,6 +219,33 @@ class SavepointWriter:
         session.finish({f.ref.path for _, f in sp.data_files() if not f.ref.is_shared})
         return WriteReport(sp, reports, [self._label(i) for i in self._removed], *copied,
                            removed_leftovers=session.removed_leftovers)
+
+    def _write_flink(self, output: str, spark, self_contained: bool, on_job, overwrite: bool) -> WriteReport:
+        """A Flink savepoint: the new operators written by the Flink writer, the base's others
+        (a Flink base) shallow pointer copies, or copied with *self_contained*."""
+        from .flink import write_flink
+
+        check_output(output, [self.base], overwrite=overwrite)  # never into (or over) the base
+        if not is_flink(self.base):  # nothing of it is kept (check_base_format)
+            if self.base is not None and self._removed + list(self._renamed):
+                raise UsageError("removing or renaming operators needs a base of the written format")
+            kept, new = (), list(self._new.values())
+        else:
+            if self._renamed:
+                raise UsageError("renaming operators of a Flink savepoint while writing others is not "
+                                 "supported; rename them with statectl modify first")
+            new_ids = {operator_id_for_uid(uid) for uid in self._new}
+            kept = tuple(op.operator_id for op in self.base.operators
+                         if op.operator_id not in new_ids and op.operator_id not in self._removed)
+            from .flink_source import on_flink_base
+            new = [on_flink_base(self.base, op) for op in self._new.values()]
+        sp, written, leftovers, files, size = write_flink(
+            new, output, spark, self.max_parallelism, on_job, overwrite, base=self.base if is_flink(self.base) else None,
+            kept=kept, self_contained_copy=self_contained)
+        reports = {r.operator_id: OperatorReport(r.uid, r.operator_id, r.action, r.files, r.rows, r.bytes,
+                                                 r.states) for r in written}
+        return WriteReport(sp, [reports.get(op.operator_id) or _report(op, "shallow copy") for op in sp.operators],
+                           [self._label(i) for i in self._removed], files, size, removed_leftovers=leftovers)
 
     def _label(self, operator_id: str) -> str:
         return self.base.operator(OperatorRef(operator_id=operator_id)).label

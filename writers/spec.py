@@ -48,7 +48,7 @@ FORMATS_BY_EXTENSION = {
     ".parquet": "parquet", ".pq": "parquet", ".csv": "csv",
     ".json": "json", ".jsonl": "json", ".ndjson": "json",
 }
-INPUT_FIELDS = {"path", "format", "schema", "options"}
+INPUT_FIELDS = {"path", "format", "schema", "options"}  # or {sql: query}: see SqlRef
 
 
 # --- reading the file ----------------------------------------------------------------------
@@ -93,6 +93,23 @@ class DataRef:
         except Exception as e:
             raise SpecError(f"cannot read input {self.location} as {self.format}: "
                             f"{first_line(e)}") from None
+
+
+@dataclass(frozen=True)
+class SqlRef:
+    """An input that is a Spark SQL query over the base savepoint's tables (the views
+    `statectl sql` registers); run only when the write runs, with the base at hand."""
+
+    query: str
+    where: str
+
+    def open(self, reader):
+        from statectl.statefmt.errors import UsageError
+
+        try:
+            return reader.sql(self.query)
+        except UsageError as e:
+            raise SpecError(f"{self.where}: {e}") from None
 
 
 class _Fields:
@@ -154,27 +171,63 @@ class Spec:
             raise SpecError(*dict.fromkeys(parser.errors))
         return spec
 
-    def operator_data(self, spark) -> list[OperatorData]:
-        """The operators with their inputs opened by Spark (each input once)."""
-        opened: dict[DataRef, Any] = {}
+    def sql_inputs(self) -> list[SqlRef]:
+        """Every ``{sql: ...}`` input of the spec."""
+        return [ref for ref in _inputs(self.operators) if isinstance(ref, SqlRef)]
 
-        def open_(ref: DataRef):
+    def check_base(self, base) -> None:
+        """An ``{sql: ...}`` input reads the base savepoint: one line when there is none."""
+        refs = self.sql_inputs()
+        if refs and base is None:
+            raise SpecError(f"{refs[0].where}: an sql input is a query over the base savepoint's tables; "
+                            "give the base with --base")
+
+    def operator_data(self, spark, base=None) -> list[OperatorData]:
+        """The operators with their inputs opened by Spark (each input once); ``{sql: ...}``
+        inputs are queries over the savepoint *base* (a loaded :class:`Savepoint`)."""
+        self.check_base(base)
+        opened: dict = {}
+        reader = []
+
+        def open_(ref):
             if ref not in opened:
-                opened[ref] = ref.open(spark)
+                if isinstance(ref, SqlRef):
+                    if not reader:
+                        from statectl.readers import open_savepoint
+                        reader.append(open_savepoint(spark, base))
+                    opened[ref] = ref.open(reader[0])
+                else:
+                    opened[ref] = ref.open(spark)
             return opened[ref]
 
         return [_opened(op, open_) for op in self.operators]
 
 
+def _inputs(value):
+    """Every :class:`DataRef` and :class:`SqlRef` in *value*, as :func:`_opened` finds them."""
+    if isinstance(value, (DataRef, SqlRef)):
+        yield value
+    elif isinstance(value, tuple):
+        for v in value:
+            yield from _inputs(v)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            if f.name in _INPUT_HOLDERS:
+                yield from _inputs(getattr(value, f.name))
+
+
+_INPUT_HOLDERS = ("data", "keyed", "states", "timers", "operator_states")
+
+
 def _opened(value, open_: Callable[[DataRef], Any]):
-    """*value* with every :class:`DataRef` in it replaced by what *open_* gives."""
-    if isinstance(value, DataRef):
+    """*value* with every :class:`DataRef` and :class:`SqlRef` in it replaced by what *open_* gives."""
+    if isinstance(value, (DataRef, SqlRef)):
         return open_(value)
     if isinstance(value, tuple):
         return tuple(_opened(v, open_) for v in value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         changes = {f.name: _opened(getattr(value, f.name), open_) for f in dataclasses.fields(value)
-                   if f.name in ("data", "keyed", "states", "timers", "operator_states")}
+                   if f.name in _INPUT_HOLDERS}
         return dataclasses.replace(value, **changes)
     return value
 
@@ -225,11 +278,13 @@ class _Parser:
             self.errors.append(f"{source}: operator uid(s) {', '.join(map(repr, dupes))} given twice")
         return Spec(source, max_p, fmt, operators, self.base_dir)
 
-    def input(self, value, where: str) -> DataRef | None:
+    def input(self, value, where: str) -> DataRef | SqlRef | None:
         if value is None:
             return None
         if isinstance(value, str):
             value = {"path": value}
+        if isinstance(value, dict) and "sql" in value:
+            return self.sql_input(value, where)
         f = _Fields(value, where, INPUT_FIELDS)
         path = f.get("path", str, required=True)
         loc = Location.of(path) if ("://" in path or os.path.isabs(path)) \
@@ -246,6 +301,18 @@ class _Parser:
         options = f.get("options", dict, default={})
         return DataRef(loc.uri, fmt, f.get("schema", str),
                        tuple(sorted((str(k), _option(v)) for k, v in options.items())))
+
+    def sql_input(self, value: dict, where: str) -> SqlRef:
+        from statectl.readers.statements import check_read_only
+        from statectl.statefmt.errors import UsageError
+
+        f = _Fields(value, where, {"sql"})
+        query = f.get("sql", str, required=True)
+        try:
+            check_read_only(query)
+        except UsageError as e:
+            raise SpecError(f"{where}.sql: {e}") from None
+        return SqlRef(query, where)
 
     def operator(self, value, where: str, default_max_p: int | None) -> OperatorData | None:
         """The operator, or None when a part of it is wrong (its lines are in :attr:`errors`)."""

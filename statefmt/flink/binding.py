@@ -181,6 +181,30 @@ def derive_type(t: pa.DataType, where: str) -> T.FlinkType:
                            + (f" ({hint})" if hint else ""))
 
 
+# a number column written as a Flink type whose Arrow type is one of these loses nothing
+_WIDENINGS = {pa.int8(): (pa.int16(), pa.int32(), pa.int64(), pa.float32(), pa.float64()),
+              pa.int16(): (pa.int32(), pa.int64(), pa.float32(), pa.float64()),
+              pa.int32(): (pa.int64(), pa.float64()), pa.float32(): (pa.float64(),)}
+
+
+def check_written_type(column: pa.DataType, declared: T.FlinkType, where: str) -> None:
+    """A column is written as the *declared* Flink type when it has that type's Arrow type or one
+    that widens to it without loss (Integer -> Long, Float -> Double...); a narrowing or another
+    conversion of a number or boolean is one line naming both types (a cast in the input's SQL
+    says it on purpose). Text is parsed by the encoders (a value that does not parse fails the
+    write), and types beyond these are left to them too."""
+    numeric = pa.types.is_integer(column) or pa.types.is_floating(column)
+    if not (numeric or pa.types.is_boolean(column)) or not isinstance(declared, (T.Scalar, T.String)):
+        return
+    target = declared.arrow()
+    if column == target or target in _WIDENINGS.get(column, ()):
+        return
+    why = "a narrowing" if numeric and (pa.types.is_integer(target) or pa.types.is_floating(target)) \
+        else "not a safe widening"
+    raise FlinkEncodeError(f"{where}: {_DERIVED[column]} values cannot be written as {type_text(declared)} "
+                           f"({why}); declare {_DERIVED[column]} or cast it in the input's SQL")
+
+
 def key_java_type(t: T.FlinkType, where: str):
     """The Java type :mod:`keyhash` hashes a key of *t* as; POJO, Row and other keys are refused."""
     from .model import java_key_type

@@ -47,6 +47,31 @@ def encode_lineage(savepoint_id: str, lineage: tuple[LineageEntry, ...]) -> byte
     return (json.dumps(doc, indent=1) + "\n").encode()
 
 
+def commit_metadata(out: Location, data: bytes, lineage: tuple[LineageEntry, ...]) -> str | None:
+    """Commit a Flink savepoint at *out*: its lineage file (when it has lineage), then its
+    `_metadata` *data*, atomically; the lineage file's name, or None.
+
+    The lineage file's name comes from *data*, so the savepoint already at *out* (if any) never
+    sees it; a lineage file this call created is removed again when `_metadata` cannot be
+    written (one that was there, of an identical `_metadata`, stays).
+    """
+    if not lineage:
+        out.child(METADATA).write_bytes_atomically(data)
+        return None
+    new_id = flink_savepoint_id(data)
+    name = lineage_file_name(new_id)
+    target = out.child(name)
+    created = not target.exists()
+    try:
+        target.write_bytes_atomically(encode_lineage(new_id, lineage))
+        out.child(METADATA).write_bytes_atomically(data)
+    except BaseException:
+        if created:
+            target.delete_file()
+        raise
+    return name
+
+
 def read_lineage(location: Location, savepoint_id: str) -> tuple[LineageEntry, ...]:
     """The checked lineage of the Flink savepoint *savepoint_id* at *location* (none: ``()``)."""
     path = location.child(lineage_file_name(savepoint_id))

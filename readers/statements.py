@@ -1,4 +1,5 @@
-"""`statectl sql` runs queries only: a statement that could write or change anything is refused.
+"""Queries only (`statectl sql`, a spec's ``{sql: ...}`` inputs): a statement that could write
+or change anything is refused.
 
 Spark runs a command (``INSERT OVERWRITE DIRECTORY``, ``CREATE``, ``SET``...) at
 once when it parses it, so the check happens before the statement reaches Spark,
