@@ -177,7 +177,6 @@ class SavepointWriter:
         *on_job*, if given, is called with a description before each Spark job.
         *overwrite* replaces a savepoint already at *output* (see :func:`commit`).
         """
-        base = self.base
         if is_flink(self.base) and not self._new:  # metadata only: remove and rename
             from .flink_modify import write_flink_modification
             done = write_flink_modification(self.base, self._removed, self._renamed, output,
@@ -187,18 +186,19 @@ class SavepointWriter:
         check_base_format(self.base, self.format, self._new)
         if self.format == Format.FLINK:
             return self._write_flink(output, spark, self_contained, on_job, overwrite)
+        kept_from = self.base  # the savepoint whose operators the output keeps
         if is_flink(self.base):  # every operator is in the spec: the base is only an input
             if self._removed or self._renamed:
                 raise UsageError("removing or renaming operators needs a base of the written format")
-            self.base = None
-        out = check_output(output, [base], overwrite=overwrite)
-        derived = self._derive()  # metadata-only part: checked before any file is written
+            kept_from = None
+        out = check_output(output, [self.base], overwrite=overwrite)
+        derived = self._derive(kept_from)  # metadata-only part: checked before any file is written
         if self._new and spark is None:
             raise UsageError("writing operators from data needs a Spark session")
         if self._rebuilt and spark is None:
             raise UsageError("rebuilding operators needs a Spark session")
         session = WriteSession(spark, out, on_job)
-        plans = [(self._plan(op, session), "written") for op in self._new.values()]
+        plans = [(self._plan(op, session, kept_from), "written") for op in self._new.values()]
         rebuilt_lineage = []
         for op_id, rebuild in self._rebuilt.items():
             copy, needed = shallow_copy(self.base, self.base.operator(OperatorRef(operator_id=op_id)))
@@ -207,7 +207,7 @@ class SavepointWriter:
         session.start()
         try:
             written = [(p.run(session), action) for p, action in plans]
-            sp, reports = self._assemble(derived, written, rebuilt_lineage)
+            sp, reports = self._assemble(kept_from, derived, written, rebuilt_lineage)
             copied = (0, 0)
             if self_contained:
                 sp, files, size = make_self_contained(sp, out, session.token)
@@ -250,13 +250,13 @@ class SavepointWriter:
     def _label(self, operator_id: str) -> str:
         return self.base.operator(OperatorRef(operator_id=operator_id)).label
 
-    def _derive(self) -> list[tuple[str, Operator, str]]:
-        """The base's operators that stay: (original id, operator, "shallow copy" | "renamed")."""
-        if self.base is None:
+    def _derive(self, base: Savepoint | None) -> list[tuple[str, Operator, str]]:
+        """*base*'s operators that stay: (original id, operator, "shallow copy" | "renamed")."""
+        if base is None:
             return []
         new_ids = {operator_id_for_uid(uid) for uid in self._new} | set(self._rebuilt)
         kept, seen = [], set(new_ids)
-        for op in self.base.operators:
+        for op in base.operators:
             original = op.operator_id
             if original in self._removed or original in new_ids:
                 continue
@@ -272,34 +272,34 @@ class SavepointWriter:
             seen.add(op.operator_id)
         return kept
 
-    def _plan(self, op: OperatorData, session: WriteSession) -> OperatorPlan:
+    def _plan(self, op: OperatorData, session: WriteSession, base: Savepoint | None) -> OperatorPlan:
         max_p = op.max_parallelism or self.max_parallelism
-        if max_p is None and self.base is not None:
+        if max_p is None and base is not None:
             try:
-                max_p = self.base.operator(OperatorRef(uid=op.uid)).max_parallelism
+                max_p = base.operator(OperatorRef(uid=op.uid)).max_parallelism
             except UnknownOperatorError:
                 pass
         max_p = max_p or default_max_parallelism(op.parallelism)
         check_parallelism(op.parallelism, max_p)
         return plan_operator(op, max_p, self.format, session)
 
-    def _assemble(self, derived, written: list[tuple[Operator, str]],
+    def _assemble(self, base: Savepoint | None, derived, written: list[tuple[Operator, str]],
                   extra_lineage=()) -> tuple[Savepoint, list]:
         reports, lineage = [], list(extra_lineage)
         slots: dict[str, Operator] = {}  # base operator id -> what takes its place
         for original, op, action in derived:
-            copy, needed = shallow_copy(self.base, op)
+            copy, needed = shallow_copy(base, op)
             lineage.append(needed)
             slots[original] = copy
             reports.append(_report(copy, action))
         new = []
         for op, action in written:
             reports.append(_report(op, action))
-            if op.operator_id in {o.operator_id for o in (self.base.operators if self.base else ())}:
+            if op.operator_id in {o.operator_id for o in (base.operators if base else ())}:
                 slots[op.operator_id] = op
             else:
                 new.append(op)
-        base_order = [o.operator_id for o in self.base.operators] if self.base else []
+        base_order = [o.operator_id for o in base.operators] if base else []
         operators = [slots[i] for i in base_order if i in slots] + new
         sp = Savepoint(new_savepoint_id(), now_iso(), tuple(operators), merge_lineage(*lineage))
         return prune_lineage(sp), reports
