@@ -469,7 +469,8 @@ ALL_GROUPS = ("scalars", "composite", "ttl")  # states=all; collections only whe
 
 def job_description(expected: dict) -> dict:
     """The declared-mode description of the states of the job (or dev fixture) that wrote
-    *expected* (its expected.json): src, union-op, bcast, proc and win with their uids."""
+    *expected* (its expected.json): src, union-op, bcast, proc and win with their uids; a new
+    description on every call, which the caller may change."""
     kn = expected["scenario"]["knobs"]
     key = KEY_TYPES[kn.get("key-type", DEFAULTS["key_type"])]
     states = kn.get("states", "all")
@@ -481,7 +482,9 @@ def job_description(expected: dict) -> dict:
         return {"uid": ops[role]["uid"], "parallelism": ops[role]["parallelism"],
                 "max_parallelism": ops[role]["max_parallelism"], **body}
 
-    proc_states = [{**s, "type": pojo} if s.get("type") == "POJO" else s
+    # Copies of PROC_STATES' entries: a caller may change its description (a test declares a
+    # wrong type) without changing what every later description declares.
+    proc_states = [{**s, "type": pojo} if s.get("type") == "POJO" else dict(s)
                    for g in dict.fromkeys(groups) for s in PROC_STATES[g]]
     return {"operators": [
         op("src", operator_state=[{"name": "offsets", "distribution": "SPLIT_DISTRIBUTE", "element_type": "Long"}]),

@@ -145,6 +145,23 @@ def test_missing_jars_fail_clearly(tmp_path, monkeypatch):
         "(it pip-downloads apache-flink-libraries==1.17.2), or set STATECTL_FLINK_HOME")
 
 
+def test_a_changed_job_description_leaves_later_ones_alone():
+    """job_description gives a new description each call: a test that declares count as Integer
+    in its own (test_flink_restore) once made every later declared restore of the process declare
+    it so, and Flink refused the dev-fixture round trip's LongSerializer state."""
+    expected = flink_job.fixture_expected("long-hashmap-canonical")
+    changed = flink_job.job_description(expected)
+    for op in changed["operators"]:
+        for state in op.get("keyed_state", []):
+            state["type"] = "Integer"
+    proc = next(op for op in flink_job.job_description(expected)["operators"] if op["uid"] == "lk-proc")
+    assert [(s["name"], s["kind"], s.get("type")) for s in proc["keyed_state"]] == [
+        ("count", "VALUE", "Long"), ("events", "LIST", None), ("attrs", "MAP", None),
+        ("sum", "REDUCING", "Long"), ("avg", "AGGREGATING", None), ("ratio", "VALUE", "Double"),
+        ("flag", "VALUE", "Boolean"), ("last_type", "VALUE", "String"), ("values", "LIST", None),
+        ("by_bucket", "MAP", None)]
+
+
 def test_size_mode(size_23):
     """Size mode: String keys user-%07d, each with count = its index and events = [key, index]."""
     snap = size_23

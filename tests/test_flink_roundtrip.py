@@ -1,6 +1,4 @@
-"""NOT IN THE SUITE: fails inside a full run (Flink: IntSerializer state vs stored LongSerializer, heap backend) though it passes alone; run by hand with `python -m pytest tests/flink_roundtrip_check.py` until the cause is found.
-
-Every dev fixture (tests/fixtures/flink-dev, canonical and native, both backends) read with
+"""Every dev fixture (tests/fixtures/flink-dev, canonical and native, both backends) read with
 statectl, written back with `statectl bootstrap --format flink` from those tables
 (tests/flink_rewrite.py), restores in Flink 2.3 into both backends with exactly its state: the
 job-shaped check and the declared-mode dump of every key, TTL timestamps within the write's
