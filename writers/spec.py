@@ -173,7 +173,9 @@ class Spec:
 
     def sql_inputs(self) -> list[SqlRef]:
         """Every ``{sql: ...}`` input of the spec."""
-        return [ref for ref in _inputs(self.operators) if isinstance(ref, SqlRef)]
+        found: list = []
+        _opened(tuple(self.operators), lambda ref: found.append(ref) or ref)
+        return [ref for ref in found if isinstance(ref, SqlRef)]
 
     def check_base(self, base) -> None:
         """An ``{sql: ...}`` input reads the base savepoint: one line when there is none."""
@@ -203,24 +205,12 @@ class Spec:
         return [_opened(op, open_) for op in self.operators]
 
 
-def _inputs(value):
-    """Every :class:`DataRef` and :class:`SqlRef` in *value*, as :func:`_opened` finds them."""
-    if isinstance(value, (DataRef, SqlRef)):
-        yield value
-    elif isinstance(value, tuple):
-        for v in value:
-            yield from _inputs(v)
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for f in dataclasses.fields(value):
-            if f.name in _INPUT_HOLDERS:
-                yield from _inputs(getattr(value, f.name))
-
-
 _INPUT_HOLDERS = ("data", "keyed", "states", "timers", "operator_states")
 
 
 def _opened(value, open_: Callable[[DataRef], Any]):
-    """*value* with every :class:`DataRef` and :class:`SqlRef` in it replaced by what *open_* gives."""
+    """*value* with every :class:`DataRef` and :class:`SqlRef` in it replaced by what *open_* gives
+    (which also visits every input, in order)."""
     if isinstance(value, (DataRef, SqlRef)):
         return open_(value)
     if isinstance(value, tuple):
