@@ -82,7 +82,7 @@ def check_writable_base(base: Savepoint) -> None:
                          "writer (rescale, or bootstrap --base --format flink), not in statectl's own format")
 
 
-def check_base_format(base: Savepoint | None, format: str, new_uids) -> None:
+def check_base_format(base: Savepoint | None, format: str, new_uids, removed_or_renamed: bool = False) -> None:
     """A derived savepoint points at its base's files, so both must be of one format family; the
     other family is fine when every operator of the base is in the spec (nothing to point at)."""
     if base is None or is_flink(base) == (format == Format.FLINK):
@@ -95,6 +95,8 @@ def check_base_format(base: Savepoint | None, format: str, new_uids) -> None:
         raise UsageError(f"{base.location} is {base_kind} savepoint and the output would be {out_kind}: "
                          f"operator(s) {', '.join(kept)} not in the spec cannot be shallow copies of it; "
                          f"write --format {use}, or give them in the spec")
+    if removed_or_renamed:
+        raise UsageError("removing or renaming operators needs a base of the written format")
 
 
 class SavepointWriter:
@@ -183,13 +185,11 @@ class SavepointWriter:
                                             self_contained, overwrite)
             return WriteReport(done.savepoint, [_report(op, action) for op, action in done.operators],
                                done.removed, done.copied_files, done.copied_bytes, done.removed_leftovers)
-        check_base_format(self.base, self.format, self._new)
+        check_base_format(self.base, self.format, self._new, bool(self._removed or self._renamed))
         if self.format == Format.FLINK:
             return self._write_flink(output, spark, self_contained, on_job, overwrite)
         kept_from = self.base  # the savepoint whose operators the output keeps
         if is_flink(self.base):  # every operator is in the spec: the base is only an input
-            if self._removed or self._renamed:
-                raise UsageError("removing or renaming operators needs a base of the written format")
             kept_from = None
         out = check_output(output, [self.base], overwrite=overwrite)
         derived = self._derive(kept_from)  # metadata-only part: checked before any file is written
@@ -227,8 +227,6 @@ class SavepointWriter:
 
         check_output(output, [self.base], overwrite=overwrite)  # never into (or over) the base
         if not is_flink(self.base):  # nothing of it is kept (check_base_format)
-            if self.base is not None and self._removed + list(self._renamed):
-                raise UsageError("removing or renaming operators needs a base of the written format")
             kept, new = (), list(self._new.values())
         else:
             if self._renamed:
