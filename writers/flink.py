@@ -37,7 +37,6 @@ from statectl.statefmt.flink.keyhash import flink_key_groups
 from statectl.statefmt.flink.lineage import commit_metadata
 from statectl.statefmt.flink.savepoint_write import (KeyedStreamFile, OperatorStreamFile, flink_operator,
                                                      metadata_bytes)
-from statectl.statefmt.flink.shallow import lineage_needed, pointer_copy, self_contained
 from statectl.statefmt.flink.snapshot_write import keyed_header, operator_header
 from statectl.statefmt.flink.stream_write import (ENTRY_DDL, ENTRY_SCHEMA, KEY, KEY_GROUP, ORDER, STATE,
                                                   KeyedStreamBuilder, OperatorStreamPart, StreamState,
@@ -539,11 +538,9 @@ def write_flink(operators, output: str, spark, max_parallelism: int | None = Non
     model, a :class:`FlinkOperatorReport` per written operator, the number of files of earlier,
     killed writes into *output* it removed, and the files and bytes copied.
     """
-    import functools
-
     from statectl.statefmt.flink.model import flink_savepoint, load_flink
 
-    from .flink_modify import copy_into, copy_name_for, previous_files, remove_replaced
+    from .flink_modify import keep_operators, previous_files, remove_replaced
 
     out = check_output(output, [base] if base is not None else [], overwrite=overwrite)
     if spark is None:
@@ -557,16 +554,9 @@ def write_flink(operators, output: str, spark, max_parallelism: int | None = Non
         max_p = data.max_parallelism or max_parallelism or default_max_parallelism(data.parallelism)
         plans.append(FlinkOperatorPlan(data, max_p, session, now_ms))
     session.start()
-    copies, copied_bytes, lineage = [], 0, ()
     try:
-        if self_contained_copy and kept_ops:
-            shared, copies = self_contained(fsp.location, kept_ops,
-                                            functools.partial(copy_name_for, token=session.token))
-            copied_bytes = copy_into(out, copies)
-        else:
-            shared = [pointer_copy(fsp.location, op) for op in kept_ops]
-            if kept_ops:
-                lineage = lineage_needed(fsp.location, fsp.savepoint_id, fsp.lineage, kept_ops)
+        shared, copies, copied_bytes, lineage = keep_operators(fsp, kept_ops, out, session.token,
+                                                               self_contained_copy)
         shared = [_retagged(op, kept_max_parallelism) for op in shared]
         results = [p.run() for p in plans]
         written = {op.operator_id: op for op, _ in results}

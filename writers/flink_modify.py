@@ -58,15 +58,7 @@ def write_flink_modification(base: Savepoint, removed: list[str], renamed: dict[
     session = WriteSession(None, out)
     session.start()
     try:
-        ops = [pointer_copy(fsp.location, op) for op in kept]
-        copies: list[FileCopy] = []
-        if self_contained_copy:
-            ops, copies = self_contained(fsp.location, kept, functools.partial(copy_name_for, token=session.token))
-            copied_bytes = copy_into(out, copies)
-            lineage = ()
-        else:
-            copied_bytes = 0
-            lineage = lineage_needed(fsp.location, fsp.savepoint_id, fsp.lineage, kept)
+        ops, copies, copied_bytes, lineage = keep_operators(fsp, kept, out, session.token, self_contained_copy)
         meta = dataclasses.replace(fsp.metadata, operators=tuple(ops))
         data = encode_metadata(meta)
         previous = previous_files(out) if overwrite else set()
@@ -103,6 +95,19 @@ def _derive(meta: FlinkMetadata, removed: list[str], renamed: dict[str, str]
         actions[op.operator_id] = action
         kept.append(op)
     return kept, actions
+
+
+def keep_operators(fsp, kept: list[FlinkOperator], out: Location, token: str, self_contained_copy: bool
+                   ) -> tuple[list[FlinkOperator], list[FileCopy], int, tuple]:
+    """The operators *kept* of the Flink savepoint *fsp* as a new savepoint at *out* holds them:
+    pointer copies (absolute handles) and the lineage entries their files lie in, or, with
+    *self_contained_copy*, with their files copied into *out* (no lineage).
+    Returns (operators, copies, bytes copied, lineage)."""
+    if self_contained_copy and kept:
+        ops, copies = self_contained(fsp.location, kept, functools.partial(copy_name_for, token=token))
+        return ops, copies, copy_into(out, copies), ()
+    ops = [pointer_copy(fsp.location, op) for op in kept]
+    return ops, [], 0, lineage_needed(fsp.location, fsp.savepoint_id, fsp.lineage, kept) if kept else ()
 
 
 def copy_name_for(name: str, taken: set[str], token: str) -> str:
