@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from statectl.statefmt.errors import FlinkEncodeError
 from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.binding import derive_type, key_java_type, parse_type, type_text
-from statectl.statefmt.flink.encode import encode, parts_of, string_values, varints
+from statectl.statefmt.flink.encode import encode, parts_of, scattered, string_values, varints
 from statectl.statefmt.flink.handles import KeyGroupsStream
 from statectl.statefmt.flink.headers import read_keyed_header, read_operator_header
 from statectl.statefmt.flink.savepoint import open_flink_savepoint, read_stream
@@ -57,6 +57,15 @@ def test_scalars_round_trip(longs, ints, bools, doubles):
     assert decoded(text("Double"), pa.array(doubles, pa.float64())).to_pylist() == doubles
     shorts = [i % 32768 for i in ints]
     assert decoded(text("Short"), pa.array(shorts, pa.int16())).to_pylist() == shorts
+
+
+@given(st.lists(st.one_of(st.none(), st.binary(max_size=5)), max_size=30))
+def test_scattered_puts_values_at_the_present_rows(rows):
+    """An entry column: the encoded values of the present rows, a null at every other row."""
+    present = np.array([r is not None for r in rows], dtype=bool)
+    got = scattered(pa.array([r for r in rows if r is not None], pa.binary()), present)
+    got.validate(full=True)
+    assert got.type == pa.binary() and got.to_pylist() == rows
 
 
 @settings(max_examples=80, deadline=None)

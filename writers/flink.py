@@ -1,13 +1,16 @@
 """Writing a canonical Apache Flink savepoint (``bootstrap --format flink``).
 
-Each state's input is encoded in Spark tasks into *entry rows*
-(:data:`~statectl.statefmt.flink.stream_write.ENTRY_SCHEMA`): the key group
-(Flink's hash of the key), the state's position in the stream header, the key
-bytes (key, namespace, map key; a timer's timestamp first) and the value bytes,
-all as the job's serializers write them (:mod:`statectl.statefmt.flink.encode`).
-The entries of every state are unioned, sent to the task of their subtask and
-sorted by (key group, state, key, list order) there; each task writes its
-subtask's keyed stream file (:class:`KeyedStreamBuilder`) and returns its handle.
+Each input of the keyed states (the operator's data, or a state's own) is encoded
+in Spark tasks, in one pass, into *entry rows*
+(:func:`~statectl.statefmt.flink.stream_write.row_schema`): per row the key
+group (Flink's hash of the key) and the key bytes (key and namespace; a timer's
+timestamp first) once, and the entry columns of every state read from that
+input (value bytes, a map's user key bytes, a list's element order), all as the
+job's serializers write them (:mod:`statectl.statefmt.flink.encode`). The rows
+of all inputs are unioned, sent to the task of their subtask and sorted by (key
+group, key) there; each task writes its subtask's keyed stream file
+(:class:`KeyedStreamBuilder`, which puts the entries in stream order) and
+returns its handle.
 Operator states are encoded in tasks too and assembled on the driver (they are
 small), one stream per subtask. `_metadata` comes last, atomically; a failed
 write removes every file it began, as for statectl's own formats.
@@ -25,22 +28,21 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from statectl.statefmt.errors import FlinkEncodeError, StatectlError, UsageError
 from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.binding import (LIST_SERIALIZER, MAP_SERIALIZER, NAMED, VOID, check_written_type,
                                              derive_type, key_java_type)
-from statectl.statefmt.flink.encode import big_endian, binary, encode, fixed, join_rows, null_flagged
+from statectl.statefmt.flink.encode import big_endian, binary, encode, fixed, join_rows, null_flagged, scattered
 from statectl.statefmt.flink.headers import StateMeta
 from statectl.statefmt.flink.keyhash import flink_key_groups
 from statectl.statefmt.flink.lineage import commit_metadata
 from statectl.statefmt.flink.savepoint_write import (KeyedStreamFile, OperatorStreamFile, flink_operator,
                                                      metadata_bytes)
 from statectl.statefmt.flink.snapshot_write import keyed_header, operator_header
-from statectl.statefmt.flink.stream_write import (ENTRY_DDL, ENTRY_SCHEMA, KEY, KEY_GROUP, ORDER, STATE,
-                                                  KeyedStreamBuilder, OperatorStreamPart, StreamState,
-                                                  operator_stream)
+from statectl.statefmt.flink.stream_write import (KEY, KEY_GROUP, KeyedStreamBuilder, OperatorStreamPart,
+                                                  StreamState, operator_stream, order_column, row_ddl,
+                                                  row_schema, user_key_column, value_column)
 from statectl.statefmt.fs import Location
 from statectl.statefmt.ids import operator_id_for_uid
 from statectl.statefmt.keygroups import check_parallelism, default_max_parallelism, key_group_range
@@ -107,19 +109,32 @@ class _BatchEncoder:
 
 
 @dataclass(frozen=True)
-class EntryEncoder(_BatchEncoder):
-    """Encodes one state's input rows into entry rows, in the tasks (picklable)."""
+class StateEncoding:
+    """How one state's input columns (``_val<i>``, ``_uk<i>``, ``_ord<i>``, ``_ts<i>`` for state
+    id *i*) become its entry columns."""
 
-    kind: str  # value | list | map | timers
     state_id: int
+    kind: str  # value | list | map | timers
+    value: T.FlinkType | None  # value, list element or map value (TTL-wrapped when ttl_ms is set)
+    user_key: T.FlinkType | None
+    ttl_ms: int | None
+    ordered: bool
+    where: str
+
+
+@dataclass(frozen=True)
+class EntryEncoder(_BatchEncoder):
+    """Encodes the rows of one input into entry rows (:func:`row_schema`), in the tasks (picklable):
+    the key group and key bytes once per row, and the entry columns of every state read from
+    that input. A timers input is encoded alone (its key bytes start with the timestamp)."""
+
+    states: tuple[StateEncoding, ...]
+    schema: pa.Schema  # the operator's entry rows
     key: T.FlinkType
     key_java: object
     key_columns: int
     namespace: T.FlinkType
     has_namespace: bool
-    value: T.FlinkType | None  # value, list element or map value (TTL-wrapped when ttl_ms is set)
-    user_key: T.FlinkType | None
-    ttl_ms: int | None
     max_parallelism: int
     where: str
 
@@ -133,12 +148,6 @@ class EntryEncoder(_BatchEncoder):
         return cols[0]
 
     def encode(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        if self.kind in ("value", "list"):
-            batch = batch.filter(pc.is_valid(batch.column("_val")))
-        if self.kind == "map" and batch.column("_uk").null_count:
-            raise FlinkEncodeError(f"{self.where}: a row has a null map key")
-        if self.kind == "timers" and batch.column("_ts").null_count:
-            raise FlinkEncodeError(f"{self.where}: a row has a null timer timestamp")
         n = batch.num_rows
         key = self._key(batch)
         groups = flink_key_groups(key, self.key_java, self.max_parallelism).astype(np.int32)
@@ -150,28 +159,49 @@ class EntryEncoder(_BatchEncoder):
             parts.append(encode(self.namespace, ns, f"{self.where}, namespace"))
         else:
             parts.append(fixed(np.zeros((n, 1), dtype=np.uint8)))  # VoidNamespace
-        if self.kind == "timers":
-            ts = _millis(batch.column("_ts"))
-            parts.insert(0, fixed(big_endian(ts ^ np.int64(T.LONG_MIN), ">i8")))
-            value = binary(b"", np.zeros(n + 1, dtype=np.int64))
-        elif self.kind == "map":
-            parts.append(encode(self.user_key, batch.column("_uk"), f"{self.where}, map key"))
-            value = null_flagged(self.value, self._with_ttl(batch.column("_val")), f"{self.where}, value")
-        else:
-            value = encode(self.value, self._with_ttl(batch.column("_val")), f"{self.where}, value")
-        order = batch.column("_ord").cast(pa.int64()) if "_ord" in batch.schema.names \
-            else pa.nulls(n, pa.int64())
-        return pa.RecordBatch.from_arrays(
-            [pa.array(groups), pa.array(np.full(n, self.state_id, dtype=np.int32)),
-             join_rows(parts).cast(pa.binary()), value.cast(pa.binary()), order], schema=ENTRY_SCHEMA)
+        columns: dict[str, pa.Array] = {}
+        present = np.zeros(n, dtype=bool)
+        for s in self.states:
+            i = s.state_id
+            if s.kind == "timers":
+                ts = batch.column(f"_ts{i}")
+                if ts.null_count:
+                    raise FlinkEncodeError(f"{s.where}: a row has a null timer timestamp")
+                parts.insert(0, fixed(big_endian(_millis(ts) ^ np.int64(T.LONG_MIN), ">i8")))
+                columns[value_column(i)] = binary(b"", np.zeros(n + 1, dtype=np.int64))
+                present[:] = True
+            elif s.kind == "map":
+                user_keys = batch.column(f"_uk{i}")
+                if user_keys.null_count:
+                    raise FlinkEncodeError(f"{s.where}: a row has a null map key")
+                columns[user_key_column(i)] = encode(s.user_key, user_keys, f"{s.where}, map key")
+                columns[value_column(i)] = null_flagged(s.value, _with_ttl(s, batch.column(f"_val{i}")),
+                                                        f"{s.where}, value")
+                present[:] = True
+            else:  # a null value or list element is no entry
+                values = batch.column(f"_val{i}")
+                valid = values.is_valid().to_numpy(zero_copy_only=False)
+                encoded = encode(s.value, _with_ttl(s, values.filter(valid) if values.null_count else values),
+                                 f"{s.where}, value")
+                columns[value_column(i)] = scattered(encoded, valid)
+                if s.ordered:
+                    columns[order_column(i)] = batch.column(f"_ord{i}").cast(pa.int64())
+                present |= valid
+        columns[KEY_GROUP] = pa.array(groups)
+        columns[KEY] = join_rows(parts)
+        out = pa.RecordBatch.from_arrays(
+            [columns[f.name].cast(f.type) if f.name in columns else pa.nulls(n, f.type) for f in self.schema],
+            schema=self.schema)
+        return out if present.all() else out.filter(pa.array(present))
 
-    def _with_ttl(self, values: pa.Array) -> pa.Array:
-        if self.ttl_ms is None:
-            return values
-        if self.kind == "map" and values.null_count:
-            raise FlinkEncodeError(f"{self.where}: a TTL map state cannot hold a null value")
-        ts = pa.array(np.full(len(values), self.ttl_ms, dtype=np.int64))
-        return pa.StructArray.from_arrays([ts, values], names=[T.TTL_FIELD, "value"])
+
+def _with_ttl(s: StateEncoding, values: pa.Array) -> pa.Array:
+    if s.ttl_ms is None:
+        return values
+    if s.kind == "map" and values.null_count:
+        raise FlinkEncodeError(f"{s.where}: a TTL map state cannot hold a null value")
+    ts = pa.array(np.full(len(values), s.ttl_ms, dtype=np.int64))
+    return pa.StructArray.from_arrays([ts, values], names=[T.TTL_FIELD, "value"])
 
 
 def _millis(values: pa.Array) -> np.ndarray:
@@ -325,14 +355,16 @@ class FlinkOperatorPlan:
         if not keyed.namespace and not isinstance(ns, T.VoidNamespace):
             raise SpecError(f"{self.where}: flink namespace {ns.describe()} needs keyed.namespace, "
                             "the column giving each row's window")
-        metas, encoders, frames = [], [], []
-        common = dict(key=key, key_java=key_java, key_columns=len(keyed.key), namespace=ns,
-                      has_namespace=bool(keyed.namespace), max_parallelism=self.max_parallelism)
+        metas, inputs = [], []  # inputs: (DataFrame, its states' encodings, their columns' SQL)
         for state in keyed.states:
-            meta, encoder, df = self._keyed_state(state, len(metas), keyed, ns, common)
+            meta, encoding, df, columns = self._keyed_state(state, len(metas), keyed, ns)
             metas.append(meta)
-            encoders.append(encoder)
-            frames.append(df)
+            shared = next((i for i in inputs if i[0] is df), None)
+            if shared is None:
+                inputs.append((df, [encoding], columns))
+            else:
+                shared[1].append(encoding)
+                shared[2].update(columns)
         service = self.binding.timer_service
         timer_ids = {}
         for domain in ("event", "processing"):
@@ -343,27 +375,38 @@ class FlinkOperatorPlan:
             where = f"{self.where}, {t.domain}-time timers"
             df = t.data if t.data is not None else keyed.data
             _missing(df, [*keyed.key, t.column] + ([keyed.namespace] if keyed.namespace else []), where)
-            encoder = EntryEncoder("timers", timer_ids[t.domain], value=None, user_key=None, ttl_ms=None,
-                                   where=where, **common)
-            frames.append(self._entries(df, keyed, encoder, {"_ts": q(t.column)}))
+            state_id = timer_ids[t.domain]
+            inputs.append((df, [StateEncoding(state_id, "timers", None, None, None, False, where)],
+                           {f"_ts{state_id}": q(t.column)}))
         names = [m.name for m in metas]
         unknown = sorted(set(self.binding.states) - set(names) - {s.name for s in self.data.operator_states})
         if unknown:
             raise SpecError(f"{self.where}.flink.states: no state named {', '.join(map(repr, unknown))}")
         self.keyed_header = keyed_header(key, metas)
+        ordered = {e.state_id for _, encodings, _ in inputs for e in encodings if e.ordered}
+        self.stream_states = tuple(StreamState(m.name, m.kind, f"{self.where}, {m.kind} state {m.name!r}",
+                                               i in ordered) for i, m in enumerate(metas))
+        schema = row_schema(self.stream_states)
+        common = dict(schema=schema, key=key, key_java=key_java, key_columns=len(keyed.key), namespace=ns,
+                      has_namespace=bool(keyed.namespace), max_parallelism=self.max_parallelism)
+        frames = []
+        for df, encodings, columns in inputs:
+            where = encodings[0].where if len(encodings) == 1 else \
+                f"{self.where}, the input of states {', '.join(repr(names[e.state_id]) for e in encodings)}"
+            encoder = EntryEncoder(tuple(encodings), where=where, **common)
+            frames.append(self._entries(df, keyed, encoder, columns, row_ddl(schema)))
         union = frames[0]
         for df in frames[1:]:
             union = union.unionByName(df)
         chunks = Chunks(self.max_parallelism, self.data.parallelism, 1)
-        rows = chunks.distribute(union, sort_by=(KEY_GROUP, STATE, KEY, ORDER))
-        self.stream_states = tuple(StreamState(m.name, m.kind, f"{self.where}, {m.kind} state {m.name!r}")
-                                   for m in metas)
+        rows = chunks.distribute(union, sort_by=(KEY_GROUP, KEY))
         self.key = key
         task = KeyedStreamTask(self.session.out.uri, self.session.token, self.keyed_header, self.stream_states,
                                key, self.max_parallelism, self.data.parallelism)
         self.keyed_job = rows.mapInArrow(task, STREAM_HANDLE_DDL)
 
-    def _keyed_state(self, state, state_id: int, keyed: KeyedData, ns, common):
+    def _keyed_state(self, state, state_id: int, keyed: KeyedData, ns):
+        """A keyed state's header entry, its encoding, its input and its columns' SQL."""
         where = f"{self.where}, state {state.name!r}"
         sb = self.binding.state(state.name)
         df = state.data if state.data is not None else keyed.data
@@ -382,33 +425,32 @@ class FlinkOperatorPlan:
             user_key = _derive(sb.key, df, state.key_column, where)
             value = _derive(sb.type, df, state.value_column, where)
             meta = StateMeta(state.name, "map", T.Map(user_key, _ttl(value, sb.ttl), MAP_SERIALIZER), ns, user_key)
-            encoder = EntryEncoder("map", state_id, value=_ttl(value, sb.ttl), user_key=user_key, ttl_ms=ttl_ms,
-                                   where=where, **common)
-            return meta, encoder, self._entries(df, keyed, encoder, {"_uk": q(state.key_column),
-                                                                     "_val": q(state.value_column)})
+            encoding = StateEncoding(state_id, "map", _ttl(value, sb.ttl), user_key, ttl_ms, False, where)
+            return meta, encoding, df, {f"_uk{state_id}": q(state.key_column),
+                                        f"_val{state_id}": q(state.value_column)}
         _missing(df, key_cols + [state.column], where)
         value = _derive(sb.type, df, state.column, where)
-        extra = {"_val": q(state.column)}
+        columns = {f"_val{state_id}": q(state.column)}
         if isinstance(state, ListState):
             meta = StateMeta(state.name, "list", T.List(_ttl(value, sb.ttl), LIST_SERIALIZER), ns)
             kind = "list"
             if state.order_by:
                 _missing(df, [state.order_by], where)
-                extra["_ord"] = _order_sql(df, state.order_by, where)
+                columns[f"_ord{state_id}"] = _order_sql(df, state.order_by, where)
         else:
             meta = StateMeta(state.name, sb.kind or "value", _ttl(value, sb.ttl), ns)
             kind = "value"
-        encoder = EntryEncoder(kind, state_id, value=_ttl(value, sb.ttl), user_key=None, ttl_ms=ttl_ms,
-                               where=where, **common)
-        return meta, encoder, self._entries(df, keyed, encoder, extra)
+        encoding = StateEncoding(state_id, kind, _ttl(value, sb.ttl), None, ttl_ms,
+                                 f"_ord{state_id}" in columns, where)
+        return meta, encoding, df, columns
 
-    def _entries(self, df, keyed: KeyedData, encoder: EntryEncoder, extra: dict[str, str]):
-        """*df*'s entry rows: its key, namespace and the *extra* SQL expressions, encoded by *encoder*."""
+    def _entries(self, df, keyed: KeyedData, encoder: EntryEncoder, columns: dict[str, str], ddl: str):
+        """*df*'s entry rows: its key, namespace and the states' *columns*, encoded by *encoder*."""
         exprs = [f"{q(k)} AS _k{i}" for i, k in enumerate(keyed.key)]
         if keyed.namespace:
             exprs.append(f"{q(keyed.namespace)} AS _ns")
-        exprs += [f"{sql} AS {name}" for name, sql in extra.items()]
-        return df.selectExpr(*exprs).mapInArrow(encoder, ENTRY_DDL)
+        exprs += [f"{sql} AS {name}" for name, sql in columns.items()]
+        return df.selectExpr(*exprs).mapInArrow(encoder, ddl)
 
     # --- operator state ----------------------------------------------------------------------
     def _plan_operator_states(self) -> None:

@@ -52,6 +52,20 @@ def big_endian(values: np.ndarray, dtype: str) -> np.ndarray:
     return v.view(np.uint8).reshape(len(v), np.dtype(dtype).itemsize)
 
 
+def scattered(values: pa.Array, present: np.ndarray) -> pa.Array:
+    """A binary column holding *values* in order at the rows where *present* is true, null elsewhere."""
+    if present.all():
+        return values
+    data, offsets = parts_of(values)
+    lengths = np.zeros(len(present), dtype=np.int64)
+    lengths[present] = np.diff(offsets)
+    spread = np.zeros(len(present) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=spread[1:])
+    valid = pa.array(present).buffers()[1]
+    return pa.Array.from_buffers(pa.binary(), len(present),
+                                 [valid, pa.py_buffer(spread.astype(np.int32)), pa.py_buffer(data)])
+
+
 def parts_of(a: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """(data as uint8, int64 offsets) of a binary column."""
     a = _flat(a)

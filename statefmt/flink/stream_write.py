@@ -4,9 +4,17 @@ A keyed stream is written by one task for one subtask: the header
 (:func:`snapshot_write.keyed_header`), then per non-empty key group its entries
 state by state (``short state id``, entries ``int len, key, int len, value``, the
 0x80 META_FOLLOWS bit on the first key byte of a state's last entry, ``0xFFFF``
-after the key group's last entry). The entry rows come in sorted by key group,
-state id and key (:data:`ENTRY_COLUMNS`); a key group is assembled at once, with
-numpy, from its rows. The offset of every key group is kept for the handle.
+after the key group's last entry). The offset of every key group is kept for the
+handle.
+
+The task is fed *entry rows* (:func:`row_schema`), sorted by key group and key:
+one row per input row, holding the key group, the key bytes (key and namespace;
+a timer's timestamp first) and, per state, its value bytes (null where the row
+has no entry for that state), a map state's user key bytes and a list state's
+element order. A row carries every state read from the same input, so the
+shuffle moves and sorts each key once, not once per state. A key group is
+assembled at once, with numpy: its rows become the entries of each state in
+stream order (:meth:`KeyedStreamBuilder._entries`), then the stream bytes.
 """
 
 from __future__ import annotations
@@ -24,10 +32,8 @@ from .binary_write import Writer
 from .encode import big_endian, binary, delimited, fixed, join_rows, parts_of
 from .streams import END_OF_KEY_GROUP, LIST_DELIMITER, META_FOLLOWS, prefix_bytes
 
-KEY_GROUP, STATE, KEY, VALUE, ORDER = "_key_group", "_state", "_k", "_v", "_o"
-ENTRY_SCHEMA = pa.schema([(KEY_GROUP, pa.int32()), (STATE, pa.int32()), (KEY, pa.binary()),
-                          (VALUE, pa.binary()), (ORDER, pa.int64())])
-ENTRY_DDL = "_key_group int, _state int, _k binary, _v binary, _o bigint"
+KEY_GROUP, KEY = "_key_group", "_k"
+_SPARK_TYPES = {pa.int32(): "int", pa.int64(): "bigint", pa.binary(): "binary"}
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,36 @@ class StreamState:
     name: str
     kind: str  # value | list | map | reducing | aggregating | timers
     what: str  # how errors name it ("operator 'proc', value state 'count'")
+    ordered: bool = False  # a list state whose elements carry their order (its order column)
+
+
+def value_column(state_id: int) -> str:
+    return f"_v{state_id}"
+
+
+def user_key_column(state_id: int) -> str:
+    return f"_u{state_id}"
+
+
+def order_column(state_id: int) -> str:
+    return f"_o{state_id}"
+
+
+def row_schema(states: list[StreamState] | tuple[StreamState, ...]) -> pa.Schema:
+    """The entry rows of an operator with *states* (see the module doc)."""
+    fields = [(KEY_GROUP, pa.int32()), (KEY, pa.binary())]
+    for i, state in enumerate(states):
+        fields.append((value_column(i), pa.binary()))
+        if state.kind == "map":
+            fields.append((user_key_column(i), pa.binary()))
+        if state.ordered:
+            fields.append((order_column(i), pa.int64()))
+    return pa.schema(fields)
+
+
+def row_ddl(schema: pa.Schema) -> str:
+    """*schema* (:func:`row_schema`) as a Spark DDL string."""
+    return ", ".join(f"{f.name} {_SPARK_TYPES[f.type]}" for f in schema)
 
 
 class KeyedStreamBuilder:
@@ -77,21 +113,20 @@ class KeyedStreamBuilder:
 
     # --- assembling ------------------------------------------------------------------------
     def _key_groups(self, rows: pa.Table) -> bytes:
-        n = rows.num_rows
-        if not n:
+        if not rows.num_rows:
             return b""
         rows = rows.combine_chunks()
         kg = rows.column(KEY_GROUP).to_numpy().astype(np.int64)
-        sid = rows.column(STATE).to_numpy().astype(np.int64)
         if kg.min() < self.first or kg.max() > self.last:
             bad = int(kg[(kg < self.first) | (kg > self.last)][0])
             raise FlinkEncodeError(f"key group {bad} reached the writer of key groups {self.first}-{self.last}")
-        if kg[0] <= self._previous or (np.diff(kg) < 0).any() or \
-                ((np.diff(kg) == 0) & (np.diff(sid) < 0)).any():
+        if kg[0] <= self._previous or (np.diff(kg) < 0).any():
             raise FlinkEncodeError("entries reached the Flink stream writer out of key-group order")
         self._previous = int(kg[-1])
-        keys = rows.column(KEY)
-        values = rows.column(VALUE)
+        kg, sid, keys, values = self._entries(kg, rows)
+        n = len(kg)
+        if not n:
+            return b""
         same = np.zeros(n, dtype=bool)
         if n > 1:
             same[1:] = (kg[1:] == kg[:-1]) & (sid[1:] == sid[:-1]) & \
@@ -138,6 +173,41 @@ class KeyedStreamBuilder:
         self.entries += m
         return data.tobytes()
 
+    def _entries(self, kg: np.ndarray, rows: pa.Table):
+        """The entries of *rows* (sorted by key group and key) in stream order: by key group,
+        state and key (a map's key then user key), a list's elements in their order.
+        Returns (key groups, state ids, keys, values)."""
+        keys = rows.column(KEY).chunk(0)
+        parts = []
+        for i, state in enumerate(self.states):
+            values = rows.column(value_column(i)).chunk(0)
+            if values.null_count == len(values):
+                continue
+            pick = None if not values.null_count else np.flatnonzero(values.is_valid().to_numpy(zero_copy_only=False))
+            g, k, v = (kg, keys, values) if pick is None else (kg[pick], keys.take(pick), values.take(pick))
+            order = None
+            if state.kind == "map":
+                user_keys = rows.column(user_key_column(i)).chunk(0)
+                k = join_rows([k, user_keys if pick is None else user_keys.take(pick)])
+                order = pc.sort_indices(pa.table({"g": g, "k": k}), [("g", "ascending"), ("k", "ascending")])
+            elif state.ordered:
+                o = rows.column(order_column(i)).chunk(0)
+                o = (o if pick is None else o.take(pick)).fill_null(T.LONG_MIN).to_numpy()
+                order = np.lexsort((o, run_ids(g, k)))
+            if order is not None:
+                g, k, v = g[np.asarray(order)], k.take(order), v.take(order)
+            parts.append((g, np.full(len(g), i, dtype=np.int64), k, v))
+        if not parts:
+            return kg[:0], kg[:0], keys[:0], keys[:0]
+        if len(parts) == 1:
+            return parts[0]
+        g = np.concatenate([p[0] for p in parts])
+        sid = np.concatenate([p[1] for p in parts])
+        in_stream = np.lexsort((sid, g))  # stable: each state keeps its key order
+        k = pa.concat_arrays([p[2] for p in parts]).take(in_stream)
+        v = pa.concat_arrays([p[3] for p in parts]).take(in_stream)
+        return g[in_stream], sid[in_stream], k, v
+
     def _repeated(self, row: int, sid: np.ndarray, keys: pa.Array, kg: np.ndarray) -> None:
         state = self.states[int(sid[row])]
         raw = keys[row].as_py()
@@ -148,6 +218,15 @@ class KeyedStreamBuilder:
         what = "a map key appears twice for key" if state.kind == "map" else "two rows for key"
         raise FlinkEncodeError(f"{state.what}: {what} {shown} (key group {int(kg[row])}); "
                                f"a {state.kind} state holds one value per key")
+
+
+def run_ids(groups: np.ndarray, keys: pa.Array) -> np.ndarray:
+    """For rows sorted by key group and key, the index of each row's (key group, key) run."""
+    same = np.zeros(len(groups), dtype=bool)
+    if len(groups) > 1:
+        same[1:] = (groups[1:] == groups[:-1]) & \
+            pc.equal(keys.slice(1), keys.slice(0, len(keys) - 1)).to_numpy(zero_copy_only=False)
+    return np.cumsum(~same) - 1
 
 
 # --- operator state -------------------------------------------------------------------------
