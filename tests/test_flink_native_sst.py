@@ -132,5 +132,23 @@ def test_a_key_filter_reads_only_its_key_groups_span():
     assert sum(b.num_rows for b in S.read_split(op.keyed_splits[1], key_groups={groups[0]})) == 0
 
 
+@pytest.mark.parametrize("fixture", sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()))
+def test_splits_read_in_pieces_give_the_rows_of_one_read(fixture, monkeypatch):
+    """With tiny pieces, every keyed split (canonical stream or native RocksDB) is decoded
+    key-group range by key-group range (a native snapshot's files opened once) and gives the
+    rows and timers of reading it whole; a key filter reads the pieces of its groups only."""
+    op = next(op for op in S.open_flink_savepoint(FIXTURES / fixture / "savepoint").operators
+              if op.keyed_splits and any(op.keyed_schema.field(i).name not in ("key", "_key_group", "namespace")
+                                         for i in range(len(op.keyed_schema))))
+    whole = {t: [pa_table(S.read_split(s, t)).to_pylist() for s in op.keyed_splits] for t in ("keyed", "timers")}
+    monkeypatch.setattr(S, "PIECE_BYTES", 64)
+    assert all(len(S._pieces(s)) > 1 for s in op.keyed_splits) or "hashmap-native" in fixture
+    for table, rows in whole.items():
+        assert [pa_table(S.read_split(s, table)).to_pylist() for s in op.keyed_splits] == rows, table
+    first = whole["keyed"][0][0]["_key_group"]
+    filtered = pa_table(S.read_split(op.keyed_splits[0], key_groups={first})).to_pylist()
+    assert filtered == [r for r in whole["keyed"][0] if r["_key_group"] == first]
+
+
 def pa_table(batches):
     return pa.Table.from_batches(list(batches))

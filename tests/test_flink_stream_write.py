@@ -204,3 +204,12 @@ def test_rows_with_no_entry_are_not_written(tmp_path):
     keyed, _ = tables(str(tmp_path / "sp"))
     assert keyed.select(["key", "n", "s"]).to_pylist() == [{"key": "a", "n": 1, "s": None},
                                                            {"key": "b", "n": None, "s": "x"}]
+
+
+def test_a_null_key_is_one_line_even_when_its_row_has_no_value(tmp_path):
+    void = parse_type("VoidNamespace", "t")
+    batch = pa.record_batch({"_k0": pa.array(["a", None], pa.string()), "_val0": pa.array([1, None], pa.int64())})
+    with pytest.raises(FlinkEncodeError) as e:
+        write_operator(Location.of(str(tmp_path / "sp")), STRING, void, [StateMeta("n", "value", LONG, void)],
+                       [(batch, [(0, "value", LONG, None, None)])], 128, 1)
+    assert str(e.value) == "op: a row has a null key; Flink keys cannot be null"

@@ -37,7 +37,7 @@ from .types import Buf, FlinkType
 METADATA = "_metadata"
 SPLIT_BYTES = 64 * 1024 * 1024  # a canonical or heap stream is cut into key-group ranges of about this size
 BATCH_ROWS = 256 * 1024
-PIECE_BYTES = 4 * 1024 * 1024  # a canonical split is decoded and handed to Spark in pieces of about this size
+PIECE_BYTES = 4 * 1024 * 1024  # a keyed split is decoded and handed to Spark in pieces of about this size
 
 
 # --- stream bytes -----------------------------------------------------------------------
@@ -337,14 +337,29 @@ def _ranges(blocks: list[tuple[int, int, int]], size_limit: int) -> list[tuple[i
 
 
 def _pieces(split: FlinkSplit) -> list[FlinkSplit]:
-    """A canonical keyed split as key-group ranges of about :data:`PIECE_BYTES`, decoded and
-    handed to Spark one after another: Spark's JVM converts one piece's rows while the
-    Python worker decodes the next, instead of waiting for the whole split."""
+    """A keyed split as key-group ranges of about :data:`PIECE_BYTES` (of stream, or of SST
+    files), decoded and handed to Spark one after another: Spark's JVM converts one piece's
+    rows while the Python worker decodes the next, and a worker holds one piece at a time."""
     handle = split.handle
-    if not isinstance(handle, KeyGroupsStream) or handle.layout != "canonical":
+    if isinstance(handle, IncrementalRocksDB):
+        ranges = _native_ranges(handle, split.key_groups, PIECE_BYTES)
+    elif isinstance(handle, KeyGroupsStream) and handle.layout == "canonical":
+        ranges = _ranges(_blocks(handle, handle.stream.size, split.key_groups), PIECE_BYTES)
+    else:
         return [split]
-    ranges = _ranges(_blocks(handle, handle.stream.size, split.key_groups), PIECE_BYTES)
     return [replace(split, key_groups=r) for r in ranges] or [split]
+
+
+def _native_ranges(handle: IncrementalRocksDB, key_groups: tuple[int, int], size_limit: int
+                   ) -> list[tuple[int, int]]:
+    """*key_groups* cut into equal ranges of about *size_limit* bytes of the snapshot's SST
+    files (keys are spread evenly over key groups by Flink's hash)."""
+    lo, hi = key_groups
+    width = hi - lo + 1
+    sst = sum(stream.size for local, stream in handle.files if local.endswith(".sst"))
+    share = sst * width // max(handle.count, 1)
+    n = max(1, min(width, -(-share // size_limit)))
+    return [(lo + i * width // n, lo + (i + 1) * width // n - 1) for i in range(n)]
 
 
 def _blocks(handle: KeyGroupsStream, size: int, key_groups: tuple[int, int] | None = None
@@ -367,18 +382,27 @@ def _blocks(handle: KeyGroupsStream, size: int, key_groups: tuple[int, int] | No
 # --- decoding splits -------------------------------------------------------------------
 
 def decode_keyed_split(split: FlinkSplit, key_groups: Iterable[int] | None = None, timers: bool | None = None
-                       ) -> tuple[KeyedHeader, dict[str, StateRows]]:
-    """Every keyed state's rows in a split (or only in *key_groups*, a key filter's groups).
+                       ) -> Iterator[tuple[KeyedHeader, dict[str, StateRows]]]:
+    """Every keyed state's rows in a split (or only in *key_groups*, a key filter's groups),
+    piece by piece (:func:`_pieces`).
 
     *timers*: True for the timer states only, False for the others, None for all
     (heap-native streams are walked whole either way: they have no entry lengths).
     """
+    wanted = None if key_groups is None else set(key_groups)
+    pieces = _pieces(split)
+    if isinstance(split.handle, IncrementalRocksDB):
+        yield from _decode_rocksdb(split, [p.key_groups for p in pieces], wanted, timers)
+        return
+    for piece in pieces:
+        yield _decode_stream(piece, wanted, timers)
+
+
+def _decode_stream(split: FlinkSplit, wanted: set[int] | None, timers: bool | None
+                   ) -> tuple[KeyedHeader, dict[str, StateRows]]:
+    """The rows of a keyed stream's split (a canonical or heap-native stream)."""
     base = split_base(split)
     handle = split.handle
-    wanted = None if key_groups is None else set(key_groups)
-    prefix = prefix_bytes(split.max_parallelism)
-    if isinstance(handle, IncrementalRocksDB):
-        return _decode_rocksdb(base, split, wanted, prefix, timers)
     stream = handle.stream
     source = stream_name(base, stream)
     header = read_keyed_header(read_range(base, stream, 0, header_length(handle)), source)
@@ -395,7 +419,7 @@ def decode_keyed_split(split: FlinkSplit, key_groups: Iterable[int] | None = Non
     if handle.layout == "native":
         by_id = decode_heap_native(buf, header, blocks)
         return header, {header.states[i].name: rows for i, rows in by_id.items()}
-    raw = scan_canonical(buf, header, blocks, prefix)
+    raw = scan_canonical(buf, header, blocks, prefix_bytes(split.max_parallelism))
     return header, {header.states[i].name: decode_canonical_state(header.states[i], header.key, r)
                     for i, r in raw.items() if _wanted(header.states[i], timers)}
 
@@ -417,31 +441,34 @@ def _decompress_blocks(data: bytes, blocks, source: str, base: int):
     return b"".join(out), new_blocks
 
 
-def _decode_rocksdb(base: Location, split: FlinkSplit, wanted, prefix: int, timers: bool | None):
+def _decode_rocksdb(split: FlinkSplit, ranges: list[tuple[int, int]], wanted: set[int] | None,
+                    timers: bool | None) -> Iterator[tuple[KeyedHeader, dict[str, StateRows]]]:
+    """The rows of a native RocksDB snapshot's split, one key-group range of *ranges* after
+    another, its files opened once."""
+    base = split_base(split)
     handle: IncrementalRocksDB = split.handle
-    header_bytes = read_stream(base, handle.meta)
     source = stream_name(base, handle.meta)
-    header = read_keyed_header(header_bytes, source)
+    header = read_keyed_header(read_stream(base, handle.meta), source)
+    prefix = prefix_bytes(split.max_parallelism)
+    names = {m.name for m in header.states if _wanted(m, timers)}
     tmp = new_scratch_dir("flink")
-    entries: dict[str, tuple] = {}
     try:
-        names = {m.name for m in header.states if _wanted(m, timers)}
-        entries = _native_entries(native_files(base, handle, tmp), tmp, names, split,
-                                  _narrowed(split.key_groups, wanted))
+        files = native_files(base, handle, tmp)
+        for entries in _native_entries(files, tmp, names, split, [_narrowed(r, wanted) for r in ranges]):
+            out = {}
+            for meta in header.states:
+                extents = entries.get(meta.name)
+                if extents is None:
+                    continue
+                raw = raw_from_extents(*extents, prefix, f"{source} column family {meta.name}")
+                if wanted is not None:
+                    keep = np.isin(raw.key_groups, list(wanted))
+                    raw = type(raw)(raw.buf, *(a[keep] for a in (raw.key_groups, raw.key_starts, raw.key_ends,
+                                                                  raw.value_starts, raw.value_ends)))
+                out[meta.name] = decode_canonical_state(meta, header.key, raw)
+            yield header, out
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    out = {}
-    for meta in header.states:
-        extents = entries.get(meta.name)
-        if extents is None:
-            continue
-        raw = raw_from_extents(*extents, prefix, f"{source} column family {meta.name}")
-        if wanted is not None:
-            keep = np.isin(raw.key_groups, list(wanted))
-            raw = type(raw)(raw.buf, *(a[keep] for a in (raw.key_groups, raw.key_starts, raw.key_ends,
-                                                          raw.value_starts, raw.value_ends)))
-        out[meta.name] = decode_canonical_state(meta, header.key, raw)
-    return header, out
 
 
 def native_files(base: Location, handle: IncrementalRocksDB, tmp: str) -> list[tuple[str, "Location | str"]]:
@@ -476,24 +503,33 @@ def _narrowed(key_groups: tuple[int, int] | None, wanted: set[int] | None) -> tu
 
 
 def _native_entries(files, workdir: str, names: set[str], split: FlinkSplit,
-                    key_groups: tuple[int, int] | None) -> dict[str, tuple]:
-    """The entries of the column families *names* of one native RocksDB snapshot, in the
-    inclusive *key_groups* range, as ``(data, key starts, key ends, value starts, value
-    ends)``: read from the SST files directly (`native_sst`), or through rocksdict when a
-    file uses a table feature the direct reader does not decode."""
+                    ranges: list[tuple[int, int] | None]) -> Iterator[dict[str, tuple]]:
+    """Per inclusive key-group range of *ranges* (None: all), the entries of the column
+    families *names* of one native RocksDB snapshot, as ``(data, key starts, key ends,
+    value starts, value ends)``: read from the SST files directly (`native_sst`), or through
+    rocksdict, for the ranges not yet read, once a file uses a table feature the direct
+    reader does not decode."""
     from .native_sst import SstSnapshot, UnsupportedSstFeature
     from .rocksdb_native import open_rocksdb_snapshot
 
-    if key_groups is not None and key_groups[0] > key_groups[1]:
-        return {}
-    kw = dict(key_groups=key_groups, max_parallelism=split.max_parallelism)
+    ranges = [r for r in ranges if r is None or r[0] <= r[1]]
+    done = 0
     try:
         with SstSnapshot(files, f"of operator {split.operator_id} subtask {split.subtask}") as db:
-            found = {cf: db.live_entries(cf, **kw) for cf in db.column_families if cf in names}
-            return {cf: (e.data, e.key_starts, e.key_ends, e.value_starts, e.value_ends)
-                    for cf, e in found.items() if e is not None}
+            for r in ranges:
+                kw = dict(key_groups=r, max_parallelism=split.max_parallelism)
+                found = {cf: db.live_entries(cf, **kw) for cf in db.column_families if cf in names}
+                yield {cf: (e.data, e.key_starts, e.key_ends, e.value_starts, e.value_ends)
+                       for cf, e in found.items() if e is not None}
+                done += 1
+        return
     except UnsupportedSstFeature:
         pass
+    rest = ranges[done:]
+    if not rest:
+        return
+    kw = dict(key_groups=None if rest[0] is None else (rest[0][0], rest[-1][1]),
+              max_parallelism=split.max_parallelism)
     out = {}
     with open_rocksdb_snapshot(files, workdir=workdir) as db:
         for cf in db.column_families:
@@ -504,7 +540,7 @@ def _native_entries(files, workdir: str, names: set[str], split: FlinkSplit,
                 np.cumsum(lengths, out=offsets[1:])
                 out[cf] = (b"".join(d for d, _ in chunks), offsets[0:-1:2], offsets[1::2], offsets[1::2],
                            offsets[2::2])
-    return out
+    yield out
 
 
 def read_split(split: FlinkSplit, table: str = "keyed", key_groups: Iterable[int] | None = None,
@@ -522,8 +558,7 @@ def read_split(split: FlinkSplit, table: str = "keyed", key_groups: Iterable[int
         raise StatectlError(f"unknown keyed table {table!r} (keyed or timers)")
     base = split_base(split)
     source = f"{base} operator {split.operator_id} subtask {split.subtask}"
-    for piece in _pieces(split):
-        header, rows = decode_keyed_split(piece, key_groups, timers=table == "timers")
+    for header, rows in decode_keyed_split(split, key_groups, timers=table == "timers"):
         if table == "keyed":
             schema = TB.keyed_schema(header.key, header.states)
             t = TB.keyed_table(header.key, header.states, rows, schema, source)
