@@ -141,6 +141,11 @@ class RichOutput:
         if rows:
             self.table("States", ["operator", "state", "kind", "serializer", "type", "ttl", "size"],
                        rows, right={6})
+        unreadable = [[op["uid"] or op["operator_id"], u["part"], human_bytes(u["bytes"]), u["reason"]]
+                      for op in info["operators"] for u in op.get("unreadable", ())]
+        if unreadable:
+            self.table("Unreadable (listed and validated, not read)", ["operator", "part", "size", "why"],
+                       unreadable, right={2})
         if info["absolute_files"]:
             self.table("Files referenced by absolute path", ["operator", "file", "size"],
                        [[f["operator"], f["path"], human_bytes(f["bytes"])] for f in info["absolute_files"]])

@@ -8,7 +8,7 @@ from statectl.statefmt.canonical import keyed_schema, operator_state_schema, tim
 from statectl.statefmt.errors import UnknownStateError, UsageError, first_line
 from statectl.statefmt.fs import Location
 from statectl.statefmt.ids import OperatorRef
-from statectl.statefmt.model import Operator, Savepoint
+from statectl.statefmt.model import KEYED_PART, Operator, Savepoint
 from statectl.statefmt.savepoint import load
 from statectl.statefmt.types import quote_identifier
 from statectl.statefmt.validate import files_with_schemas
@@ -23,6 +23,7 @@ from .resolve import (
     TIMERS,
     TableChoice,
     check_keyed_states,
+    check_readable,
     check_operator_state,
     choose_table,
     describe_states,
@@ -173,6 +174,7 @@ class SavepointReader:
 
     def _keyed_operator(self, operator: OperatorName) -> Operator:
         op = self.operator(operator)
+        check_readable(op, KEYED_PART)
         if op.keyed is None:
             raise UnknownStateError(
                 f"operator {op.label} has no keyed state; it has {describe_states(op)}")

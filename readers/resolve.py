@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from statectl.statefmt.errors import UnknownStateError, UsageError
+from statectl.statefmt.errors import UnknownStateError, UnreadableStateError, UsageError
 from statectl.statefmt.ids import OperatorRef
-from statectl.statefmt.model import Operator, Savepoint
+from statectl.statefmt.model import KEYED_PART, Operator, Savepoint
 
 KEYED = "keyed"
 TIMERS = "timers"
@@ -44,7 +44,17 @@ def describe_states(op: Operator) -> str:
     if op.operator_states:
         parts.append("operator states: " + ", ".join(
             f"{s.name} ({s.kind})" for s in op.operator_states))
+    if op.unreadable:
+        parts.append("unreadable: " + ", ".join(u.part for u in op.unreadable))
     return "; ".join(parts) if parts else "no states"
+
+
+def check_readable(op: Operator, part: str) -> None:
+    """One error line when *part* (:data:`KEYED_PART` or an operator state) of *op* cannot be read."""
+    u = op.unreadable_part(part)
+    if u is not None:
+        what = "its keyed state and timers" if part == KEYED_PART else f"its operator state {part!r}"
+        raise UnreadableStateError(f"operator {op.label}: {what} cannot be read: {u.reason}")
 
 
 def check_keyed_states(op: Operator, states) -> tuple[str, ...]:
@@ -53,6 +63,7 @@ def check_keyed_states(op: Operator, states) -> tuple[str, ...]:
         return ()
     if isinstance(states, str):
         states = [states]
+    check_readable(op, KEYED_PART)
     if op.keyed is None:
         raise UnknownStateError(f"operator {op.label} has no keyed state; it has {describe_states(op)}")
     known = {s.name for s in op.keyed.states}
@@ -66,6 +77,7 @@ def check_keyed_states(op: Operator, states) -> tuple[str, ...]:
 
 def check_operator_state(op: Operator, name: str, kind: str | None = None):
     """The operator state *name* of *op*, of *kind* if given."""
+    check_readable(op, name)
     for s in op.operator_states:
         if s.name == name:
             if kind is not None and s.kind != kind:
@@ -83,9 +95,12 @@ def choose_table(op: Operator, states: list[str] | None = None, timers: bool = F
     states restrict the keyed table; one operator state name selects that state.
     """
     states = list(dict.fromkeys(states or []))
+    for name in states:
+        check_readable(op, name)
     if timers:
         if states:
             raise UsageError("--timers reads the timers table; do not combine it with --state")
+        check_readable(op, KEYED_PART)
         if op.keyed is None:
             raise UnknownStateError(f"operator {op.label} has no keyed state, so no timers; "
                                     f"it has {describe_states(op)}")
@@ -93,6 +108,7 @@ def choose_table(op: Operator, states: list[str] | None = None, timers: bool = F
     if not states:
         if op.keyed is not None:
             return TableChoice(op, KEYED)
+        check_readable(op, KEYED_PART)
         if len(op.operator_states) == 1:
             return TableChoice(op, OPERATOR_STATE, (op.operator_states[0].name,))
         if not op.operator_states:

@@ -70,6 +70,10 @@ class UnknownStateError(StatectlError):
     """The operator has no state of the requested name."""
 
 
+class UnreadableStateError(StatectlError):
+    """The state exists, but its stream header names a serializer statectl cannot parse."""
+
+
 class KeyTypeError(StatectlError):
     """A key column has a type that cannot be hashed into a key group."""
 

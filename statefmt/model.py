@@ -140,6 +140,22 @@ class OperatorState:
     size: int | None = None
 
 
+KEYED_PART = "keyed state"  # the part name of an operator's whole keyed state (and timers)
+
+
+@dataclass(frozen=True)
+class UnreadablePart:
+    """A part of an operator whose stream header statectl cannot parse (an unknown
+    serializer snapshot, a damaged header): listed, its files checked, never read.
+
+    *part* is :data:`KEYED_PART` or the name of an operator state.
+    """
+
+    part: str
+    reason: str
+    files: tuple[DataFile, ...] = ()
+
+
 @dataclass(frozen=True)
 class Operator:
     operator_id: str
@@ -150,6 +166,7 @@ class Operator:
     operator_states: tuple[OperatorState, ...] = ()
     format: str = Format.CANONICAL
     name: str | None = None  # Flink savepoints only: the operator's name in the job
+    unreadable: tuple[UnreadablePart, ...] = ()  # Flink savepoints only
 
     @property
     def label(self) -> str:
@@ -159,6 +176,9 @@ class Operator:
     def state_names(self) -> list[str]:
         keyed = [s.name for s in self.keyed.states] if self.keyed else []
         return keyed + [s.name for s in self.operator_states]
+
+    def unreadable_part(self, part: str) -> UnreadablePart | None:
+        return next((u for u in self.unreadable if u.part == part), None)
 
     def operator_state(self, name: str) -> OperatorState:
         for s in self.operator_states:
@@ -175,6 +195,8 @@ class Operator:
             yield from self.keyed.timers
         for s in self.operator_states:
             yield from s.files
+        for u in self.unreadable:
+            yield from u.files
 
     def map_files(self, rewrite: Callable[[DataFile], DataFile]) -> "Operator":
         """This operator with every data file passed through *rewrite*."""
@@ -184,7 +206,8 @@ class Operator:
                                         timers=tuple(map(rewrite, keyed.timers)))
         states = tuple(dataclasses.replace(s, files=tuple(map(rewrite, s.files)))
                        for s in self.operator_states)
-        return dataclasses.replace(self, keyed=keyed, operator_states=states)
+        unreadable = tuple(dataclasses.replace(u, files=tuple(map(rewrite, u.files))) for u in self.unreadable)
+        return dataclasses.replace(self, keyed=keyed, operator_states=states, unreadable=unreadable)
 
     def replace(self, **changes) -> "Operator":
         return dataclasses.replace(self, **changes)

@@ -69,6 +69,9 @@ def files_with_schemas(sp: Savepoint):
             schema = operator_state_schema(state) if op.format != Format.FLINK else None
             for f in state.files:
                 yield op, f, schema
+        for part in op.unreadable:  # not decodable, but its files are there to check
+            for f in part.files:
+                yield op, f, None
 
 
 KEY_SAMPLES = 16  # rows per keyed file whose key group is recomputed from the key

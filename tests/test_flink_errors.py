@@ -78,14 +78,20 @@ def test_changelog_handle(savepoint):
 
 
 def test_missing_file(savepoint):
+    """A missing stream fails only its operator's keyed part: the savepoint still opens."""
     (savepoint / PROC_STREAM).unlink()
-    assert error_of(savepoint) == f"SP/{PROC_STREAM}: file is missing (referenced by SP/_metadata)"
+    assert error_of(savepoint, read=True) == (
+        f"operator lk-proc: keyed state cannot be read: SP/{PROC_STREAM}: file is missing "
+        "(referenced by SP/_metadata)")
 
 
 def test_short_file(savepoint):
     data = (savepoint / PROC_STREAM).read_bytes()
     (savepoint / PROC_STREAM).write_bytes(data[:-100])
-    assert error_of(savepoint) == f"SP/{PROC_STREAM}: 17735 bytes, _metadata says 17835"
+    assert error_of(savepoint, read=True) == \
+        f"operator lk-proc: keyed state cannot be read: SP/{PROC_STREAM}: 17735 bytes, _metadata says 17835"
+    opened = open_flink_savepoint(savepoint)
+    assert [op.label for op in opened.operators if op.unreadable] == ["lk-proc"]
 
 
 def test_stream_ends_early(savepoint):

@@ -60,6 +60,7 @@ class OperatorHeader:
     compressed: bool
     states: tuple[StateMeta, ...]
     length: int
+    failure: str | None = None  # why the states after *states* could not be read (their data can)
 
 
 def _options(r: Reader) -> dict[str, str]:
@@ -118,17 +119,24 @@ def read_operator_header(data: bytes, source: str) -> OperatorHeader:
     if version < 4 or version > 6:
         raise FlinkFormatError(f"{source}: operator state stream version {version} is not supported (4 to 6)")
     compressed = r.bool() if version >= 6 else False
-    states = []
-    for _ in range(2):
-        n = r.short()
-        for _ in range(n):
-            name, state_type, options, ser = _meta(r, version)
-            mode = options.get("OPERATOR_STATE_DISTRIBUTION_MODE", "SPLIT_DISTRIBUTE")
-            if BACKEND_STATE_TYPES[state_type] == "BROADCAST":
-                states.append(StateMeta(name, "broadcast", ser["VALUE_SERIALIZER"], None,
-                                        ser.get("KEY_SERIALIZER"), ser["VALUE_SERIALIZER"].serializer))
-            else:
-                kind = {"UNION": "union", "BROADCAST": "broadcast"}.get(mode, "list")
-                states.append(StateMeta(name, kind, ser["VALUE_SERIALIZER"], None, None,
-                                        ser["VALUE_SERIALIZER"].serializer))
+    states: list[StateMeta] = []
+    try:
+        for _ in range(2):
+            n = r.short()
+            for _ in range(n):
+                states.append(_operator_state(*_meta(r, version)))
+    except (UnsupportedFlinkFeature, FlinkFormatError) as e:
+        # Each operator state's data lies at offsets _metadata gives: the states described
+        # before an unreadable snapshot stay readable.
+        return OperatorHeader(version, compressed, tuple(states), r.pos, failure=str(e))
     return OperatorHeader(version, compressed, tuple(states), r.pos)
+
+
+def _operator_state(name: str, state_type: int, options: dict[str, str], ser: dict[str, T.FlinkType]
+                    ) -> StateMeta:
+    value = ser["VALUE_SERIALIZER"]
+    if BACKEND_STATE_TYPES[state_type] == "BROADCAST":
+        return StateMeta(name, "broadcast", value, None, ser.get("KEY_SERIALIZER"), value.serializer)
+    mode = options.get("OPERATOR_STATE_DISTRIBUTION_MODE", "SPLIT_DISTRIBUTE")
+    kind = {"UNION": "union", "BROADCAST": "broadcast"}.get(mode, "list")
+    return StateMeta(name, kind, value, None, None, value.serializer)

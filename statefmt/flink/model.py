@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from ..fs import Location
 from ..model import (NAMESPACE_COLUMN, DataFile, Field, FileRef, KeyedSection,
-                     KeyedStateDescriptor, Operator, OperatorState, Savepoint)
+                     KeyedStateDescriptor, Operator, OperatorState, Savepoint, UnreadablePart)
 from ..types import from_arrow
 from ..vocabulary import Format
 from . import tables as TB
@@ -135,8 +135,10 @@ def _operator(base: Location, op: FlinkOperatorInfo, lineage=()) -> Operator:
             name, meta.kind, statectl_type(schema.field("value").type), files_left if keyed is None else (),
             key_type, serializer=serializers[name], size=sizes[name]))
         files_left = ()
+    unreadable = tuple(UnreadablePart(u.part, u.reason, _files(base, u.files, lineage))
+                       for u in op.unreadable.values())
     return Operator(op.operator_id, op.uid, op.parallelism, op.max_parallelism, keyed,
-                    tuple(operator_states), format=Format.FLINK, name=op.name)
+                    tuple(operator_states), format=Format.FLINK, name=op.name, unreadable=unreadable)
 
 
 _JAVA_SCALARS = {"long": "Long", "int": "Integer", "short": "Short", "byte": "Byte", "double": "Double",

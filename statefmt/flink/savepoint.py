@@ -19,16 +19,16 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from ..errors import (FlinkFormatError, MissingFileError, NotASavepointError, StatectlError,
-                      UnknownOperatorError)
+                      UnknownOperatorError, UnsupportedFlinkFeature)
 from ..fs import Location
-from ..model import LineageEntry
+from ..model import KEYED_PART, LineageEntry
 from ..resolve import resolve_reference
 from ..scratch import new_scratch_dir
 from . import tables as TB
 from .handles import (IncrementalRocksDB, InlineStream, KeyGroupsStream, OperatorStream,
                       RelativeFile, SegmentFile, StreamHandle)
 from .lineage import check_present, checkpoint_roots, flink_savepoint_id, lineage_roots, read_lineage
-from .headers import KeyedHeader, StateMeta, read_keyed_header, read_operator_header
+from .headers import KeyedHeader, OperatorHeader, StateMeta, read_keyed_header, read_operator_header
 from .metadata import FlinkMetadata, FlinkOperator, is_flink_metadata, parse_metadata
 from .streams import (StateRows, decode_canonical_state, decode_heap_native, decode_operator_state,
                       prefix_bytes, raw_from_extents, scan_canonical)
@@ -165,6 +165,14 @@ class FlinkStateInfo:
     size: int  # bytes of the streams and files that hold this state
 
 
+@dataclass(frozen=True)
+class FlinkUnreadable:
+    """A part of an operator whose stream header cannot be parsed (see `model.UnreadablePart`)."""
+    part: str
+    reason: str
+    files: list[FlinkFile]
+
+
 @dataclass
 class FlinkOperatorInfo:
     uid: str | None
@@ -179,6 +187,7 @@ class FlinkOperatorInfo:
     operator_splits: list[FlinkSplit]
     keyed_header: KeyedHeader | None = None
     operator_states: dict[str, StateMeta] = field(default_factory=dict)
+    unreadable: dict[str, "FlinkUnreadable"] = field(default_factory=dict)  # by part
 
     @property
     def label(self) -> str:
@@ -255,6 +264,9 @@ def _describe(base: Location, op: FlinkOperator, roots: tuple[str, ...] = ()) ->
     op_states: dict[str, StateMeta] = {}
     keyed_bytes = 0
     op_bytes: dict[str, int] = {}
+    unreadable: dict[str, str] = {}  # part (KEYED_PART or an operator state) -> why
+    unreadable_files: dict[str, dict[str, int]] = {}
+    keyed_files: dict[str, int] = {}
     for sub in op.subtasks:
         handle = sub.managed_keyed
         if handle is not None:
@@ -262,28 +274,36 @@ def _describe(base: Location, op: FlinkOperator, roots: tuple[str, ...] = ()) ->
             if stream is None:
                 raise FlinkFormatError(f"{base.child(METADATA)}: operator {op.label} subtask {sub.index}: "
                                        "keyed state without a stream")
-            if isinstance(handle, KeyGroupsStream):
-                header_bytes = read_range(base, stream, 0, header_length(handle))
-            else:
-                header_bytes = read_stream(base, stream)
-            header = read_keyed_header(header_bytes, stream_name(base, stream))
-            if keyed_header is None:
-                keyed_header = header
-            for name, size in _handle_files(base, handle):
-                files[name] = size
+            keyed_files.update(_handle_files(base, handle))
             keyed_bytes += sum(s.size for s in _handle_streams(handle))  # inline streams too
-            keyed_splits += _keyed_splits(base, op, sub.index, handle, roots)
+            try:
+                header = _read_keyed_header(base, handle, stream)
+                keyed_header = keyed_header or header
+                keyed_splits += _keyed_splits(base, op, sub.index, handle, roots)
+            except (UnsupportedFlinkFeature, FlinkFormatError, MissingFileError) as e:
+                unreadable.setdefault(KEYED_PART, str(e))
         for oh in sub.managed_operator:
-            offsets = [o for st in oh.states for o in st.offsets]
-            data = read_range(base, oh.stream, 0, min(offsets) if offsets else oh.stream.size)
-            header = read_operator_header(data, stream_name(base, oh.stream))
+            header = _read_operator_header(base, oh)
             for s in header.states:
                 op_states.setdefault(s.name, s)
                 op_bytes[s.name] = op_bytes.get(s.name, 0) + oh.stream.size
-            if not isinstance(oh.stream, InlineStream):
-                files[str(stream_location(base, oh.stream))] = oh.stream.size
-            operator_splits.append(FlinkSplit(str(base), op.operator_id, sub.index, op.max_parallelism, oh,
-                                              roots=roots))
+            stream_files = {} if isinstance(oh.stream, InlineStream) else \
+                {str(stream_location(base, oh.stream)): oh.stream.size}
+            lost = [st.name for st in oh.states if st.name not in {s.name for s in header.states}]
+            for name in lost:
+                unreadable.setdefault(name, header.failure or "its stream's header does not describe it")
+                unreadable_files.setdefault(name, {}).update(stream_files)
+            if len(lost) < len(oh.states) or not oh.states:
+                files.update(stream_files)
+                operator_splits.append(FlinkSplit(str(base), op.operator_id, sub.index, op.max_parallelism, oh,
+                                                  roots=roots))
+    if KEYED_PART in unreadable:  # one subtask's header unreadable: the whole keyed part is
+        keyed_header, keyed_splits = None, []
+        unreadable_files[KEYED_PART] = keyed_files
+    else:
+        files.update(keyed_files)
+    for name in unreadable:
+        op_states.pop(name, None)
     states = []
     if keyed_header is not None:
         for s in keyed_header.states:
@@ -296,7 +316,27 @@ def _describe(base: Location, op: FlinkOperator, roots: tuple[str, ...] = ()) ->
         op.uid, op.operator_id, op.name, op.parallelism, op.max_parallelism,
         keyed_header.key if keyed_header else None, states,
         [FlinkFile(p, s) for p, s in sorted(files.items())], keyed_splits, operator_splits,
-        keyed_header, op_states)
+        keyed_header, op_states,
+        {part: FlinkUnreadable(part, why, [FlinkFile(p, s) for p, s in sorted(unreadable_files.get(part, {}).items())])
+         for part, why in unreadable.items()})
+
+
+def _read_operator_header(base: Location, oh: OperatorStream) -> OperatorHeader:
+    """An operator stream's header; an unreadable one describes no state (and says why)."""
+    offsets = [o for st in oh.states for o in st.offsets]
+    try:
+        data = read_range(base, oh.stream, 0, min(offsets) if offsets else oh.stream.size)
+    except (FlinkFormatError, MissingFileError) as e:
+        return OperatorHeader(0, False, (), 0, failure=str(e))
+    return read_operator_header(data, stream_name(base, oh.stream))
+
+
+def _read_keyed_header(base: Location, handle, stream: StreamHandle) -> KeyedHeader:
+    if isinstance(handle, KeyGroupsStream):
+        header_bytes = read_range(base, stream, 0, header_length(handle))
+    else:
+        header_bytes = read_stream(base, stream)
+    return read_keyed_header(header_bytes, stream_name(base, stream))
 
 
 def _handle_streams(handle) -> list[StreamHandle]:
@@ -578,6 +618,9 @@ def _operator_batches(split: FlinkSplit, state: str, batch_rows: int) -> Iterato
     source = stream_name(base, handle.stream)
     header = read_operator_header(data, source)
     meta = next((s for s in header.states if s.name == state), None)
+    if meta is None and header.failure:
+        raise UnsupportedFlinkFeature(f"operator {split.operator_id}: operator state {state!r} cannot be read: "
+                                      f"{header.failure}")
     if meta is None:
         raise FlinkFormatError(f"{source}: state {state!r} is in _metadata but not in the stream's header")
     offsets = info.offsets
@@ -608,14 +651,22 @@ def _decompress_elements(data: bytes, offsets: tuple[int, ...], source: str) -> 
 # --- whole tables (for tests and small savepoints) --------------------------------------
 
 def keyed_table(op: FlinkOperatorInfo, key_groups=None) -> pa.Table:
+    _check_readable(op, KEYED_PART)
     return _collect(op.keyed_splits, "keyed", op.keyed_schema, key_groups)
 
 
 def timers_table(op: FlinkOperatorInfo, key_groups=None) -> pa.Table:
+    _check_readable(op, KEYED_PART)
     return _collect(op.keyed_splits, "timers", op.timers_schema, key_groups)
 
 
+def _check_readable(op: FlinkOperatorInfo, part: str) -> None:
+    if part in op.unreadable:
+        raise UnsupportedFlinkFeature(f"operator {op.label}: {part} cannot be read: {op.unreadable[part].reason}")
+
+
 def operator_state_table(op: FlinkOperatorInfo, state: str) -> pa.Table:
+    _check_readable(op, state)
     meta = op.operator_states[state]
     if meta.kind == "broadcast":
         splits = op.operator_splits[:1]  # identical on every subtask: one copy
