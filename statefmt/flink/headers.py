@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..errors import FlinkFormatError, UnsupportedFlinkFeature
 from .binary import Reader
+from .rowdata import RowData
 from .serializers import read_top_snapshot
 from . import types as T
 
@@ -63,6 +64,11 @@ class OperatorHeader:
     failure: str | None = None  # why the states after *states* could not be read (their data can)
 
 
+def as_key(t: T.FlinkType) -> T.FlinkType:
+    """A key type as keys are read: a SQL key row without its RowKind (keys are INSERT rows)."""
+    return t.as_key() if isinstance(t, RowData) else t
+
+
 def _options(r: Reader) -> dict[str, str]:
     return {r.utf(): r.utf() for _ in range(r.int())}
 
@@ -90,6 +96,7 @@ def _keyed_state(name: str, state_type: int, options: dict[str, str], ser: dict[
             raise UnsupportedFlinkFeature(
                 f"{source}: priority-queue state {name!r} holds {value.serializer or 'unknown'} "
                 "elements, not timers")
+        value = T.Timer(as_key(value.key), value.namespace, value.serializer)
         return StateMeta(name, "timers", value, value.namespace, None, value.serializer)
     kind = KEYED_KINDS.get(options.get("KEYED_STATE_TYPE", ""), "value")
     namespace = ser.get("NAMESPACE_SERIALIZER")
@@ -105,7 +112,7 @@ def read_keyed_header(data: bytes, source: str) -> KeyedHeader:
     if version < 4 or version > 6:
         raise FlinkFormatError(f"{source}: keyed state stream version {version} is not supported (4 to 6)")
     compressed = r.bool()  # usingKeyGroupCompression, in every supported version
-    key = read_top_snapshot(r)
+    key = as_key(read_top_snapshot(r))
     n = r.short()
     if n < 0:
         raise r.error(f"negative state count {n}", r.pos - 2)

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from ..errors import UnsupportedFlinkFeature
 from .binary import Reader
+from .javaser import read_java_object
+from .rowdata import RowData, SizedBytes, SqlValue
+from .sqltypes import MAX_LENGTH, SqlType, logical_type
 from . import types as T
 
 COMPOSITE_MAGIC = 911108
@@ -99,6 +102,58 @@ COMPOSITES = {
         _outer_none, lambda o, n, s: T.Ttl(n[1], "org.apache.flink.runtime.state.ttl.TtlStateFactory$TtlSerializer")),
     "org.apache.flink.streaming.api.operators.TimerSerializerSnapshot": (
         _outer_none, lambda o, n, s: T.Timer(n[0], n[1], "org.apache.flink.streaming.api.operators.TimerSerializer")),
+    "org.apache.flink.table.runtime.typeutils.RawValueDataSerializer$RawValueDataSerializerSnapshot": (
+        _outer_none, lambda o, n, s: SizedBytes(_TABLE + "RawValueDataSerializer", f"RAW, {n[0].describe()}")),
+}
+
+_TABLE = "org.apache.flink.table.runtime.typeutils."
+
+
+def _row_data(r: Reader, version: int) -> T.FlinkType:
+    """Field count, each field's LogicalType (Java-serialized), the fields' serializers."""
+    if version != 3:
+        raise UnsupportedFlinkFeature(f"{r.source}: RowDataSerializer snapshot version {version} is not "
+                                      "supported (3)")
+    n = r.int()
+    if n < 0 or n > r.remaining:
+        raise r.error(f"bad RowData field count {n}", r.pos - 4)
+    fields = tuple(logical_type(read_java_object(r)) for _ in range(n))
+    _nested(r)  # the fields' serializers follow from their types
+    return RowData(fields)
+
+
+def _array_data(r: Reader, version: int) -> T.FlinkType:
+    element = logical_type(read_java_object(r))
+    read_java_object(r)  # the element serializer, Java-serialized
+    return SqlValue(SqlType("ARRAY", children=(element,)), _TABLE + "ArrayDataSerializer")
+
+
+def _map_data(r: Reader, version: int) -> T.FlinkType:
+    key, value = logical_type(read_java_object(r)), logical_type(read_java_object(r))
+    read_java_object(r)  # the key and value serializers, Java-serialized
+    read_java_object(r)
+    return SqlValue(SqlType("MAP", children=(key, value)), _TABLE + "MapDataSerializer")
+
+
+def _ints(count: int, build):
+    def read(r: Reader, version: int) -> T.FlinkType:
+        return build(*(r.int() for _ in range(count)))
+    return read
+
+
+# The table runtime's snapshots with a payload of their own: class -> reader of (payload, version).
+TABLE_SNAPSHOTS = {
+    _TABLE + "RowDataSerializer$RowDataSerializerSnapshot": _row_data,
+    _TABLE + "ArrayDataSerializer$ArrayDataSerializerSnapshot": _array_data,
+    _TABLE + "MapDataSerializer$MapDataSerializerSnapshot": _map_data,
+    _TABLE + "StringDataSerializer$StringDataSerializerSnapshot": _ints(0, lambda: SqlValue(
+        SqlType("VARCHAR", length=MAX_LENGTH), _TABLE + "StringDataSerializer")),
+    _TABLE + "BinaryRowDataSerializer$BinaryRowDataSerializerSnapshot": _ints(1, lambda n: SizedBytes(
+        _TABLE + "BinaryRowDataSerializer", f"a row of {n} fields without their types")),
+    _TABLE + "DecimalDataSerializer$DecimalSerializerSnapshot": _ints(2, lambda p, s: T.Opaque(
+        _TABLE + "DecimalDataSerializer", f"DECIMAL({p}, {s}) outside a row")),
+    _TABLE + "TimestampDataSerializer$TimestampDataSerializerSnapshot": _ints(1, lambda p: T.Opaque(
+        _TABLE + "TimestampDataSerializer", f"TIMESTAMP({p}) outside a row")),
 }
 
 POJO_SNAPSHOT = _J + "PojoSerializerSnapshot"
@@ -126,6 +181,8 @@ def read_snapshot(r: Reader) -> T.FlinkType:
         return SIMPLE[cls]
     if cls in COMPOSITES:
         return _composite(r, cls, version)
+    if cls in TABLE_SNAPSHOTS:
+        return TABLE_SNAPSHOTS[cls](r, version)
     if cls == POJO_SNAPSHOT:
         return _pojo(r, version)
     if cls == ENUM_SNAPSHOT:

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 
 from ..model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, TTL_SUFFIX
 from .headers import StateMeta
+from .rowdata import RowData
 from .streams import StateRows
 from . import types as T
 from .types import Buf
@@ -27,7 +28,7 @@ TIMER_PREFIX = "_timer_state/"
 
 def key_fields(key: T.FlinkType) -> list[pa.Field]:
     """One column for a scalar key, one per field for a Tuple, POJO or Row key."""
-    if isinstance(key, (T.Tuple, T.Pojo, T.Row)):
+    if isinstance(key, (T.Tuple, T.Pojo, T.Row, RowData)):
         return [pa.field(f.name, f.type) for f in key.arrow()]
     return [pa.field("key", key.arrow())]
 
@@ -36,8 +37,8 @@ def namespace_field(namespaces: list[T.FlinkType]) -> pa.Field | None:
     kinds = {n.describe() for n in namespaces}
     if not namespaces or kinds <= {"VoidNamespace", "GlobalWindow"}:
         return None
-    if len(kinds) == 1 and isinstance(namespaces[0], T.TimeWindow):
-        return pa.field(NAMESPACE_COLUMN, namespaces[0].arrow())
+    if len(kinds) == 1 and isinstance(namespaces[0], (T.TimeWindow, T.Scalar)):
+        return pa.field(NAMESPACE_COLUMN, namespaces[0].arrow())  # a SQL window slice's end: a Long
     return pa.field(NAMESPACE_COLUMN, pa.binary())
 
 
