@@ -30,6 +30,9 @@ def read(
     uid: Optional[str] = typer.Option(None, "--uid", help="The operator's uid."),
     operator_id: Optional[str] = typer.Option(
         None, "--operator-id", help="The operator's id (32 hex digits), when its uid is unknown."),
+    name: Optional[str] = typer.Option(
+        None, "--name", help="The operator's name in the job, where it is unique (a Flink SQL "
+        "operator's, e.g. 'GroupAggregate[40]'; `statectl info` lists them)."),
     state: Optional[list[str]] = typer.Option(
         None, "--state", help="A keyed state (repeatable: keyed table restricted to these "
         "states) or one operator state. Default: the keyed table, or the only operator state."),
@@ -55,10 +58,10 @@ def read(
 
     sp = load(savepoint)
     check_frame_output(fmt, output, [sp], overwrite)
-    if (uid is None) == (operator_id is None):
-        raise UsageError("name the operator with exactly one of --uid or --operator-id; "
+    if sum(x is not None for x in (uid, operator_id, name)) != 1:
+        raise UsageError("name the operator with exactly one of --uid, --operator-id or --name; "
                          f"operators: {sp.operator_labels()}")
-    op = find_operator(sp, OperatorRef(uid=uid) if uid is not None else OperatorRef(operator_id=operator_id))
+    op = find_operator(sp, OperatorRef(uid=uid, operator_id=operator_id, name=name))
     choice = choose_table(op, state, timers)
     if key:
         choice = with_keys(sp, choice, key)

@@ -1,14 +1,17 @@
 """The savepoint's catalogue and the view names `statectl sql` registers.
 
 Views: ``<uid>`` is an operator's keyed table, ``<uid>.timers`` its timers,
-``<uid>.<state>`` an operator state (the operator id stands in for an unknown
-uid) and ``catalogue`` this catalogue. A name already taken (names compare
+``<uid>.<state>`` an operator state and ``catalogue`` this catalogue. An operator
+without a uid is named by its name in the job where that is unique (a Flink SQL
+operator's ``GroupAggregate[40]``), else by its operator id. Unreadable parts
+(an unknown serializer) have no view. A name already taken (names compare
 case-insensitively, as Spark's do) gets ``#2``, ``#3``... appended; the
 catalogue's ``view`` column always tells the name used.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from statectl.statefmt.model import Savepoint
@@ -44,13 +47,15 @@ def views(sp: Savepoint) -> list[View]:
         taken.add(candidate.lower())
         return candidate
 
+    names = Counter(op.name for op in sp.operators)
     out = []
     for op in sp.operators:
+        label = op.label if op.uid is not None or not op.name or names[op.name] > 1 else op.name
         if op.keyed is not None:
-            out.append(View(unique(op.label), TableChoice(op, KEYED)))
-            out.append(View(unique(f"{op.label}.timers"), TableChoice(op, TIMERS)))
+            out.append(View(unique(label), TableChoice(op, KEYED)))
+            out.append(View(unique(f"{label}.timers"), TableChoice(op, TIMERS)))
         for s in op.operator_states:
-            out.append(View(unique(f"{op.label}.{s.name}"), TableChoice(op, OPERATOR_STATE, (s.name,))))
+            out.append(View(unique(f"{label}.{s.name}"), TableChoice(op, OPERATOR_STATE, (s.name,))))
     out.append(View(unique(CATALOGUE_VIEW), None))
     return out
 

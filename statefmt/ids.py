@@ -35,20 +35,26 @@ def check_operator_id(text: str) -> str:
 
 @dataclass(frozen=True)
 class OperatorRef:
-    """How a user names an operator: by uid, or by operator id when the uid is unknown."""
+    """How a user names an operator: by uid, by operator id when the uid is unknown, or by
+    its name in the job (a Flink SQL operator's `GroupAggregate[40]`) where that is unique."""
 
     uid: str | None = None
     operator_id: str | None = None
+    name: str | None = None
 
     def __post_init__(self) -> None:
-        if (self.uid is None) == (self.operator_id is None):
-            raise UsageError("name an operator by exactly one of uid or operator id")
+        if sum(x is not None for x in (self.uid, self.operator_id, self.name)) != 1:
+            raise UsageError("name an operator by exactly one of uid, operator id or name")
         if self.operator_id is not None:
             object.__setattr__(self, "operator_id", check_operator_id(self.operator_id))
 
     @property
     def resolved_id(self) -> str:
+        if self.name is not None:
+            raise UsageError(f"operator name {self.name!r} names an operator only within a savepoint")
         return self.operator_id if self.operator_id else operator_id_for_uid(self.uid)
 
     def __str__(self) -> str:
+        if self.name is not None:
+            return f"name {self.name!r}"
         return f"uid {self.uid!r}" if self.uid is not None else f"operator id {self.operator_id}"

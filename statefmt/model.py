@@ -240,15 +240,30 @@ class Savepoint:
             found = self._find(OperatorRef(uid=ref).resolved_id)
             if found is None and is_operator_id(ref.lower()):
                 found = self._find(ref.lower())
+            if found is None and any(op.name == ref for op in self.operators):
+                return self.operator_named(ref)
             if found is not None:
                 return found
             ref = OperatorRef(uid=ref)
         elif not isinstance(ref, OperatorRef):
             raise UsageError(f"name an operator by uid (a string) or OperatorRef, got {ref!r}")
+        if ref.name is not None:
+            return self.operator_named(ref.name)
         found = self._find(ref.resolved_id)
         if found is None:
             raise UnknownOperatorError(f"no operator with {ref}; operators: {self.operator_labels()}")
         return found
+
+    def operator_named(self, name: str) -> Operator:
+        """The one operator whose name in the job is *name* (Flink savepoints name them)."""
+        found = [op for op in self.operators if op.name == name]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise UsageError(f"{len(found)} operators are named {name!r} (ids "
+                             f"{', '.join(op.operator_id for op in found)}); choose one by its operator id")
+        names = ", ".join(sorted({op.name for op in self.operators if op.name})) or "(none)"
+        raise UnknownOperatorError(f"no operator named {name!r}; operator names: {names}")
 
     def _find(self, operator_id: str) -> Operator | None:
         return next((op for op in self.operators if op.operator_id == operator_id), None)

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import FlinkFormatError
+from ..errors import FlinkFormatError, UnsupportedFlinkFeature
 from .binary import Reader
 from .sqltypes import FIXED_WIDTH, SqlType
 from .types import Buf, FlinkType, as_dtype
@@ -227,7 +227,7 @@ def decode_slot(t: SqlType, buf: Buf, slots: np.ndarray, base: np.ndarray, size:
         at = np.where(null, base, base + offset)
         _check_within(buf, at, np.where(null, 0, 8), base, size, "timestamp")
         millis = np.where(null, 0, _le(buf, np.where(null, slots, at), "<i8"))
-        return _masked(_timestamps(t, millis, np.where(null, 0, nanos)), null)
+        return _masked(_timestamps(t, millis, np.where(null, 0, nanos), buf.source), null)
     start, length = _variable_extent(buf, slots, base, size, null)
     return _masked(decode_variable(t, buf, start, length, null), null)
 
@@ -257,13 +257,23 @@ def _fixed(t: SqlType, buf: Buf, slots: np.ndarray) -> pa.Array:
     return pa.array(_le(buf, slots, "<i8"))  # BIGINT, INTERVAL_DAY_TIME
 
 
-def _timestamps(t: SqlType, millis: np.ndarray, nanos: np.ndarray) -> pa.Array:
+NS_MILLIS = (-(2**63) // 1_000_000 + 1, (2**63 - 1) // 1_000_000 - 1)  # millis whose nanos fit int64
+
+
+def _timestamps(t: SqlType, millis: np.ndarray, nanos: np.ndarray, source: str = "") -> pa.Array:
+    """Epoch millis and nanos of the millisecond in the type's unit. A TIMESTAMP(7..9) is
+    held in nanoseconds (years 1678 to 2261); a value outside them is refused, never wrapped."""
     unit = t.arrow().unit
     if unit == "ms":
         value = millis
     elif unit == "us":
         value = millis * 1000 + nanos // 1000
     else:
+        outside = (millis < NS_MILLIS[0]) | (millis > NS_MILLIS[1])
+        if outside.any():
+            raise UnsupportedFlinkFeature(
+                f"{source}: a {t.sql()} value ({int(millis[np.argmax(outside)])} ms since the epoch) lies "
+                "outside the years 1678-2261 that nanosecond timestamps hold")
         value = millis * 1_000_000 + nanos
     return pa.array(value.astype(np.int64), pa.int64()).cast(t.arrow())
 
@@ -328,10 +338,12 @@ def decode_variable(t: SqlType, buf: Buf, start: np.ndarray, length: np.ndarray,
         value_type = t.children[1] if r == "MAP" else SqlType("INTEGER", False)
         _check_within(buf, start, np.where(null, 0, 4), start, length, "map")
         key_bytes = np.where(null, 0, _le(buf, start, "<i4").astype(np.int64))
-        _check_within(buf, start + 4, key_bytes, start, length, "map's keys")
-        offsets, keys = _array_elements(key_type, buf, start + 4, np.where(null, 0, key_bytes), null)
-        v_start = start + 4 + key_bytes
-        _, values = _array_elements(value_type, buf, v_start, np.where(null, 0, length - 4 - key_bytes), null)
+        key_start = np.where(null, start, start + 4)
+        _check_within(buf, key_start, key_bytes, start, length, "map's keys")
+        offsets, keys = _array_elements(key_type, buf, key_start, key_bytes, null)
+        value_start = key_start + key_bytes
+        value_bytes = np.where(null, 0, length - 4 - key_bytes)
+        _, values = _array_elements(value_type, buf, value_start, value_bytes, null)
         if len(keys) != len(values):
             raise FlinkFormatError(f"{buf.source}: a map's key and value arrays differ in length")
         return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), keys, values,

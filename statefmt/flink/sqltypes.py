@@ -36,6 +36,7 @@ class SqlType:
     children: tuple["SqlType", ...] = ()  # ARRAY/MULTISET element, MAP key and value, ROW fields
     names: tuple[str, ...] = ()  # ROW field names
     class_name: str | None = None  # RAW and STRUCTURED: the Java class
+    resolution: str | None = None  # intervals, as SQL spells them: YEAR(2) TO MONTH, DAY(2) TO SECOND(3)...
 
     @property
     def compact(self) -> bool:
@@ -65,27 +66,26 @@ class SqlType:
         return pa.binary()  # RAW, STRUCTURED: the bytes, named by their class
 
     def sql(self) -> str:
+        """The type as Flink's `asSerializableString` spells it."""
         r = self.root
-        if r == "VARCHAR" and self.length == MAX_LENGTH:
-            text = "STRING"
-        elif r == "VARBINARY" and self.length == MAX_LENGTH:
-            text = "BYTES"
-        elif r in ("CHAR", "VARCHAR", "BINARY", "VARBINARY"):
+        if r in ("CHAR", "VARCHAR", "BINARY", "VARBINARY"):
             text = f"{r}({self.length})"
         elif r == "DECIMAL":
             text = f"DECIMAL({self.precision}, {self.scale})"
         elif r == "TIMESTAMP_WITHOUT_TIME_ZONE":
             text = f"TIMESTAMP({self.precision})"
         elif r == "TIMESTAMP_WITH_LOCAL_TIME_ZONE":
-            text = f"TIMESTAMP_LTZ({self.precision})"
+            text = f"TIMESTAMP({self.precision}) WITH LOCAL TIME ZONE"
         elif r == "TIME_WITHOUT_TIME_ZONE":
             text = f"TIME({self.precision})"
+        elif r in ("INTERVAL_YEAR_MONTH", "INTERVAL_DAY_TIME"):
+            text = "INTERVAL " + self.resolution
         elif r in ("ARRAY", "MULTISET"):
             text = f"{r}<{self.children[0].sql()}>"
         elif r == "MAP":
             text = f"MAP<{self.children[0].sql()}, {self.children[1].sql()}>"
         elif r == "ROW":
-            text = "ROW<" + ", ".join(f"{n} {c.sql()}" for n, c in zip(self.names, self.children)) + ">"
+            text = "ROW<" + ", ".join(f"`{n}` {c.sql()}" for n, c in zip(self.names, self.children)) + ">"
         elif r in ("RAW", "STRUCTURED_TYPE"):
             text = f"{'RAW' if r == 'RAW' else 'STRUCTURED'}('{self.class_name}')"
         else:
@@ -102,8 +102,19 @@ _ARROW = {
     "INTERVAL_DAY_TIME": pa.int64(),  # milliseconds
     "NULL": pa.null(),
 }
-_SQL = {"INTEGER": "INT", "INTERVAL_YEAR_MONTH": "INTERVAL YEAR TO MONTH",
-        "INTERVAL_DAY_TIME": "INTERVAL DAY TO SECOND"}
+_SQL = {"INTEGER": "INT"}
+
+
+def _interval(resolution: str, fields: dict) -> str:
+    """An interval's resolution as SQL spells it, with the precisions of its first and last parts."""
+    precisions = {"YEAR": fields.get("yearPrecision"), "DAY": fields.get("dayPrecision"),
+                  "SECOND": fields.get("fractionalPrecision")}
+    parts = resolution.split("_TO_")
+
+    def part(name: str) -> str:
+        p = precisions.get(name)
+        return f"{name}({p})" if p is not None else name
+    return " TO ".join([part(parts[0])] + ([part(parts[-1])] if len(parts) > 1 else []))
 
 
 def _unit(precision: int) -> str:
@@ -127,7 +138,8 @@ def logical_type(obj) -> SqlType:
             raise UnsupportedFlinkFeature("TIMESTAMP WITH TIME ZONE is not a type Flink stores")
         return SqlType(root, nullable, precision=f["precision"])
     if root in ("INTERVAL_YEAR_MONTH", "INTERVAL_DAY_TIME"):
-        return SqlType(root, nullable)
+        resolution = f["resolution"].name if isinstance(f.get("resolution"), JavaEnum) else ""
+        return SqlType(root, nullable, resolution=_interval(resolution, f))
     if root in ("ARRAY", "MULTISET"):
         return SqlType(root, nullable, children=(logical_type(f["elementType"]),))
     if root == "MAP":
