@@ -289,7 +289,7 @@ CASES = [
     Case("read format unknown", READ + ("--format", "xml"), "unknown format 'xml'"),
     Case("read parquet no output", READ + ("--format", "parquet"), "--format parquet writes a directory"),
     Case("read table with output", READ + ("--output", "{tmp}/x"), "--output needs --format jsonl, csv or parquet"),
-    Case("read no operator", ("read", "{base}"), "name the operator with exactly one of --uid or --operator-id"),
+    Case("read no operator", ("read", "{base}"), "name the operator with exactly one of --uid, --operator-id or --name"),
     Case("read both operator names", ("read", "{base}", "--uid", "src", "--operator-id", "0" * 32), "exactly one of"),
     Case("read unknown uid", ("read", "{base}", "--uid", "nope"), "no operator with uid 'nope'"),
     Case("read unknown state", ("read", "{base}", "--uid", "src", "--state", "nope"),

@@ -53,7 +53,7 @@ def test_mistakes_in_what_to_read_fail_before_spark_starts(saved):
     base = saved[0].location
     cases = [
         (["--uid", "nope"], f"error: no operator with uid 'nope'; operators: {OPERATORS}"),
-        ([], "error: name the operator with exactly one of --uid or --operator-id; "
+        ([], "error: name the operator with exactly one of --uid, --operator-id or --name; "
              f"operators: {OPERATORS}"),
         (["--uid", "proc", "--state", "cnt"],
          "error: operator proc has no keyed state 'cnt'; it has keyed states: "

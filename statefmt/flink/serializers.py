@@ -199,8 +199,7 @@ def read_snapshot(r: Reader) -> T.FlinkType:
         r.utf()  # value class
         return T.Opaque(_serializer_of(cls), "a Value type")
     raise UnsupportedFlinkFeature(
-        f"{r.source}: serializer snapshot {cls} (version {version}) at offset {r.base + at} is not known; "
-        "the states after it cannot be located")
+        f"{r.source}: serializer snapshot {cls} (version {version}) at offset {r.base + at} is not known")
 
 
 def _composite(r: Reader, cls: str, version: int) -> T.FlinkType:
