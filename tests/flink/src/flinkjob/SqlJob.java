@@ -103,6 +103,7 @@ public final class SqlJob {
     }
 
     static void run(Scenario sc) throws Exception {
+        if (!sc.checkpoint.equals("none")) throw new IllegalArgumentException("mode=sql makes savepoints only (checkpoint=none)");
         long t0 = System.currentTimeMillis();
         Path out = Paths.get(sc.out);
         Files.createDirectories(out);

@@ -128,8 +128,37 @@ public final class SqlModel {
 
     // ---- operator state ----
 
+    /**
+     * The keyed states each operator registers (names from flink-table-runtime's functions, the
+     * same in 1.20 and 2.3); timer services are listed as their `_timer_state/...` states.
+     */
+    static List<String> stateNames(String statement, String kind) {
+        String user = "_timer_state/event_user-timers,_timer_state/processing_user-timers";
+        switch (statement + "/" + kind) {
+            case "group_agg/GroupAggregate": return split("accState,distinctAcc_0,distinctAcc_0_null_state," + user);
+            case "retract_agg/GroupAggregate": return split("accState,agg0$map,agg1$map," + user);
+            case "retract_agg/Deduplicate":
+            case "dedup_first/Deduplicate":
+            case "dedup_last/Deduplicate": return split("deduplicate-state," + user);
+            case "top_n/Rank": return split("data-state-with-append," + user);
+            case "tumble/GlobalWindowAggregate":
+            case "hop/GlobalWindowAggregate": return split("window-aggs,_timer_state/event_window-timers,_timer_state/processing_window-timers");
+            case "join/Join": return split("left-records,right-records");
+            case "interval_join/IntervalJoin":
+                return split("IntervalJoinLeftCache,IntervalJoinRightCache,IntervalJoinLeftTimerState,IntervalJoinRightTimerState," + user);
+            case "over/OverAggregate":
+                return split("accState,inputState,lastTriggeringTsState,processedCountState,agg3$map," + user);
+            default: return new ArrayList<>();
+        }
+    }
+
+    static List<String> split(String s) {
+        return new ArrayList<>(Arrays.asList(s.split(",")));
+    }
+
     Map<String, Object> state(String statement, String kind) {
         Map<String, Object> s = new LinkedHashMap<>();
+        s.put("state_names", stateNames(statement, kind));
         switch (statement + "/" + kind) {
             case "group_agg/GroupAggregate": {
                 Map<String, Object> acc = new TreeMap<>(), distinct = new TreeMap<>(), rows = new TreeMap<>();
