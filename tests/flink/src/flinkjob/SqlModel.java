@@ -161,10 +161,13 @@ public final class SqlModel {
         s.put("state_names", stateNames(statement, kind));
         switch (statement + "/" + kind) {
             case "group_agg/GroupAggregate": {
-                Map<String, Object> acc = new TreeMap<>(), distinct = new TreeMap<>(), rows = new TreeMap<>();
+                Map<String, Object> acc = new TreeMap<>(), distinct = new TreeMap<>(), rows = new TreeMap<>(), views = new TreeMap<>();
                 for (Map.Entry<Integer, List<SqlInput.Ev>> e : byKey.entrySet()) {
                     GroupAcc a = groupAcc(e.getValue());
-                    acc.put(label(e.getKey()), obj("cnt", a.cnt, "total", a.total, "top_name", a.maxName, "names", (long) a.names.size()));
+                    acc.put(label(e.getKey()), Arrays.asList(a.cnt, a.total, a.maxName, (long) a.names.size(), null));
+                    Map<String, Object> bits = new TreeMap<>();
+                    for (String n : a.names) bits.put(n, 1L);
+                    views.put(label(e.getKey()), bits);
                     Map<String, Object> occ = new TreeMap<>();
                     for (SqlInput.Ev ev : e.getValue()) occ.merge(ev.name, 1L, (x, y) -> (Long) x + (Long) y);
                     distinct.put(label(e.getKey()), occ);
@@ -173,7 +176,10 @@ public final class SqlModel {
                     rows.put(label(e.getKey()), r);
                 }
                 s.put("key", "k");
-                s.put("accumulators", acc);
+                s.put("accState_fields", Arrays.asList("count1 BIGINT: COUNT(*)", "sum BIGINT: SUM(v)", "max STRING: MAX(name)",
+                        "count BIGINT: COUNT(DISTINCT name)", "RAW MapView placeholder (NullSerializer, null): the view is distinctAcc_0"));
+                s.put("accState", acc);
+                s.put("distinctAcc_0", views);
                 s.put("distinct_name_occurrences", distinct);
                 s.put("input_rows_name_v", rows);
                 break;
@@ -192,13 +198,17 @@ public final class SqlModel {
                         multiset.merge(String.valueOf(ev.v), 1L, (x, y) -> (Long) x + (Long) y);
                         r.add(SqlInput.cells(ev.k, ev.v));
                     }
-                    acc.put(label(b.getKey()), obj("min_v", min(l), "max_v", max(l), "c", (long) l.size()));
+                    acc.put(label(b.getKey()), Arrays.asList(Arrays.asList(min(l), (long) multiset.size(), null),
+                            Arrays.asList(max(l), (long) multiset.size(), null), (long) l.size()));
                     values.put(label(b.getKey()), multiset);
                     rows.put(label(b.getKey()), r);
                 }
                 s.put("key", "b = MOD(k, 4)");
-                s.put("accumulators", acc);
-                s.put("min_max_map_view", values);
+                s.put("accState_fields", Arrays.asList("MinWithRetractAccumulator (min BIGINT, mapSize BIGINT, map RAW null): MIN(v)",
+                        "MaxWithRetractAccumulator (max BIGINT, mapSize BIGINT, map RAW null): MAX(v)", "count1 BIGINT: COUNT(*)"));
+                s.put("accState", acc);
+                s.put("agg0$map", values);
+                s.put("agg1$map", values);
                 s.put("current_rows_k_v", rows);
                 break;
             }
@@ -231,11 +241,13 @@ public final class SqlModel {
                     List<Object> l = new ArrayList<>();
                     for (Map.Entry<Long, List<SqlInput.Ev>> w : bucket(e.getValue(), 10_000L).entrySet()) {
                         long end = w.getKey() + 10_000L;
-                        if (end - 1 > W) l.add(obj("slice_end", end, "window", Arrays.asList(w.getKey(), end), "cnt", (long) w.getValue().size(), "total", sum(w.getValue())));
+                        if (end - 1 > W) l.add(obj("slice_end", end, "window", Arrays.asList(w.getKey(), end), "cnt", (long) w.getValue().size(), "total", sum(w.getValue()),
+                                "window-aggs", Arrays.asList((long) w.getValue().size(), sum(w.getValue()))));
                     }
                     if (!l.isEmpty()) pending.put(label(e.getKey()), l);
                 }
                 s.put("key", "k");
+                s.put("window-aggs_fields", Arrays.asList("count1 BIGINT: COUNT(*)", "sum BIGINT: SUM(v)"));
                 s.put("pending_slices", pending);
                 break;
             }
@@ -247,7 +259,8 @@ public final class SqlModel {
                     for (Map.Entry<Long, List<SqlInput.Ev>> sl : bucket(e.getValue(), 5_000L).entrySet()) {
                         long end = sl.getKey() + 5_000L;
                         // a slice is needed until the last window containing it (ending at end + 5 000) fired
-                        if (end + 5_000L - 1 > W) l.add(obj("slice_end", end, "slice", Arrays.asList(sl.getKey(), end), "cnt", (long) sl.getValue().size(), "max_v", max(sl.getValue())));
+                        if (end + 5_000L - 1 > W) l.add(obj("slice_end", end, "slice", Arrays.asList(sl.getKey(), end), "cnt", (long) sl.getValue().size(), "max_v", max(sl.getValue()),
+                                "window-aggs", Arrays.asList((long) sl.getValue().size(), max(sl.getValue()))));
                     }
                     if (!l.isEmpty()) slices.put(label(e.getKey()), l);
                     List<Object> pw = new ArrayList<>();
@@ -258,6 +271,7 @@ public final class SqlModel {
                     if (!pw.isEmpty()) windows.put(label(e.getKey()), pw);
                 }
                 s.put("key", "k");
+                s.put("window-aggs_fields", Arrays.asList("count1 BIGINT: COUNT(*)", "max BIGINT: MAX(v)"));
                 s.put("pending_slices", slices);
                 s.put("pending_windows", windows);
                 break;
@@ -311,8 +325,23 @@ public final class SqlModel {
                 s.put("expired_up_to", expired);
                 s.put("left_cache", left);
                 s.put("right_cache", right);
+                // Each side's cleanup timer is re-registered at its earliest remaining row + 4 000 + 1
+                // (relative size + minCleanUpInterval, 0 here, + 1): IntervalJoinRightTimerState
+                // cleans the left cache, IntervalJoinLeftTimerState the right one; absent when empty.
+                Map<String, Object> rightTimer = new TreeMap<>(), leftTimer = new TreeMap<>(), timers = new TreeMap<>();
+                for (Map.Entry<String, Object> x : leftEarliest.entrySet()) rightTimer.put(x.getKey(), (Long) x.getValue() + 4001);
+                for (Map.Entry<String, Object> x : rightEarliest.entrySet()) leftTimer.put(x.getKey(), (Long) x.getValue() + 4001);
+                for (Integer k : byKey.keySet()) {
+                    TreeSet<Long> t = new TreeSet<>();
+                    if (rightTimer.containsKey(label(k))) t.add((Long) rightTimer.get(label(k)));
+                    if (leftTimer.containsKey(label(k))) t.add((Long) leftTimer.get(label(k)));
+                    if (!t.isEmpty()) timers.put(label(k), new ArrayList<>(t));
+                }
                 s.put("left_cache_earliest", leftEarliest);
                 s.put("right_cache_earliest", rightEarliest);
+                s.put("IntervalJoinRightTimerState", rightTimer);
+                s.put("IntervalJoinLeftTimerState", leftTimer);
+                s.put("pending_event_timers", timers);
                 break;
             }
             case "over/OverAggregate": {
@@ -331,7 +360,7 @@ public final class SqlModel {
                     if (!rows.isEmpty()) input.put(l, rows);
                     if (!pending.isEmpty()) timers.put(l, pending);
                     if (!done.isEmpty()) {
-                        acc.put(l, obj("s3", sum(kept), "c3", (long) kept.size(), "m3", min(kept)));
+                        acc.put(l, Arrays.asList((long) kept.size(), sum(kept), (long) kept.size(), Arrays.asList(min(kept), (long) kept.size(), null)));
                         count.put(l, (long) kept.size());
                         lastTs.put(l, done.get(done.size() - 1).rt);
                         Map<String, Object> mm = new TreeMap<>(Comparator.comparingLong(Long::parseLong));
@@ -341,8 +370,10 @@ public final class SqlModel {
                 }
                 s.put("key", "k");
                 s.put("inputState", input);
-                s.put("accumulators", acc);
-                s.put("min_map_view", minMap);
+                s.put("accState_fields", Arrays.asList("count BIGINT: COUNT(v) (SUM(v) OVER is CASE WHEN COUNT(v) > 0 THEN $SUM0(v))",
+                        "sum BIGINT: $SUM0(v)", "count1 BIGINT: COUNT(*)", "MinWithRetractAccumulator (min BIGINT, mapSize BIGINT, map RAW null): MIN(v)"));
+                s.put("accState", acc);
+                s.put("agg3$map", minMap);
                 s.put("processedCountState", count);
                 s.put("lastTriggeringTsState", lastTs);
                 s.put("pending_event_timers", timers);
