@@ -16,6 +16,14 @@ from statectl.statefmt.flink.metadata import parse_metadata
 METADATA_VERSION = {"1.20.3": 4, "2.3.0": 6}
 STATEFUL_KINDS = {"GroupAggregate", "Deduplicate", "Rank", "GlobalWindowAggregate", "Join", "IntervalJoin",
                   "OverAggregate"}
+# The stateful operators' names, the same in every shape and both releases (the job resets the
+# planner's node counter before each run, so a run's place in its JVM does not show in them).
+OPERATOR_NAMES = {
+    "group_agg": ["GroupAggregate[4]"], "retract_agg": ["Deduplicate[9]", "GroupAggregate[12]"],
+    "dedup_first": ["Deduplicate[17]"], "dedup_last": ["Deduplicate[23]"], "top_n": ["Rank[29]"],
+    "tumble": ["GlobalWindowAggregate[36]"], "hop": ["GlobalWindowAggregate[43]"], "join": ["Join[52]"],
+    "interval_join": ["IntervalJoin[61]"], "over": ["OverAggregate[67]"],
+}
 
 
 @pytest.fixture(scope="module", params=flink_job.SQL_VERSIONS)
@@ -65,6 +73,7 @@ def test_sql_savepoint(sql_release, shape):
     # The stateful operators: one per kind at least, each holding keyed state with its state names.
     ops = exp["operators"]
     assert {o["kind"] for o in ops.values()} == STATEFUL_KINDS
+    assert {name: sorted(st["operators"]) for name, st in exp["statements"].items()} == OPERATOR_NAMES
     assert sorted(o["statement"] for o in ops.values()) == sorted(
         [s for s in exp["statements"] for _ in exp["statements"][s]["operators"]])
     for name, o in ops.items():

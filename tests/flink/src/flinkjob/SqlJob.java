@@ -113,6 +113,7 @@ public final class SqlJob {
         SqlInput in = new SqlInput(sc);
         StreamTableEnvironment tEnv = StreamTableEnvironment.create(env);
         tEnv.getConfig().setLocalTimeZone(ZoneOffset.UTC);
+        resetPlannerIds(tEnv);
 
         DataStream<Row> srcDs = Compat.source(env, new SqlInput.Source(in, false), SqlInput.srcType(), "sql-src").uid("sql-src");
         DataStream<Row> dimDs = Compat.source(env, new SqlInput.Source(in, true), SqlInput.dimType(), "sql-dim").uid("sql-dim");
@@ -254,6 +255,23 @@ public final class SqlJob {
         expected.put("job_graph", nodes);
         Main.write(out.resolve("expected.json"), expected);
         System.out.println("sql snapshot " + path + " in " + (System.currentTimeMillis() - t0) + " ms");
+    }
+
+    /**
+     * The planner numbers its exec nodes (`GroupAggregate[4]`) with a JVM-wide counter: reset it so
+     * that every run in one JVM gets the same operator names. The planner lives in its own class
+     * loader (flink-table-planner-loader), hence reflection.
+     */
+    static void resetPlannerIds(StreamTableEnvironment tEnv) {
+        try {
+            Object planner = tEnv.getClass().getMethod("getPlanner").invoke(tEnv);
+            Class<?> ctx = Class.forName("org.apache.flink.table.planner.plan.nodes.exec.ExecNodeContext", true,
+                    planner.getClass().getClassLoader());
+            java.lang.reflect.Method reset = ctx.getMethod("resetIdCounter");
+            reset.invoke(null);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("cannot reset the planner's exec node ids", e);
+        }
     }
 
     static String hex(byte[] b) {
