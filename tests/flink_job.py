@@ -7,6 +7,7 @@ Command line (used by .ci/run and benchmarks):
     python tests/flink_job.py fetch [VERSION ...]        # jars of the given (default: all) versions
     python tests/flink_job.py make VERSION name=value ...  # one snapshot; prints its path
     python tests/flink_job.py declared VERSION SAVEPOINT DESCRIPTION.json [BACKEND]  # prints the dump
+    python tests/flink_job.py sql VERSION [SHAPE ...]    # SQL job savepoints (SQL_SHAPES); prints their paths
 """
 
 from __future__ import annotations
@@ -264,13 +265,39 @@ def _make_missing(version: str, dirs: list[Path], specs: list[dict]) -> None:
         start = time.monotonic()
         run_job(version, [{**k, "out": str(d)} for d, k in todo])
         per = (time.monotonic() - start) / len(todo)
-        for d, _ in todo:
-            _add_operator_ids(d)
+        for d, k in todo:
+            if k["mode"] != "sql":  # the SQL job writes its operators' ids itself (stream graph hashes)
+                _add_operator_ids(d)
             (d / "done").write_text(f"{per:.1f} s\n")
 
 
 def make_snapshot(version: str = "2.3.0", **kw) -> Snapshot:
     return make_snapshots(version, [kw])[0]
+
+
+# The SQL job's savepoint shapes (mode=sql, tests/flink/README.md "The SQL job"), all made in one JVM.
+SQL_SHAPES = {
+    "hashmap-canonical": dict(backend="hashmap", format="canonical"),
+    "hashmap-native": dict(backend="hashmap", format="native"),
+    "rocksdb-canonical": dict(backend="rocksdb", format="canonical"),
+    "rocksdb-native": dict(backend="rocksdb", format="native"),
+}
+SQL_VERSIONS = ("1.20.3", "2.3.0")
+
+
+def make_sql_snapshots(version: str, specs: list[dict] | None = None) -> list[Snapshot]:
+    """Savepoints of the SQL job (mode=sql), one per spec (knobs() kwargs: backend, format,
+    parallelism, max_parallelism, seed, keys, events, value_max, compression, inline_threshold;
+    default: every SQL_SHAPES entry), the missing ones made in one JVM and cached like
+    make_snapshots. Each Snapshot's expected is the SQL expected.json (operators by name)."""
+    specs = list(SQL_SHAPES.values()) if specs is None else specs
+    return make_snapshots(version, [{**s, "mode": "sql"} for s in specs])
+
+
+def make_sql_snapshot(version: str = "2.3.0", backend: str = "rocksdb", format: str = "canonical",
+                      **kw) -> Snapshot:
+    """One savepoint of the SQL job; see make_sql_snapshots."""
+    return make_sql_snapshots(version, [dict(backend=backend, format=format, **kw)])[0]
 
 
 def restore(version: str, savepoint: Path, out: Path, **kw) -> dict:
@@ -631,12 +658,17 @@ def metadata_header(path: Path) -> tuple[int, int]:
 
 
 def _main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("fetch", "make", "declared") or (argv[0] == "declared" and len(argv) not in (4, 5)):
+    if not argv or argv[0] not in ("fetch", "make", "declared", "sql") or (argv[0] == "declared" and len(argv) not in (4, 5)):
         print(__doc__, file=sys.stderr)
         return 2
     if argv[0] == "fetch":
         for v in argv[1:] or VERSIONS:
             fetch_jars(v)
+        return 0
+    if argv[0] == "sql":
+        version, *shapes = argv[1:]
+        for shape, snap in zip(shapes or SQL_SHAPES, make_sql_snapshots(version, [SQL_SHAPES[x] for x in shapes or SQL_SHAPES])):
+            print(shape, snap.path)
         return 0
     if argv[0] == "declared":
         version, savepoint, description, *backend = argv[1:]

@@ -44,6 +44,7 @@ public final class Main {
                 Shared.reset();
                 Scenario sc = new Scenario(knobs);
                 if (sc.mode.equals("declared")) Declared.run(sc);
+                else if (sc.mode.equals("sql")) SqlJob.run(sc);
                 else run(sc);
             }
         } catch (Throwable t) {

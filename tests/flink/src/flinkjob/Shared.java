@@ -33,7 +33,14 @@ public final class Shared {
     /** Restore mode: windows that fired: label, start, end, value. */
     public static final List<Object[]> firedWindows = new ArrayList<>();
 
+    /** SQL mode: dim source subtasks that emitted everything. */
+    public static final AtomicInteger dimDone = new AtomicInteger();
+    /** SQL mode: what each statement's sink received, per statement: [row kind, cells...]. */
+    public static final Map<String, List<List<Object>>> sqlReceived = new ConcurrentHashMap<>();
+
     public static void reset() {
+        dimDone.set(0);
+        sqlReceived.clear();
         rulesApplied.set(0);
         sourcesDone.set(0);
         lastCompleted.set(-1);
