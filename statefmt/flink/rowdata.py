@@ -122,6 +122,25 @@ class SizedBytes(FlinkType):
         return f"bytes of {self.serializer.rsplit('.', 1)[-1]}" + (f" ({self.reason})" if self.reason else "")
 
 
+@dataclass(frozen=True)
+class NullValue(FlinkType):
+    """The table runtime's `NullSerializer` (a data view's placeholder): no bytes, always null."""
+    serializer: str = "org.apache.flink.table.dataview.NullSerializer"
+    width = 0
+
+    def arrow(self):
+        return pa.null()
+
+    def read(self, r: Reader):
+        return None
+
+    def from_matrix(self, m):
+        return pa.nulls(len(m))
+
+    def describe(self):
+        return "NullSerializer"
+
+
 def _read_one(t: FlinkType, r: Reader):
     """One value on the per-value path, through the column decoder."""
     start = r.pos
@@ -324,9 +343,9 @@ def decode_variable(t: SqlType, buf: Buf, start: np.ndarray, length: np.ndarray,
         except pa.ArrowInvalid:
             raise FlinkFormatError(f"{buf.source}: a string value is not valid UTF-8") from None
         return strings
-    if r in ("BINARY", "VARBINARY", "RAW", "STRUCTURED_TYPE"):
+    if r in ("BINARY", "VARBINARY", "RAW"):
         return buf.slices(start, start + length)
-    if r == "ROW":
+    if r in ("ROW", "STRUCTURED_TYPE"):
         names = list(t.names)
         return decode_rows(buf, start, length, t.children, names, False, null)
     if r == "ARRAY":

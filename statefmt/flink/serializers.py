@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..errors import UnsupportedFlinkFeature
 from .binary import Reader
 from .javaser import read_java_object
-from .rowdata import RowData, SizedBytes, SqlValue
+from .rowdata import NullValue, RowData, SizedBytes, SqlValue
 from .sqltypes import MAX_LENGTH, SqlType, logical_type
 from . import types as T
 
@@ -85,6 +85,12 @@ def _outer_row(r: Reader, version: int):
     return version == 3 or (version > 3 and r.bool())
 
 
+def _outer_external(r: Reader, version: int):
+    """An ExternalSerializer's data type (Java-serialized) and whether its input is internal."""
+    read_java_object(r)
+    return r.bool()
+
+
 _J = "org.apache.flink.api.java.typeutils.runtime."
 COMPOSITES = {
     _BASE + "ListSerializerSnapshot": (_outer_none, lambda o, n, s: T.List(n[0], _BASE + "ListSerializer")),
@@ -102,6 +108,9 @@ COMPOSITES = {
         _outer_none, lambda o, n, s: T.Ttl(n[1], "org.apache.flink.runtime.state.ttl.TtlStateFactory$TtlSerializer")),
     "org.apache.flink.streaming.api.operators.TimerSerializerSnapshot": (
         _outer_none, lambda o, n, s: T.Timer(n[0], n[1], "org.apache.flink.streaming.api.operators.TimerSerializer")),
+    # the external form's bytes are those of its internal serializer
+    "org.apache.flink.table.runtime.typeutils.ExternalSerializer$ExternalSerializerSnapshot": (
+        _outer_external, lambda o, n, s: n[0]),
     "org.apache.flink.table.runtime.typeutils.RawValueDataSerializer$RawValueDataSerializerSnapshot": (
         _outer_none, lambda o, n, s: SizedBytes(_TABLE + "RawValueDataSerializer", f"RAW, {n[0].describe()}")),
 }
@@ -150,6 +159,7 @@ TABLE_SNAPSHOTS = {
         SqlType("VARCHAR", length=MAX_LENGTH), _TABLE + "StringDataSerializer")),
     _TABLE + "BinaryRowDataSerializer$BinaryRowDataSerializerSnapshot": _ints(1, lambda n: SizedBytes(
         _TABLE + "BinaryRowDataSerializer", f"a row of {n} fields without their types")),
+    "org.apache.flink.table.dataview.NullSerializer$NullSerializerSnapshot": _ints(0, NullValue),
     _TABLE + "DecimalDataSerializer$DecimalSerializerSnapshot": _ints(2, lambda p, s: T.Opaque(
         _TABLE + "DecimalDataSerializer", f"DECIMAL({p}, {s}) outside a row")),
     _TABLE + "TimestampDataSerializer$TimestampDataSerializerSnapshot": _ints(1, lambda p: T.Opaque(

@@ -21,8 +21,6 @@ MAX_LENGTH = 2147483647  # VARCHAR / VARBINARY of this length are STRING / BYTES
 FIXED_WIDTH = {"BOOLEAN": 1, "TINYINT": 1, "SMALLINT": 2, "INTEGER": 4, "FLOAT": 4, "DATE": 4,
                "TIME_WITHOUT_TIME_ZONE": 4, "INTERVAL_YEAR_MONTH": 4, "BIGINT": 8, "DOUBLE": 8,
                "INTERVAL_DAY_TIME": 8}
-VARIABLE = {"CHAR", "VARCHAR", "BINARY", "VARBINARY", "ARRAY", "MAP", "MULTISET", "ROW", "RAW",
-            "STRUCTURED_TYPE"}
 
 
 @dataclass(frozen=True)
@@ -61,9 +59,9 @@ class SqlType:
             return pa.map_(self.children[0].arrow(), pa.int32())
         if r == "MAP":
             return pa.map_(self.children[0].arrow(), self.children[1].arrow())
-        if r == "ROW":
+        if r in ("ROW", "STRUCTURED_TYPE"):
             return pa.struct([(n, c.arrow()) for n, c in zip(self.names, self.children)])
-        return pa.binary()  # RAW, STRUCTURED: the bytes, named by their class
+        return pa.binary()  # RAW: the bytes of its serializer, named by their class
 
     def sql(self) -> str:
         """The type as Flink's `asSerializableString` spells it."""
@@ -153,9 +151,12 @@ def logical_type(obj) -> SqlType:
     if root == "RAW":
         clazz = f.get("clazz")
         return SqlType(root, nullable, class_name=clazz.name if isinstance(clazz, JavaClass) else None)
-    if root == "STRUCTURED_TYPE":
+    if root == "STRUCTURED_TYPE":  # held as a row of its attributes
         clazz = f.get("implementationClass")
-        return SqlType(root, nullable, class_name=clazz.name if isinstance(clazz, JavaClass) else None)
+        attributes = java_list(f.get("attributes"))
+        return SqlType(root, nullable, class_name=clazz.name if isinstance(clazz, JavaClass) else f.get("className"),
+                       children=tuple(logical_type(a["type"]) for a in attributes),
+                       names=tuple(str(a["name"]) for a in attributes))
     if root in _ARROW:
         return SqlType(root, nullable)
     raise UnsupportedFlinkFeature(f"SQL type {root} is not supported")
