@@ -34,7 +34,15 @@ def key_groups(sp: Savepoint, op: Operator, keys: list[tuple]) -> list[int]:
         from statectl.statefmt.flink.keyhash import flink_key_group
         from statectl.statefmt.flink.model import flink_savepoint, java_key_type
 
+        from statectl.statefmt.flink.rowdata import RowData
+        from statectl.statefmt.flink.rowdata_write import row_key_group
+
         info = flink_savepoint(sp.location).operator(op.operator_id)
+        if isinstance(info.key_type, RowData):  # a SQL operator's key row
+            try:
+                return sorted({row_key_group(k, info.key_type.fields, op.max_parallelism) for k in keys})
+            except KeyTypeError as e:
+                raise KeyTypeError(f"operator {op.label}: key filter: {e}") from None
         java = java_key_type(info.key_type, op.label)
         groups = {flink_key_group(k if isinstance(java, tuple) else k[0], java, op.max_parallelism)
                   for k in keys}
