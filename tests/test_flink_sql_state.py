@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import json
 
 import pytest
 
@@ -169,3 +170,41 @@ def test_over_aggregate(ops):
         assert {str(v): n for v, n in row["agg3$map"]} == ops.model("OverAggregate[67]", "agg3$map")[k]
         assert row["processedCountState"] == ops.model("OverAggregate[67]", "processedCountState")[k]
         assert row["lastTriggeringTsState"] == ops.model("OverAggregate[67]", "lastTriggeringTsState")[k]
+
+
+def test_cli_info_and_validate(ops, cli):
+    path = str(ops.snap.path)
+    info = cli("info", "--json", path)
+    assert info.returncode == 0, info.stderr
+    doc = json.loads(info.stdout)
+    assert not any(op.get("unreadable") for op in doc["operators"])
+    assert {op["operator_id"] for op in doc["operators"]} >= {e["operator_id"] for e in ops.expected.values()}
+    valid = cli("validate", path)
+    assert valid.returncode == 0, valid.stderr
+
+
+@pytest.mark.parametrize("shape", ["rocksdb-native", "hashmap-canonical"])
+def test_spark_reads_every_sql_table_as_the_format_layer_does(spark, shape):
+    """Through `readers` (Spark's Data Source), every SQL operator's keyed table and timers."""
+    from statectl.readers import open_savepoint
+
+    ops = Operators(_snapshot("2.3.0", shape))
+    reader = open_savepoint(spark, str(ops.snap.path))
+    for name, exp in ops.expected.items():
+        info = ops.info(name)
+        got = reader.keyed(reader.operator(exp["operator_id"]).label).toArrow().to_pylist()
+        want = keyed_table(info).drop_columns(["_key_group"]).to_pylist()
+        assert sorted(got, key=repr) == sorted(want, key=repr), name
+        if info.timers_schema is not None:  # a regular join has no timer service
+            timers = reader.timers(reader.operator(exp["operator_id"]).label).toArrow().num_rows
+            assert timers == timers_table(info).num_rows, name
+
+
+def test_cli_reads_a_sql_operator_by_name(cli):
+    snap = _snapshot("2.3.0", "rocksdb-canonical")
+    model = {int(k): v for k, v in snap.expected["operators"]["GroupAggregate[4]"]["state"]["accState"].items()}
+    out = cli("read", str(snap.path), "--name", "GroupAggregate[4]", "--key", "10", "-f", "jsonl")
+    assert out.returncode == 0, out.stderr
+    [row] = [json.loads(line) for line in out.stdout.strip().splitlines()]
+    acc = row["accState"]
+    assert [acc["f0"], acc["f1"], acc["f2"], acc["f3"]] == model[10][:4]
