@@ -63,7 +63,8 @@ def operator_summary(op: Operator) -> dict:
         "shared_bytes": sum(f.size for f in shared),
     }
     if op.unreadable:
-        out["unreadable"] = [{"part": u.part, "reason": u.reason, **_files(u.files)} for u in op.unreadable]
+        out["unreadable"] = [{"part": u.part, "reason": u.reason, "damaged": u.damaged, **_files(u.files)}
+                             for u in op.unreadable]
     if op.keyed is not None:
         out["keyed"] = {
             "key": [{"name": f.name, "type": f.type} for f in op.keyed.key],

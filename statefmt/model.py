@@ -154,6 +154,7 @@ class UnreadablePart:
     part: str
     reason: str
     files: tuple[DataFile, ...] = ()
+    damaged: bool = True  # False: intact, only not decodable here (e.g. the job's own serializer)
 
 
 @dataclass(frozen=True)

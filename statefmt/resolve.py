@@ -54,7 +54,7 @@ def resolve_reference(savepoint_location: str | Location, reference: str,
         check_relative_path(reference, where)
         candidate, inside = root.child(reference), root
     if candidate.is_local:
-        _check_real_path(candidate, inside, reference, where)
+        _check_real_path(candidate, inside, reference, where, follow_root=inside is root)
     return candidate
 
 
@@ -67,9 +67,16 @@ def _comparable(loc: Location) -> str:
     return _local_path(loc) if loc.is_local else split_options(loc.uri)[0]
 
 
-def _check_real_path(candidate: Location, root: Location, reference: str, where: str) -> None:
-    """Refuse a local file whose real path (symlinks followed) leaves the real *root*."""
-    real_root = os.path.realpath(_local_path(root))
+def _check_real_path(candidate: Location, root: Location, reference: str, where: str,
+                     follow_root: bool = True) -> None:
+    """Refuse a local file whose real path (symlinks followed) leaves the real *root*.
+
+    The savepoint's own folder is the user's choice and may be reached through a symlink;
+    any other root (a checkpoint's ``shared/``, a lineage savepoint) may not be one itself.
+    """
+    path = _local_path(root).rstrip("/")
+    real_root = os.path.realpath(path) if follow_root else \
+        os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
     real = os.path.realpath(_local_path(candidate))
     if not _inside(posixpath.normpath(real), real_root):
         raise UnsafeReferenceError(

@@ -117,6 +117,7 @@ def validate(location: str | Location) -> ValidationReport:
             report.problems.append(
                 f"savepoint {dep.savepoint_id} at {dep.location}, which this one references, is gone"
             )
+    failed: set = set()  # (operator id, file reference) of the files found bad
     for op, f, schema in files_with_schemas(sp):
         dep = deps.get(f.ref.savepoint) if f.ref.savepoint else None
         if dep is not None:
@@ -128,6 +129,7 @@ def validate(location: str | Location) -> ValidationReport:
                 with loc.open_input_file() as source:
                     check_invariants(op, f, loc, check_parquet(loc, source, schema, f))
         except StatectlError as e:
+            failed.add((op.operator_id, f.ref))
             if dep is not None and isinstance(e, MissingFileError):
                 dep.missing_files += 1
             if dep is None or dep.present:  # a gone base is already one problem
@@ -136,6 +138,13 @@ def validate(location: str | Location) -> ValidationReport:
             continue
         report.files_checked += 1
         report.bytes_checked += f.size
+    for op in sp.operators:  # parts whose headers could not be read: damaged ones are problems
+        for part in op.unreadable:
+            if any((op.operator_id, f.ref) in failed for f in part.files):
+                continue  # its bad file is already reported
+            line = f"operator {op.label}: {part.part}: {part.reason}"
+            (report.problems if part.damaged else report.notes).append(
+                line if part.damaged else f"{line} (listed and checked, not decodable here)")
     report.dependencies = list(deps.values())
     if any(op.format == Format.FLINK for op in sp.operators):
         report.notes.append("Flink savepoint: its files have no checksums, so only their presence "

@@ -61,7 +61,7 @@ class OperatorHeader:
     compressed: bool
     states: tuple[StateMeta, ...]
     length: int
-    failure: str | None = None  # why the states after *states* could not be read (their data can)
+    failure: Exception | None = None  # why the states after *states* could not be read (their data can)
 
 
 def as_key(t: T.FlinkType) -> T.FlinkType:
@@ -135,7 +135,7 @@ def read_operator_header(data: bytes, source: str) -> OperatorHeader:
     except (UnsupportedFlinkFeature, FlinkFormatError) as e:
         # Each operator state's data lies at offsets _metadata gives: the states described
         # before an unreadable snapshot stay readable.
-        return OperatorHeader(version, compressed, tuple(states), r.pos, failure=str(e))
+        return OperatorHeader(version, compressed, tuple(states), r.pos, failure=e)
     return OperatorHeader(version, compressed, tuple(states), r.pos)
 
 

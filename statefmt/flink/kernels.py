@@ -18,7 +18,7 @@ from ..jit import njit
 
 _njit = njit(__file__)
 
-OK, ENDS_EARLY, UNKNOWN_STATE = 0, 1, 2
+OK, ENDS_EARLY, UNKNOWN_STATE, TRAILING = 0, 1, 2, 3
 
 
 @_njit
@@ -79,6 +79,8 @@ def _walk(data, blocks, n_states, prefix, last_mark, end_mark, fill, counts, slo
             sid = _u16(data, pos)
             pos += 2
             if sid == end_mark:
+                if pos != end:  # bytes after the key group's end mark belong to nothing
+                    return TRAILING, b, pos, 0
                 break
     return OK, 0, 0, 0
 

@@ -82,9 +82,32 @@ def parse_metadata(data: bytes, source: str = "_metadata") -> FlinkMetadata:
             raise r.error("bad master state magic number", r.pos - 4)
         master_states.append(r.bytes(_count(r, "master state bytes")))
     operators = tuple(_operator(r, version) for _ in range(_count(r, "operator states")))
-    # v4+: CheckpointProperties (Java serialization) follow; nothing in them is read.
     trailer = r.bytes(r.remaining)
+    _check_trailer(trailer, version, source, r.pos - len(trailer))
     return FlinkMetadata(version, checkpoint_id, operators, tuple(master_states), trailer)
+
+
+def _check_trailer(trailer: bytes, version: int, source: str, at: int) -> None:
+    """v4+: the file ends with one Java-serialized CheckpointProperties, whole and alone
+    (kept as bytes; parsed only to know `_metadata` is complete). v3 ends after the operators."""
+    if version < 4:
+        if trailer:
+            raise FlinkFormatError(f"{source}: {len(trailer)} byte(s) after the last operator at offset {at}")
+        return
+    from .javaser import JavaObject, read_java_object
+
+    r = Reader(trailer, source, base=at)
+    if not trailer:
+        raise FlinkFormatError(f"{source}: ends before its checkpoint properties (offset {at}): cut short")
+    try:
+        props = read_java_object(r)
+    except FlinkFormatError as e:
+        raise FlinkFormatError(f"{source}: its checkpoint properties are cut short or damaged ({e})") from None
+    if not isinstance(props, JavaObject) or not props.cls.endswith("CheckpointProperties"):
+        raise FlinkFormatError(f"{source}: the trailer at offset {at} is not Flink's checkpoint properties")
+    if r.remaining:
+        raise FlinkFormatError(f"{source}: {r.remaining} byte(s) after the checkpoint properties "
+                               f"at offset {at + r.pos}")
 
 
 def _count(r: Reader, what: str) -> int:

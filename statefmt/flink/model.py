@@ -135,7 +135,7 @@ def _operator(base: Location, op: FlinkOperatorInfo, lineage=()) -> Operator:
             name, meta.kind, statectl_type(schema.field("value").type), files_left if keyed is None else (),
             key_type, serializer=serializers[name], size=sizes[name]))
         files_left = ()
-    unreadable = tuple(UnreadablePart(u.part, u.reason, _files(base, u.files, lineage))
+    unreadable = tuple(UnreadablePart(u.part, u.reason, _files(base, u.files, lineage), u.damaged)
                        for u in op.unreadable.values())
     return Operator(op.operator_id, op.uid, op.parallelism, op.max_parallelism, keyed,
                     tuple(operator_states), format=Format.FLINK, name=op.name, unreadable=unreadable)

@@ -105,6 +105,9 @@ def read_range(base: Location, handle: StreamHandle, start: int, end: int) -> by
     info = loc.info()
     if info.type == pafs.FileType.NotFound:
         raise MissingFileError(f"{loc}: file is missing (referenced by {base.child(METADATA)})")
+    if info.type != pafs.FileType.File:
+        raise FlinkFormatError(f"{loc}: {_not_a_file(info)}, referenced by {base.child(METADATA)} "
+                               f"as a stream of {handle.size} bytes")
     if isinstance(handle, SegmentFile):
         if info.size < handle.start + handle.size:
             raise FlinkFormatError(f"{loc}: segment [{handle.start}, {handle.start + handle.size}) "
@@ -118,6 +121,10 @@ def read_range(base: Location, handle: StreamHandle, start: int, end: int) -> by
     if len(data) != end - start:
         raise FlinkFormatError(f"{loc}: ends early: bytes [{start}, {end}) expected")
     return data
+
+
+def _not_a_file(info: pafs.FileInfo) -> str:
+    return "a directory, not a file" if info.type == pafs.FileType.Directory else "not a regular file"
 
 
 def header_length(handle: KeyGroupsStream) -> int:
@@ -171,6 +178,7 @@ class FlinkUnreadable:
     part: str
     reason: str
     files: list[FlinkFile]
+    damaged: bool = True  # False: not broken, only not decodable here (an unknown serializer)
 
 
 @dataclass
@@ -264,7 +272,7 @@ def _describe(base: Location, op: FlinkOperator, roots: tuple[str, ...] = ()) ->
     op_states: dict[str, StateMeta] = {}
     keyed_bytes = 0
     op_bytes: dict[str, int] = {}
-    unreadable: dict[str, str] = {}  # part (KEYED_PART or an operator state) -> why
+    unreadable: dict[str, StatectlError] = {}  # part (KEYED_PART or an operator state) -> why
     unreadable_files: dict[str, dict[str, int]] = {}
     keyed_files: dict[str, int] = {}
     for sub in op.subtasks:
@@ -277,13 +285,16 @@ def _describe(base: Location, op: FlinkOperator, roots: tuple[str, ...] = ()) ->
             keyed_files.update(_handle_files(base, handle))
             keyed_bytes += sum(s.size for s in _handle_streams(handle))  # inline streams too
             try:
+                check_keyed_handle(handle, op.max_parallelism, f"{base.child(METADATA)}: operator {op.label} "
+                                   f"subtask {sub.index}")
                 header = _read_keyed_header(base, handle, stream)
                 keyed_header = keyed_header or header
                 keyed_splits += _keyed_splits(base, op, sub.index, handle, roots)
             except (UnsupportedFlinkFeature, FlinkFormatError, MissingFileError) as e:
-                unreadable.setdefault(KEYED_PART, str(e))
+                unreadable.setdefault(KEYED_PART, e)
         for oh in sub.managed_operator:
-            header = _read_operator_header(base, oh)
+            header = _read_operator_header(base, oh, f"{base.child(METADATA)}: operator {op.label} "
+                                                     f"subtask {sub.index}")
             for s in header.states:
                 op_states.setdefault(s.name, s)
                 op_bytes[s.name] = op_bytes.get(s.name, 0) + oh.stream.size
@@ -291,7 +302,8 @@ def _describe(base: Location, op: FlinkOperator, roots: tuple[str, ...] = ()) ->
                 {str(stream_location(base, oh.stream)): oh.stream.size}
             lost = [st.name for st in oh.states if st.name not in {s.name for s in header.states}]
             for name in lost:
-                unreadable.setdefault(name, header.failure or "its stream's header does not describe it")
+                unreadable.setdefault(name, header.failure or FlinkFormatError(
+                    f"{stream_name(base, oh.stream)}: the stream's header does not describe it"))
                 unreadable_files.setdefault(name, {}).update(stream_files)
             if len(lost) < len(oh.states) or not oh.states:
                 files.update(stream_files)
@@ -317,26 +329,64 @@ def _describe(base: Location, op: FlinkOperator, roots: tuple[str, ...] = ()) ->
         keyed_header.key if keyed_header else None, states,
         [FlinkFile(p, s) for p, s in sorted(files.items())], keyed_splits, operator_splits,
         keyed_header, op_states,
-        {part: FlinkUnreadable(part, why, [FlinkFile(p, s) for p, s in sorted(unreadable_files.get(part, {}).items())])
+        {part: FlinkUnreadable(part, str(why), [FlinkFile(p, s) for p, s in sorted(unreadable_files.get(part, {}).items())],
+                               damaged=not isinstance(why, UnsupportedFlinkFeature))
          for part, why in unreadable.items()})
 
 
-def _read_operator_header(base: Location, oh: OperatorStream) -> OperatorHeader:
+def _read_operator_header(base: Location, oh: OperatorStream, context: str) -> OperatorHeader:
     """An operator stream's header; an unreadable one describes no state (and says why)."""
     offsets = [o for st in oh.states for o in st.offsets]
     try:
+        check_operator_handle(oh, context)
         data = read_range(base, oh.stream, 0, min(offsets) if offsets else oh.stream.size)
     except (FlinkFormatError, MissingFileError) as e:
-        return OperatorHeader(0, False, (), 0, failure=str(e))
+        return OperatorHeader(0, False, (), 0, failure=e)
     return read_operator_header(data, stream_name(base, oh.stream))
 
 
+def check_keyed_handle(handle, max_parallelism: int, context: str) -> None:
+    """A keyed handle's key-group range within the operator's max parallelism and, for a
+    keyed stream, every key-group offset within the stream and in order (0 = empty in a
+    canonical stream): checked before a byte is read or allocated."""
+    count = len(handle.offsets) if isinstance(handle, KeyGroupsStream) else handle.count
+    if handle.start < 0 or count < 0 or handle.start + count > max_parallelism:
+        raise FlinkFormatError(f"{context}: key groups {handle.start} to {handle.start + count - 1} lie outside "
+                               f"0 to {max_parallelism - 1}")
+    if not isinstance(handle, KeyGroupsStream) or handle.stream is None:
+        return
+    size, previous = handle.stream.size, -1
+    for kg, offset in zip(handle.key_groups, handle.offsets):
+        if offset == 0 and handle.layout == "canonical":
+            continue
+        if not 0 < offset <= size if handle.layout == "canonical" else not 0 <= offset <= size:
+            raise FlinkFormatError(f"{context}: key group {kg}'s offset {offset} lies outside its stream "
+                                   f"of {size} bytes")
+        if offset < previous:
+            raise FlinkFormatError(f"{context}: key group {kg}'s offset {offset} comes before the previous "
+                                   f"key group's ({previous})")
+        previous = offset
+
+
+def check_operator_handle(oh: OperatorStream, context: str) -> None:
+    """Every operator state element offset within its stream."""
+    size = oh.stream.size
+    for st in oh.states:
+        for offset in st.offsets:
+            if not 0 <= offset < size:
+                raise FlinkFormatError(f"{context}: operator state {st.name!r}: offset {offset} lies outside "
+                                       f"its stream of {size} bytes")
+
+
 def _read_keyed_header(base: Location, handle, stream: StreamHandle) -> KeyedHeader:
-    if isinstance(handle, KeyGroupsStream):
-        header_bytes = read_range(base, stream, 0, header_length(handle))
-    else:
-        header_bytes = read_stream(base, stream)
-    return read_keyed_header(header_bytes, stream_name(base, stream))
+    if not isinstance(handle, KeyGroupsStream):
+        return read_keyed_header(read_stream(base, stream), stream_name(base, stream))
+    length = header_length(handle)
+    header = read_keyed_header(read_range(base, stream, 0, length), stream_name(base, stream))
+    if header.length != length:  # bytes between the header and the first key group belong to nothing
+        raise FlinkFormatError(f"{stream_name(base, stream)}: the header ends at offset {header.length}, "
+                               f"the first key group starts at {length}")
+    return header
 
 
 def _handle_streams(handle) -> list[StreamHandle]:
@@ -524,9 +574,12 @@ def native_files(base: Location, handle: IncrementalRocksDB, tmp: str) -> list[t
             files.append((local, path))
             continue
         loc = stream_location(base, stream)
-        size = loc.size() if loc.exists() else None
-        if size is None:
+        info = loc.info()
+        if info.type == pafs.FileType.NotFound:
             raise MissingFileError(f"{loc}: file is missing (referenced by {base.child(METADATA)})")
+        if info.type != pafs.FileType.File:
+            raise FlinkFormatError(f"{loc}: {_not_a_file(info)}, referenced by {base.child(METADATA)}")
+        size = info.size
         if size != stream.size:
             raise FlinkFormatError(f"{loc}: {size} bytes, _metadata says {stream.size}")
         files.append((local, loc))

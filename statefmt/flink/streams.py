@@ -66,7 +66,7 @@ def scan_canonical(buf: Buf, header: KeyedHeader, blocks: list[tuple[int, int, i
     The walk from entry to entry is compiled (:mod:`kernels`); it is checked against
     the block ends, and a stream that breaks off is one error naming the offset.
     """
-    from .kernels import UNKNOWN_STATE, walk_canonical
+    from .kernels import TRAILING, UNKNOWN_STATE, walk_canonical
 
     table = np.asarray(blocks, dtype=np.int64).reshape(-1, 3)
     found, error = walk_canonical(buf.arr, table, len(header.states), prefix, META_FOLLOWS, END_OF_KEY_GROUP)
@@ -76,6 +76,9 @@ def scan_canonical(buf: Buf, header: KeyedHeader, blocks: list[tuple[int, int, i
         if code == UNKNOWN_STATE:
             raise FlinkFormatError(f"{buf.source}: unknown state id {state_id} in key group {key_group} "
                                    f"at offset {buf.base + at}")
+        if code == TRAILING:
+            raise FlinkFormatError(f"{buf.source}: key group {key_group} ends at offset {buf.base + at}, "
+                                   f"{end - at} byte(s) before the next one starts")
         raise FlinkFormatError(f"{buf.source}: stream ends early in key group {key_group} "
                                f"at offset {buf.base + min(at, end)}")
     return {sid: RawEntries(buf, groups, key_starts, key_ends, key_ends + 4, value_ends)
@@ -215,9 +218,9 @@ def decode_heap_native(buf: Buf, header: KeyedHeader, blocks: list[tuple[int, in
             for _ in range(n_states):
                 sid = _U16.unpack_from(data, pos)[0]
                 count = _I32.unpack_from(data, pos + 2)[0]
-                if sid >= n_states or count < 0:
+                if sid >= n_states or count < 0 or count > end - pos:
                     raise FlinkFormatError(f"{source}: bad state block in key group {key_group} "
-                                           f"at offset {buf.base + pos}")
+                                           f"at offset {buf.base + pos} (state {sid}, {count} entries)")
                 pos += 6
                 if not count:
                     continue
@@ -241,6 +244,9 @@ def decode_heap_native(buf: Buf, header: KeyedHeader, blocks: list[tuple[int, in
                         pos = value_skip(pos)
             if pos > end:
                 raise IndexError
+            if pos < end:  # every byte of a key group belongs to one of its entries
+                raise FlinkFormatError(f"{source}: key group {key_group} ends at offset {buf.base + pos}, "
+                                       f"{end - pos} byte(s) before the next one starts")
         except (IndexError, struct.error):
             raise FlinkFormatError(f"{source}: stream ends early in key group {key_group} "
                                    f"at offset {buf.base + min(pos, end)}") from None
