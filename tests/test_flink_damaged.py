@@ -157,3 +157,28 @@ def test_a_symlinked_shared_folder_cannot_lead_out(tmp_path):
     (job / "shared" / "data").write_bytes(b"x")
     assert resolve_reference(job / "chk-7", str(job / "shared" / "data"), [job / "shared"]).path.endswith(
         "shared/data")
+
+
+def test_a_string_length_of_2_to_the_35_from_a_spark_task(cli, sp):
+    """A value's string length far past its bytes: one line naming the stream and the offset,
+    from the Spark task that decodes it, nothing allocated for it first."""
+    data = bytearray((sp / PROC_STREAM).read_bytes())
+    at = data.index(b"\x10view/impression")
+    data[at:at + 5] = b"\xff\xff\xff\xff\x07"
+    (sp / PROC_STREAM).write_bytes(bytes(data))
+    line = one_line(cli("read", str(sp), "--uid", "lk-proc"), sp)
+    assert line.startswith(f"error: SP/{PROC_STREAM}: string of ")
+    assert line.endswith(f"runs past the end ({len(data) - at - 5} bytes left) at offset {at + 5}")
+
+
+def test_decoder_surprises_are_one_line_naming_the_split(cli, sp):
+    """Bytes a decoder's own checks do not name end as one line naming the operator, subtask
+    and key groups: here a map state's user key (a String) made null."""
+    data = bytearray((sp / PROC_STREAM).read_bytes())
+    data[data.index(b"\x11label:engagement")] = 0  # StringValue length 0: null
+    (sp / PROC_STREAM).write_bytes(bytes(data))
+    split = open_flink_savepoint(sp).operator("lk-proc").keyed_splits[0]
+    line = one_line(cli("read", str(sp), "--uid", "lk-proc"), sp)
+    assert line == (f"error: SP: operator {split.operator_id} subtask 0 key groups {split.key_groups[0]}-"
+                    f"{split.key_groups[1]}: the state cannot be decoded (ArrowInvalid: Map cannot contain "
+                    "NULL valued keys)")

@@ -154,7 +154,11 @@ class Reader:
             if chunk.isascii():
                 self.pos = pos + n
                 return chunk.decode("ascii")
+        if n > end - pos:  # every unit takes at least one byte: checked before anything is allocated
+            raise self.error(f"string of {n} characters runs past the end ({end - pos} bytes left)", pos)
         units = [0] * n
         for i in range(n):
             units[i] = self.varint()
+            if units[i] > 0xFFFF:
+                raise self.error(f"character {units[i]:#x} is not a UTF-16 unit")
         return utf16_units_to_str(units)

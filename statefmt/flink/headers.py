@@ -100,6 +100,8 @@ def _keyed_state(name: str, state_type: int, options: dict[str, str], ser: dict[
         return StateMeta(name, "timers", value, value.namespace, None, value.serializer)
     kind = KEYED_KINDS.get(options.get("KEYED_STATE_TYPE", ""), "value")
     namespace = ser.get("NAMESPACE_SERIALIZER")
+    if namespace is None:
+        raise FlinkFormatError(f"{source}: state {name!r} has no namespace serializer")
     user_key = None
     if kind == "map" and isinstance(value, T.Map):
         user_key = value.key
@@ -141,9 +143,13 @@ def read_operator_header(data: bytes, source: str) -> OperatorHeader:
 
 def _operator_state(name: str, state_type: int, options: dict[str, str], ser: dict[str, T.FlinkType]
                     ) -> StateMeta:
-    value = ser["VALUE_SERIALIZER"]
+    value = ser.get("VALUE_SERIALIZER")
+    if value is None:
+        raise FlinkFormatError(f"operator state {name!r} has no value serializer")
     if BACKEND_STATE_TYPES[state_type] == "BROADCAST":
-        return StateMeta(name, "broadcast", value, None, ser.get("KEY_SERIALIZER"), value.serializer)
+        if ser.get("KEY_SERIALIZER") is None:
+            raise FlinkFormatError(f"broadcast state {name!r} has no key serializer")
+        return StateMeta(name, "broadcast", value, None, ser["KEY_SERIALIZER"], value.serializer)
     mode = options.get("OPERATOR_STATE_DISTRIBUTION_MODE", "SPLIT_DISTRIBUTE")
     kind = {"UNION": "union", "BROADCAST": "broadcast"}.get(mode, "list")
     return StateMeta(name, kind, value, None, None, value.serializer)

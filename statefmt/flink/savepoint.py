@@ -8,8 +8,10 @@ once, and describes every operator and state (for `info`), with the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import struct
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Iterable, Iterator
@@ -644,6 +646,28 @@ def read_split(split: FlinkSplit, table: str = "keyed", key_groups: Iterable[int
     for operator splits. Keyed splits are bounded by key-group ranges of about
     :data:`SPLIT_BYTES` of stream.
     """
+    with _decoding(split):
+        yield from _read_split(split, table, key_groups, batch_rows)
+
+
+DATA_ERRORS = (ValueError, OverflowError, IndexError, KeyError, struct.error, MemoryError, pa.ArrowException)
+
+
+@contextlib.contextmanager
+def _decoding(split: FlinkSplit):
+    """Bytes that break a decoder's assumptions in a way its checks did not name end in one
+    FlinkFormatError naming the split, never in a Python exception (from a Spark task too)."""
+    try:
+        yield
+    except DATA_ERRORS as e:
+        where = f"{split.savepoint}: operator {split.operator_id} subtask {split.subtask}"
+        if split.key_groups is not None:
+            where += f" key groups {split.key_groups[0]}-{split.key_groups[1]}"
+        raise FlinkFormatError(f"{where}: the state cannot be decoded ({type(e).__name__}: "
+                               f"{str(e).splitlines()[0] if str(e) else 'no detail'})") from None
+
+
+def _read_split(split: FlinkSplit, table: str, key_groups, batch_rows: int) -> Iterator[pa.RecordBatch]:
     if split.kind == "operator":
         yield from _operator_batches(split, table, batch_rows)
         return
