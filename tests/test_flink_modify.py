@@ -155,8 +155,7 @@ def test_validate_lists_the_base_and_names_what_is_gone(tmp_path):
     Path(proc_file.path).rename(tmp_path / "aside")
     bad = statectl_process("validate", "--json", str(moved))
     assert bad.returncode == 1
-    assert json.loads(bad.stdout)["problems"] == [
-        f"{proc_file.path}: file is missing (referenced by {moved}/_metadata)"]
+    assert json.loads(bad.stdout)["problems"] == [f"operator lk-proc: {proc_file.path}: file is missing"]
     (tmp_path / "aside").rename(proc_file.path)
 
     shutil.rmtree(base)
