@@ -60,11 +60,13 @@ def info(
 def validate(
     savepoint: str = typer.Argument(..., help="Savepoint directory (a path or URI)."),
     json_: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
+    deep: bool = typer.Option(False, "--deep", help="Also decode every stream and file, in this process "
+                              "(finds damaged bytes that sizes cannot show: Flink keeps no checksums)."),
 ) -> None:
     """Check every file reference, size, checksum and schema. Exit 1 if anything is wrong."""
     from statectl.statefmt.validate import validate as run_validation
 
-    report = run_validation(savepoint)
+    report = run_validation(savepoint, deep=deep)
     doc = {
         "location": report.location,
         "valid": report.valid,

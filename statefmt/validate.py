@@ -101,7 +101,9 @@ def check_invariants(op: Operator, f: DataFile, loc: Location, pf) -> None:
                 f"{op.parallelism} (was the parallelism changed without rescaling?)")
 
 
-def validate(location: str | Location) -> ValidationReport:
+def validate(location: str | Location, deep: bool = False) -> ValidationReport:
+    """Every check of the module docstring; with *deep*, every stream and file decoded too
+    (`deep.py`)."""
     report = ValidationReport(str(location))
     try:
         sp = load(location)
@@ -146,9 +148,16 @@ def validate(location: str | Location) -> ValidationReport:
             (report.problems if part.damaged else report.notes).append(
                 line if part.damaged else f"{line} (listed and checked, not decodable here)")
     report.dependencies = list(deps.values())
+    if deep:
+        from .deep import deep_check
+
+        found = deep_check(sp, {(op_id, ref.path) for op_id, ref in failed})
+        report.problems += [p for p in found.problems if p not in report.problems]
+        report.notes.append(f"deep: {found.parts} split(s) and file(s) decoded, {found.rows} row(s)")
     if any(op.format == Format.FLINK for op in sp.operators):
-        report.notes.append("Flink savepoint: its files have no checksums, so only their presence "
-                            "and sizes were checked")
+        report.notes.append("Flink savepoint: its files have no checksums; every stream was decoded (--deep)"
+                            if deep else "Flink savepoint: its files have no checksums, so only their "
+                            "presence and sizes were checked (--deep decodes every stream)")
         report.notes += [f"operator {op.label}: absolute file reference {f.ref.path}"
                          for op, f in sp.data_files() if f.ref.location is not None and f.ref.savepoint is None]
     return report
