@@ -168,11 +168,14 @@ def decode_bench(cases: list[Case], repeat: int, profile: bool) -> dict[str, flo
             prof.enable()
             n = sum(b.num_rows for b in read_split(op.keyed_splits[0]))
             prof.disable()
-            out = io.StringIO()
-            stats = pstats.Stats(prof, stream=out)
-            stats.sort_stats("tottime").print_stats(14)
-            print(f"cProfile of {c.label}, one split ({n:,} rows), by own time:")
-            print("\n".join(line for line in out.getvalue().splitlines()[4:] if line.strip()))
+            for order, top in (("tottime", 14), ("cumulative", 16)):
+                out = io.StringIO()
+                pstats.Stats(prof, stream=out).sort_stats(order).print_stats(top)
+                lines = [line for line in out.getvalue().splitlines() if line.strip()]
+                total = next(line.strip() for line in lines if "function calls" in line)
+                table = lines[next(i for i, line in enumerate(lines) if line.lstrip().startswith("ncalls")):]
+                print(f"cProfile of {c.label}, one split ({n:,} rows; {total}), by {order}:")
+                print("\n".join(table))
     return rates
 
 
