@@ -8,6 +8,7 @@ Command line (used by .ci/run and benchmarks):
     python tests/flink_job.py make VERSION name=value ...  # one snapshot; prints its path
     python tests/flink_job.py declared VERSION SAVEPOINT DESCRIPTION.json [BACKEND]  # prints the dump
     python tests/flink_job.py sql VERSION [SHAPE ...]    # SQL job savepoints (SQL_SHAPES); prints their paths
+    python tests/flink_job.py make 2.3.0 mode=sql-size keys=1000000   # the SQL size job's savepoint
 """
 
 from __future__ import annotations
@@ -198,6 +199,8 @@ def knobs(**kw) -> dict[str, str]:
     merged = {**DEFAULTS, **{k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in kw.items()}}
     if merged["mode"] == "size":
         merged.update(events=merged["keys"], key_type="string", states="base")
+    if merged["mode"] == "sql-size":  # INT keys unless told (int or long)
+        merged["key_type"] = str(kw.get("key_type", "int"))
     return {k.replace("_", "-"): v for k, v in merged.items()}
 
 
@@ -266,7 +269,7 @@ def _make_missing(version: str, dirs: list[Path], specs: list[dict]) -> None:
         run_job(version, [{**k, "out": str(d)} for d, k in todo])
         per = (time.monotonic() - start) / len(todo)
         for d, k in todo:
-            if k["mode"] != "sql":  # the SQL job writes its operators' ids itself (stream graph hashes)
+            if not k["mode"].startswith("sql"):  # the SQL jobs write their operators' ids (stream graph hashes)
                 _add_operator_ids(d)
             (d / "done").write_text(f"{per:.1f} s\n")
 
@@ -298,6 +301,14 @@ def make_sql_snapshot(version: str = "2.3.0", backend: str = "rocksdb", format: 
                       **kw) -> Snapshot:
     """One savepoint of the SQL job; see make_sql_snapshots."""
     return make_sql_snapshots(version, [dict(backend=backend, format=format, **kw)])[0]
+
+
+def make_sql_size_snapshots(version: str = "2.3.0", keys: int = 1_000_000, shapes=(("rocksdb", "canonical"),),
+                            **kw) -> list[Snapshot]:
+    """Savepoints of the SQL size job (mode=sql-size: one GROUP BY over *keys* keys, tests/flink/README.md
+    "SQL size mode"), one per (backend, format), the missing ones made in one JVM and cached like
+    make_snapshots; *kw*: other knobs (key_type int or long, parallelism, max_parallelism)."""
+    return make_snapshots(version, [dict(mode="sql-size", keys=keys, backend=b, format=f, **kw) for b, f in shapes])
 
 
 def restore(version: str, savepoint: Path, out: Path, **kw) -> dict:

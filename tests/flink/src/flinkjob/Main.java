@@ -22,7 +22,7 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
 /**
  * The suite's Flink job. Arguments: knobs as name=value; several runs in one process are separated
- * by "--next". Modes: savepoint, checkpoint, restore, size (see tests/flink/README.md).
+ * by "--next". Modes: savepoint, checkpoint, restore, size, declared, sql, sql-size (see tests/flink/README.md).
  */
 public final class Main {
     public static void main(String[] args) throws Exception {
@@ -45,6 +45,7 @@ public final class Main {
                 Scenario sc = new Scenario(knobs);
                 if (sc.mode.equals("declared")) Declared.run(sc);
                 else if (sc.mode.equals("sql")) SqlJob.run(sc);
+                else if (sc.mode.equals("sql-size")) SqlSize.run(sc);
                 else run(sc);
             }
         } catch (Throwable t) {
@@ -116,7 +117,11 @@ public final class Main {
     }
 
     static void waitFor(JobClient client, String what, java.util.function.BooleanSupplier done) throws Exception {
-        long deadline = System.currentTimeMillis() + 300_000;
+        waitFor(client, what, done, 300_000);
+    }
+
+    static void waitFor(JobClient client, String what, java.util.function.BooleanSupplier done, long timeoutMs) throws Exception {
+        long deadline = System.currentTimeMillis() + timeoutMs;
         while (!done.getAsBoolean()) {
             JobStatus st = client.getJobStatus().get();
             if (st.isGloballyTerminalState()) {
