@@ -29,6 +29,7 @@ class ValueState:
     column: str
     data: Any = None  # a DataFrame (a spec's DataRef until opened); None: the keyed section's data
     combine: str | None = None
+    ttl_column: str | None = None  # Flink TTL states: last-access timestamps (default <column>_ttl_ts)
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class ListState:
     column: str
     data: Any = None
     order_by: str | None = None
+    ttl_column: str | None = None  # Flink TTL states: each element's timestamp (default <column>_ttl_ts)
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,7 @@ class MapState:
     value_column: str
     data: Any = None
     combine: str | None = None
+    ttl_column: str | None = None  # Flink TTL states: each entry's timestamp (default <value_column>_ttl_ts)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from statectl.statefmt.errors import FlinkEncodeError, StatectlError, UsageError
 from statectl.statefmt.flink import types as T
@@ -45,6 +46,7 @@ from statectl.statefmt.flink.stream_write import (KEY, KEY_GROUP, KeyedStreamBui
                                                   row_schema, user_key_column, value_column)
 from statectl.statefmt.fs import Location
 from statectl.statefmt.ids import operator_id_for_uid
+from statectl.statefmt.model import TTL_SUFFIX
 from statectl.statefmt.keygroups import check_parallelism, default_max_parallelism, key_group_range
 from statectl.statefmt.savepoint import check_output
 
@@ -117,9 +119,10 @@ class StateEncoding:
     kind: str  # value | list | map | timers
     value: T.FlinkType | None  # value, list element or map value (TTL-wrapped when ttl_ms is set)
     user_key: T.FlinkType | None
-    ttl_ms: int | None
+    ttl_ms: int | None  # the write's time: the TTL timestamp of a value the input gives none for
     ordered: bool
     where: str
+    ttl_from_input: bool = False  # the input carries last-access timestamps (``_ttl<i>``)
 
 
 @dataclass(frozen=True)
@@ -175,14 +178,14 @@ class EntryEncoder(_BatchEncoder):
                 if user_keys.null_count:
                     raise FlinkEncodeError(f"{s.where}: a row has a null map key")
                 columns[user_key_column(i)] = encode(s.user_key, user_keys, f"{s.where}, map key")
-                columns[value_column(i)] = null_flagged(s.value, _with_ttl(s, batch.column(f"_val{i}")),
+                columns[value_column(i)] = null_flagged(s.value, _with_ttl(s, batch.column(f"_val{i}"), batch),
                                                         f"{s.where}, value")
                 present[:] = True
             else:  # a null value or list element is no entry
                 values = batch.column(f"_val{i}")
                 valid = values.is_valid().to_numpy(zero_copy_only=False)
-                encoded = encode(s.value, _with_ttl(s, values.filter(valid) if values.null_count else values),
-                                 f"{s.where}, value")
+                kept = batch.filter(pa.array(valid)) if values.null_count else batch
+                encoded = encode(s.value, _with_ttl(s, kept.column(f"_val{i}"), kept), f"{s.where}, value")
                 columns[value_column(i)] = scattered(encoded, valid)
                 if s.ordered:
                     columns[order_column(i)] = batch.column(f"_ord{i}").cast(pa.int64())
@@ -195,13 +198,38 @@ class EntryEncoder(_BatchEncoder):
         return out if present.all() else out.filter(pa.array(present))
 
 
-def _with_ttl(s: StateEncoding, values: pa.Array) -> pa.Array:
+def _with_ttl(s: StateEncoding, values: pa.Array, batch: pa.RecordBatch) -> pa.Array:
+    """A TTL state's values with their last-access timestamps: the input's where it gives one
+    (state carried over, e.g. by a rescale, keeps its own), the write's time elsewhere."""
     if s.ttl_ms is None:
         return values
     if s.kind == "map" and values.null_count:
         raise FlinkEncodeError(f"{s.where}: a TTL map state cannot hold a null value")
     ts = pa.array(np.full(len(values), s.ttl_ms, dtype=np.int64))
+    if s.ttl_from_input:
+        given = batch.column(f"_ttl{s.state_id}")
+        if pa.types.is_timestamp(given.type):
+            given = given.cast(pa.timestamp("ms")).cast(pa.int64())
+        ts = pc.fill_null(given.cast(pa.int64()), ts)
     return pa.StructArray.from_arrays([ts, values], names=[T.TTL_FIELD, "value"])
+
+
+def _ttl_input(state, value_column: str, ttl: bool, df, state_id: int, columns: dict, where: str) -> bool:
+    """Whether the input gives a TTL state's last-access timestamps: its ``ttl_column``, else a
+    column named ``<value column>_ttl_ts`` (as the reader names them) when there is one. Adds it
+    to *columns* as ``_ttl<state id>``."""
+    column = state.ttl_column or f"{value_column}{TTL_SUFFIX}"
+    if column not in df.columns:
+        if state.ttl_column:
+            _missing(df, [column], where)
+        return False
+    if not ttl:
+        if state.ttl_column:
+            raise SpecError(f"{where}: ttl_column {column!r} is given, but the state has no TTL "
+                            "(flink: {ttl: true} in its binding)")
+        return False
+    columns[f"_ttl{state_id}"] = q(column)
+    return True
 
 
 def _millis(values: pa.Array) -> np.ndarray:
@@ -425,9 +453,10 @@ class FlinkOperatorPlan:
             user_key = _derive(sb.key, df, state.key_column, where)
             value = _derive(sb.type, df, state.value_column, where)
             meta = StateMeta(state.name, "map", T.Map(user_key, _ttl(value, sb.ttl), MAP_SERIALIZER), ns, user_key)
-            encoding = StateEncoding(state_id, "map", _ttl(value, sb.ttl), user_key, ttl_ms, False, where)
-            return meta, encoding, df, {f"_uk{state_id}": q(state.key_column),
-                                        f"_val{state_id}": q(state.value_column)}
+            columns = {f"_uk{state_id}": q(state.key_column), f"_val{state_id}": q(state.value_column)}
+            ttl_input = _ttl_input(state, state.value_column, sb.ttl, df, state_id, columns, where)
+            encoding = StateEncoding(state_id, "map", _ttl(value, sb.ttl), user_key, ttl_ms, False, where, ttl_input)
+            return meta, encoding, df, columns
         _missing(df, key_cols + [state.column], where)
         value = _derive(sb.type, df, state.column, where)
         columns = {f"_val{state_id}": q(state.column)}
@@ -440,8 +469,9 @@ class FlinkOperatorPlan:
         else:
             meta = StateMeta(state.name, sb.kind or "value", _ttl(value, sb.ttl), ns)
             kind = "value"
+        ttl_input = _ttl_input(state, state.column, sb.ttl, df, state_id, columns, where)
         encoding = StateEncoding(state_id, kind, _ttl(value, sb.ttl), None, ttl_ms,
-                                 f"_ord{state_id}" in columns, where)
+                                 f"_ord{state_id}" in columns, where, ttl_input)
         return meta, encoding, df, columns
 
     def _entries(self, df, keyed: KeyedData, encoder: EntryEncoder, columns: dict[str, str], ddl: str):

@@ -17,6 +17,7 @@ from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.binding import key_java_type, type_text
 from statectl.statefmt.flink.savepoint import FlinkOperatorInfo, FlinkSavepoint, read_split
 from statectl.statefmt.flink.tables import key_fields, operator_list_schema, timer_service
+from statectl.statefmt.model import TTL_SUFFIX
 
 from .definitions import KeyedData, OperatorData
 from .errors import SpecError
@@ -127,16 +128,26 @@ def operator_spec(spark, fsp: FlinkSavepoint, op: FlinkOperatorInfo, parallelism
         for meta in header.states:
             if meta.kind == "timers":
                 continue
+            # a TTL state's last-access timestamps travel beside its values, so they are kept
+            ttl = f"{meta.name}{TTL_SUFFIX}" if f"{meta.name}{TTL_SUFFIX}" in table.columns else None
             if meta.kind == "list":
-                rows = table.select(*keys, *ns, F.posexplode(meta.name).alias("pos", "element"))
+                rows = table.select(*keys, *ns, *([ttl] if ttl else []),
+                                    F.posexplode(meta.name).alias("pos", "element"))
+                if ttl:
+                    rows = rows.withColumn(f"element{TTL_SUFFIX}", F.element_at(F.col(ttl), F.col("pos") + 1)) \
+                        .drop(ttl)
                 keyed["states"].append({"name": meta.name, "kind": "list", "column": "element",
                                         "order_by": "pos", "input": frame(rows, meta.name)})
             elif meta.kind == "map":
-                rows = table.select(*keys, *ns, F.explode(meta.name).alias("map_key", "map_value"))
+                rows = table.select(*keys, *ns, *([ttl] if ttl else []),
+                                    F.explode(meta.name).alias("map_key", "map_value"))
+                if ttl:
+                    rows = rows.withColumn(f"map_value{TTL_SUFFIX}", F.element_at(F.col(ttl), F.col("map_key"))) \
+                        .drop(ttl)
                 keyed["states"].append({"name": meta.name, "kind": "map", "key_column": "map_key",
                                         "value_column": "map_value", "input": frame(rows, meta.name)})
             else:
-                value_cols.append(meta.name)
+                value_cols += [meta.name] + ([ttl] if ttl else [])
                 keyed["states"].append({"name": meta.name, "kind": "value", "column": meta.name})
         if value_cols:
             keyed["input"] = frame(table.select(*keys, *ns, *value_cols), "value-states")

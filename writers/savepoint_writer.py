@@ -31,7 +31,7 @@ from statectl.statefmt.savepoint import (
 from statectl.statefmt.vocabulary import Format
 
 from .copying import make_self_contained
-from .definitions import OperatorData
+from .definitions import KeyedData, OperatorData
 from .errors import SpecError
 from .job import WriteSession
 from .operators import OperatorPlan, plan_operator
@@ -136,6 +136,11 @@ class SavepointWriter:
         operator.check()
         if operator.flink is not None and self.format != Format.FLINK:
             raise SpecError(f"operator {operator.uid!r}: a flink: type binding needs format flink")
+        states = operator.keyed.states if isinstance(operator.keyed, KeyedData) else ()
+        with_ttl = [s.name for s in states if getattr(s, "ttl_column", None)]
+        if with_ttl and self.format != Format.FLINK:
+            raise SpecError(f"operator {operator.uid!r}, state {with_ttl[0]!r}: ttl_column is for the TTL "
+                            "states of a Flink savepoint (format flink)")
         self._new[operator.uid] = operator
         return self
 

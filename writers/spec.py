@@ -362,9 +362,9 @@ class _Parser:
 
     # kind -> (required fields, optional fields, the writer's value)
     _STATE_FIELDS = {
-        StateKind.VALUE: (("column",), ("combine",), ValueState),
-        StateKind.LIST: (("column",), ("order_by",), ListState),
-        StateKind.MAP: (("key_column", "value_column"), ("combine",), MapState),
+        StateKind.VALUE: (("column",), ("combine", "ttl_column"), ValueState),
+        StateKind.LIST: (("column",), ("order_by", "ttl_column"), ListState),
+        StateKind.MAP: (("key_column", "value_column"), ("combine", "ttl_column"), MapState),
         StateKind.REDUCING: (("column", "function"), (), ReducingState),
         StateKind.AGGREGATING: (("column", "function"), (), AggregatingState),
     }
