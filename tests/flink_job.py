@@ -166,6 +166,15 @@ def _javac(version: str, lib: Path, classes: Path) -> None:
 
 def run_job(version: str, runs: list[dict[str, str]], timeout: float = 1800) -> str:
     """Runs the job once per knob set, all in one JVM (one MiniCluster after another)."""
+    if not version.startswith("2.") and any(k.get("backend") == "forst" for k in runs):
+        raise ValueError(f"backend=forst needs Flink 2.x: ForSt (state.backend.type: forst) is not "
+                         f"in Flink {version}")
+    if any(k.get("backend") == "forst" and k.get("mode") in ("savepoint", "sql") and k.get("checkpoint") == "none"
+           and k.get("format") == "canonical" for k in runs):
+        # Flink 2.3 fails every task on the trigger: "IllegalStateException: Configured state
+        # backend (ForStStateBackend{...}) does not support CANONICAL savepoints", and the job.
+        raise ValueError("backend=forst takes NATIVE savepoints only: Flink fails the job on a "
+                         "CANONICAL savepoint of ForSt (does not support CANONICAL savepoints)")
     classes = compile_job(version)
     args: list[str] = []
     for i, knobs in enumerate(runs):

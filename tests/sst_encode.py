@@ -83,8 +83,12 @@ def internal_key(user_key: bytes, seq: int, kind: int) -> bytes:
 def table(entries: list[tuple[bytes, int, int, bytes]], *, column_family: str = "cf",
           block_entries: int = 4, restart_interval: int = 2, snappy: bool = True,
           checksum_type: int = XXH3, extra_meta: dict[bytes, bytes] | None = None,
-          properties: dict[bytes, bytes] | None = None, compression: int | None = None) -> bytes:
-    """A whole SST file of internal entries ``(user key, seq, kind, value)`` in order."""
+          properties: dict[bytes, bytes] | None = None, compression: int | None = None,
+          partition_entries: int | None = None) -> bytes:
+    """A whole SST file of internal entries ``(user key, seq, kind, value)`` in order.
+    *partition_entries*: a partitioned index (kTwoLevelIndexSearch, as ForSt writes them) of
+    that many data blocks per partition, the partitions before the metaindex and a top-level
+    index of (last key, partition handle)."""
     out = bytearray()
 
     def put(content: bytes, compress: bool) -> tuple[int, int]:
@@ -98,6 +102,13 @@ def table(entries: list[tuple[bytes, int, int, bytes]], *, column_family: str = 
     for i in range(0, len(entries), block_entries):
         part = [(internal_key(k, s, t), v) for k, s, t, v in entries[i:i + block_entries]]
         index.append((part[-1][0], put(block(part, restart_interval), True)))
+    partitions = []
+    if partition_entries is not None:
+        for i in range(0, len(index), partition_entries):
+            part = index[i:i + partition_entries]
+            partitions.append((part[-1][0], put(index_block(part), False)))
+        properties = {b"rocksdb.block.based.table.index.type": struct.pack("<I", 2),
+                      b"rocksdb.index.partitions": varint(len(partitions)), **(properties or {})}
     props = {b"rocksdb.column.family.name": column_family.encode(),
              b"rocksdb.comparator": b"leveldb.BytewiseComparator",
              b"rocksdb.index.value.is.delta.encoded": varint(1),
@@ -106,7 +117,7 @@ def table(entries: list[tuple[bytes, int, int, bytes]], *, column_family: str = 
     p_handle = put(block(sorted(props.items()), 1), False)
     meta = {b"rocksdb.properties": varint(p_handle[0]) + varint(p_handle[1]), **(extra_meta or {})}
     m_handle = put(block(sorted(meta.items()), 1), False)
-    i_handle = put(index_block(index), False)
+    i_handle = put(index_block(partitions if partition_entries is not None else index), False)
     footer = bytes([checksum_type]) + varint(m_handle[0]) + varint(m_handle[1]) \
         + varint(i_handle[0]) + varint(i_handle[1])
     footer = footer.ljust(41, b"\0") + struct.pack("<I", 5) + struct.pack("<Q", MAGIC)

@@ -190,6 +190,24 @@ def test_a_bad_checksum_is_one_line_naming_the_file_and_block(tmp_path):
     assert str(e.value) == f"{path}: block at offset 0: XXH3 checksum {stored:#010x} stored, {computed:#010x} computed"
 
 
+@pytest.mark.parametrize("partition_entries", [1, 2, 3, 50])
+def test_a_partitioned_index_reads_like_a_flat_one(tmp_path, partition_entries):
+    """kTwoLevelIndexSearch (ForSt's default): the top-level index names index partitions, whose
+    data blocks, in order, are those of the flat index; key ranges choose the same blocks."""
+    flat = _write(tmp_path, E.table(_entries(40), block_entries=3), "000007.sst")
+    two_level = _write(tmp_path, E.table(_entries(40), block_entries=3, partition_entries=partition_entries),
+                       "000008.sst")
+    with SstFile(flat) as f, SstFile(two_level) as t:
+        assert (f.index_type, t.index_type) == (0, 2)
+        assert t.block_offsets.tolist() == f.block_offsets.tolist() and len(t.block_offsets) == 14
+        assert t.block_sizes.tolist() == f.block_sizes.tolist()
+        assert t.first_index_key == f.first_index_key
+        assert t.blocks_in_range(b"\x01", b"\x02").tolist() == [3, 4, 5, 6]
+        a, b = f.entries(), t.entries()
+        assert a.keys.tobytes() == b.keys.tobytes() and a.values.tobytes() == b.values.tobytes()
+        assert len(b) == 40
+
+
 @pytest.mark.parametrize("change, message", [
     (dict(compression=7), "{path}: data block at offset 0 has compression type 7"),
     (dict(extra_meta={b"rocksdb.range_del": E.varint(0) + E.varint(0)}), "{path}: range deletions"),

@@ -14,11 +14,12 @@ key suffix, value) and ends with its restart offsets. Keys of data blocks are
 :class:`SstFile` reads footer, properties and index (a few small reads), then
 the data blocks of a key range at once: checksums checked, snappy blocks
 decompressed, keys rebuilt by a compiled walk (:mod:`.sstkernels`). What the
-files of Flink's RocksDB snapshots contain is read; anything else (format
-version 6 and later, another compression, range deletions, partitioned or
-hash indexes, ingested files with a global sequence number, another
-comparator, user timestamps) raises :class:`UnsupportedSstFeature`, which a
-caller may answer by reading the database through RocksDB itself. A file that
+files of Flink's RocksDB and ForSt snapshots contain is read (ForSt writes a
+partitioned index: a top-level index of index partitions); anything else
+(format version 6 and later, another compression, range deletions, hash
+indexes, ingested files with a global sequence number, another comparator,
+user timestamps) raises :class:`UnsupportedSstFeature`, which a caller may
+answer by reading the database through RocksDB itself. A file that
 contradicts its own structure raises :class:`SstFormatError`, naming the file.
 """
 
@@ -45,7 +46,7 @@ XXH3_LAST_BYTE_PRIME = 0x6B9083D9
 BYTEWISE = b"leveldb.BytewiseComparator"
 PROPERTIES = b"rocksdb.properties"
 RANGE_DELETIONS = b"rocksdb.range_del"
-INDEX_BINARY_SEARCH, INDEX_HASH_SEARCH = 0, 1
+INDEX_BINARY_SEARCH, INDEX_HASH_SEARCH, INDEX_TWO_LEVEL = 0, 1, 2
 
 
 @dataclass
@@ -223,23 +224,42 @@ class SstFile:
             raise UnsupportedSstFeature(f"{self.name}: range deletions")
         index_type = props.get(b"rocksdb.block.based.table.index.type")
         index_type = struct.unpack("<I", index_type)[0] if index_type is not None and len(index_type) == 4 else 0
-        if index_type not in (INDEX_BINARY_SEARCH, INDEX_HASH_SEARCH):
+        if index_type not in (INDEX_BINARY_SEARCH, INDEX_HASH_SEARCH, INDEX_TWO_LEVEL):
             raise UnsupportedSstFeature(f"{self.name}: index type {index_type}")
+        self.index_type = index_type
         self.delta_index = bool(_varint_value(props.get(b"rocksdb.index.value.is.delta.encoded", b"\0")))
         self.column_family = props.get(b"rocksdb.column.family.name", b"").decode("utf-8", "replace")
         self.merge_operator = props.get(b"rocksdb.merge.operator", b"").decode("utf-8", "replace")
         self.num_entries = _varint_value(props.get(b"rocksdb.num.entries", b"\0"))
 
-    def _read_index(self) -> None:
+    def _index_block(self, handle: tuple[int, int], what: str):
+        """(separator key bytes, their offsets, block offsets, block sizes) of one index block."""
         from .sstkernels import walk_blocks
 
-        content = self._block(self.index_handle, "index")
+        content = self._block(handle, what)
         arr = np.frombuffer(content, dtype=np.uint8)
         found, error = walk_blocks(arr, np.array([[0, len(arr)]], dtype=np.int64), handles=True,
                                    delta=self.delta_index)
         if error is not None:
-            raise self._error(f"index block at offset {self.index_handle[0]}: broken entry at byte {error[2]}")
+            raise self._error(f"{what} block at offset {handle[0]}: broken entry at byte {error[2]}")
         keys, k_off, _, _, offsets, sizes, _ = found
+        return keys, k_off, offsets, sizes
+
+    def _read_index(self) -> None:
+        keys, k_off, offsets, sizes = self._index_block(self.index_handle, "index")
+        if self.index_type == INDEX_TWO_LEVEL:
+            # A partitioned index (kTwoLevelIndexSearch, ForSt's default): the top level names
+            # the index partitions in key order, each an index block of the data blocks.
+            if len(offsets) and (offsets.min() < 0 or int((offsets + sizes).max()) + TRAILER > self.size):
+                raise self._error("the top-level index points past the end of the file")
+            parts = [self._index_block((int(o), int(n)), "index partition")
+                     for o, n in zip(offsets.tolist(), sizes.tolist())]
+            keys = np.concatenate([k[:o[-1]] for k, o, _, _ in parts]) if parts else np.zeros(0, np.uint8)
+            starts = np.cumsum([0] + [int(o[-1]) for _, o, _, _ in parts])
+            k_off = np.concatenate([np.zeros(1, np.int64)] + [o[1:].astype(np.int64) + base
+                                                              for (_, o, _, _), base in zip(parts, starts)])
+            offsets = np.concatenate([p[2] for p in parts]) if parts else offsets[:0]
+            sizes = np.concatenate([p[3] for p in parts]) if parts else sizes[:0]
         self._index_keys, self._index_key_offsets = keys, k_off
         self.block_offsets, self.block_sizes = offsets, sizes
         if len(offsets) and (offsets.min() < 0 or int((offsets + sizes).max()) + TRAILER > self.size):
