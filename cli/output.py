@@ -497,8 +497,136 @@ def _frame_table(df, limit: int | None) -> None:
         table.add_row(*(Text("null", style="dim") if v is None else Text(v) for v in row))
     console = make_console()
     console.print(table)
+    console.print(_row_count_line(len(rows[:shown]), more))
+
+
+def _row_count_line(shown: int, more: bool) -> str:
     if more:
-        console.print(f"[dim]first {shown} rows shown; --limit N shows more, "
-                      "--format jsonl|csv prints every row[/dim]")
+        return f"[dim]first {shown} rows shown; --limit N shows more, --format jsonl|csv prints every row[/dim]"
+    return f"[dim]{shown} row(s)[/dim]"
+
+
+# --- Arrow tables (the local engine: no Spark) ------------------------------------------
+
+def write_table(table, fmt: str, output: str | None = None, limit: int | None = None,
+                overwrite: bool = False) -> None:
+    """:func:`write_frame` for a pyarrow Table, in the same text forms: nested values as JSON,
+    binary as base64, timestamps as ISO 8601."""
+    check_frame_output(fmt, output, overwrite=overwrite)
+    if limit is not None:
+        table = table.slice(0, limit)
+    if fmt == "table":
+        _table_table(table, limit)
+    elif fmt == "parquet":
+        _table_parquet(table, output)
+    elif fmt == "jsonl":
+        _write_lines((json.dumps({n: _json_value(v) for n, v in zip(table.column_names, row)},
+                                 ensure_ascii=False, separators=(",", ":")) + "\n"
+                      for row in _rows(table)), output)
     else:
-        console.print(f"[dim]{len(rows)} row(s)[/dim]")
+        _write_lines(_table_csv_lines(table), output)
+
+
+def _rows(table):
+    columns = [table.column(i).to_pylist() for i in range(table.num_columns)]
+    return zip(*columns) if columns else iter(())
+
+
+def _json_value(v):
+    """A value as Spark's to_json writes it (maps as objects, binary base64, ISO timestamps)."""
+    import base64
+    import datetime
+    import decimal
+
+    if isinstance(v, dict):
+        return {k: _json_value(x) for k, x in v.items()}
+    if isinstance(v, list):
+        if v and all(isinstance(x, tuple) and len(x) == 2 for x in v):  # a map
+            return {(k if isinstance(k, str) else json.dumps(_json_value(k), separators=(",", ":"))
+                     if isinstance(k, dict) else str(k)): _json_value(x) for k, x in v}
+        return [_json_value(x) for x in v]
+    if isinstance(v, bytes):
+        return base64.b64encode(v).decode()
+    if isinstance(v, datetime.datetime):
+        text = v.strftime("%Y-%m-%dT%H:%M:%S.%f")
+        return text + ("Z" if v.utcoffset() == datetime.timedelta(0) else v.strftime("%z")) if v.tzinfo else text
+    if isinstance(v, (datetime.date, datetime.time)):
+        return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return float(v) if v == v.to_integral_value() or abs(v.as_tuple().exponent) <= 15 else str(v)
+    return v
+
+
+def _text(v) -> str | None:
+    """A value as one cell of text (the terminal table, CSV)."""
+    if v is None:
+        return None
+    v = _json_value(v)
+    if isinstance(v, (dict, list)):
+        return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _table_csv_lines(table):
+    import csv
+    import io
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+
+    def line(values) -> str:
+        buf.seek(0)
+        buf.truncate()
+        writer.writerow(values)
+        return buf.getvalue()
+
+    yield line(table.column_names)
+    for row in _rows(table):
+        yield line(["" if v is None else _text(v) for v in row])
+
+
+def _table_parquet(table, output: str) -> None:
+    """A directory holding one Parquet file, as Spark writes a small table (written aside,
+    then renamed in)."""
+    import os
+    import shutil
+    import uuid
+
+    import pyarrow.parquet as pq
+
+    from statectl.statefmt.fs import Location
+
+    loc = Location.of(output)
+    target = Location(f"{loc.uri}.tmp-{uuid.uuid4().hex}") if loc.is_local else loc
+    try:
+        if target.is_local:
+            os.makedirs(target.path, exist_ok=True)
+        with target.child("part-00000.parquet").open_output_stream() as out:
+            pq.write_table(table, out)
+        if target != loc:
+            old = f"{loc.path}.old-{uuid.uuid4().hex}"
+            if os.path.exists(loc.path):
+                os.rename(loc.path, old)
+            os.rename(target.path, loc.path)
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        if target != loc and os.path.exists(target.path):
+            shutil.rmtree(target.path, ignore_errors=True)
+
+
+def _table_table(table, limit: int | None) -> None:
+    from rich.text import Text
+
+    shown = limit if limit is not None else TABLE_ROWS
+    t = Table(box=box.SIMPLE_HEAD)
+    for name in table.column_names:
+        t.add_column(Text(name), overflow="fold")
+    rows = list(_rows(table.slice(0, shown)))
+    for row in rows:
+        t.add_row(*(Text("null", style="dim") if v is None else Text(_text(v)) for v in row))
+    console = make_console()
+    console.print(t)
+    more = table.num_rows > shown
+    console.print(_row_count_line(len(rows), more))

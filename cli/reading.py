@@ -6,6 +6,8 @@ checks) is settled before Spark starts, so mistakes fail fast and without a JVM.
 
 from __future__ import annotations
 
+import sys
+
 from typing import Optional
 
 import typer
@@ -48,6 +50,10 @@ def read(
     where: Optional[str] = typer.Option(None, "--where", help="Keep rows matching a Spark SQL "
                                         "condition, e.g. \"count > 10\"."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --output."),
+    engine: str = typer.Option(
+        "auto", "--engine", help="local: decode in this process, no Spark; spark; auto (default): local "
+        "for a --key lookup, --limit, an operator state or a small table, else Spark."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Say which engine reads, and why (stderr)."),
     master: Optional[str] = typer.Option(None, "--master", help=_MASTER_HELP),
 ) -> None:
     """Read one operator's keyed table, timers, or an operator state."""
@@ -65,6 +71,16 @@ def read(
     choice = choose_table(op, state, timers)
     if key:
         choice = with_keys(sp, choice, key)
+    from statectl.readers.local import choose_engine, local_table
+
+    chosen, why = choose_engine(sp, choice, engine, where, limit)
+    if verbose:
+        print(f"engine: {chosen} ({why})", file=sys.stderr)
+    if chosen == "local":
+        from .output import write_table
+
+        write_table(local_table(sp, choice, limit), fmt, output, limit, overwrite)
+        return
     with spark_errors():
         spark = start_spark(master)
         with scan_progress(spark, f"reading {choice.description}"):
