@@ -113,10 +113,16 @@ def fetch_jars(version: str) -> Path:
 
 
 def require_jars(version: str) -> Path:
+    """The jars of Flink *version*, fetched on first use (once, cached), saying so in one line."""
     if not _has_jars(version):
-        raise FlinkSetupError(
-            f"no Flink {version} jars in {lib_dir(version)}: run `python tests/flink_job.py fetch "
-            f"{version}` (it pip-downloads apache-flink-libraries=={version}), or set STATECTL_FLINK_HOME")
+        print(f"\nfetching the Flink {version} jars (pip download apache-flink-libraries=={version}, "
+              f"about 300 MB, once) into {lib_dir(version)}", file=sys.stderr, flush=True)
+        try:
+            fetch_jars(version)
+        except (subprocess.CalledProcessError, OSError) as e:
+            raise FlinkSetupError(
+                f"no Flink {version} jars in {lib_dir(version)} and fetching them failed ({e}): run "
+                f"`python tests/flink_job.py fetch {version}`, or set STATECTL_FLINK_HOME") from None
     return lib_dir(version)
 
 
