@@ -113,7 +113,12 @@ def fetch_jars(version: str) -> Path:
 
 
 def require_jars(version: str) -> Path:
-    """The jars of Flink *version*, fetched on first use (once, cached), saying so in one line."""
+    """The jars of Flink *version*, fetched on first use (once, cached), saying so in one line;
+    with STATECTL_FLINK_OFFLINE set, missing jars are an error naming the command that fetches them."""
+    if not _has_jars(version) and os.environ.get("STATECTL_FLINK_OFFLINE"):
+        raise FlinkSetupError(
+            f"no Flink {version} jars in {lib_dir(version)}: run `python tests/flink_job.py fetch "
+            f"{version}` (it pip-downloads apache-flink-libraries=={version}), or set STATECTL_FLINK_HOME")
     if not _has_jars(version):
         print(f"\nfetching the Flink {version} jars (pip download apache-flink-libraries=={version}, "
               f"about 300 MB, once) into {lib_dir(version)}", file=sys.stderr, flush=True)

@@ -137,7 +137,10 @@ def test_compressed_savepoint(extras):
 
 
 def test_missing_jars_fail_clearly(tmp_path, monkeypatch):
+    """Offline (STATECTL_FLINK_OFFLINE), missing jars name the command that fetches them;
+    otherwise the tests fetch them themselves (require_jars)."""
     monkeypatch.setenv("STATECTL_FLINK_HOME", str(tmp_path))
+    monkeypatch.setenv("STATECTL_FLINK_OFFLINE", "1")
     with pytest.raises(flink_job.FlinkSetupError) as err:
         flink_job.compile_job("1.17.2")
     assert str(err.value) == (
