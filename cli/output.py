@@ -458,20 +458,19 @@ def _write_lines(lines, output: str | None) -> None:
             target.delete_file()
 
 
-def _frame_parquet(df, output: str, overwrite: bool = False) -> None:
-    import os
+@contextlib.contextmanager
+def _directory_renamed_in(output: str):
+    """The Location to write a directory output into: locally a folder aside, renamed in
+    (over an old one) when the write succeeded, so a failed write leaves nothing."""
     import shutil
     import uuid
 
     from statectl.statefmt.fs import Location
 
     loc = Location.of(output)
-    # locally the folder is written aside and renamed in, so a failed write leaves nothing
     target = Location(f"{loc.uri}.tmp-{uuid.uuid4().hex}") if loc.is_local else loc
-    uri = target.uri if "://" in target.uri else "file://" + target.uri
-    uri = uri.replace("s3://", "s3a://", 1) if uri.startswith("s3://") else uri
     try:
-        df.write.mode("overwrite" if overwrite else "errorifexists").parquet(uri)
+        yield target
         if target != loc:
             old = f"{loc.path}.old-{uuid.uuid4().hex}"
             if os.path.exists(loc.path):
@@ -481,6 +480,13 @@ def _frame_parquet(df, output: str, overwrite: bool = False) -> None:
     finally:
         if target != loc and os.path.exists(target.path):
             shutil.rmtree(target.path, ignore_errors=True)
+
+
+def _frame_parquet(df, output: str, overwrite: bool = False) -> None:
+    with _directory_renamed_in(output) as target:
+        uri = target.uri if "://" in target.uri else "file://" + target.uri
+        uri = uri.replace("s3://", "s3a://", 1) if uri.startswith("s3://") else uri
+        df.write.mode("overwrite" if overwrite else "errorifexists").parquet(uri)
 
 
 def _frame_table(df, limit: int | None) -> None:
@@ -588,32 +594,14 @@ def _table_csv_lines(table):
 
 
 def _table_parquet(table, output: str) -> None:
-    """A directory holding one Parquet file, as Spark writes a small table (written aside,
-    then renamed in)."""
-    import os
-    import shutil
-    import uuid
-
+    """A directory holding one Parquet file, as Spark writes a small table."""
     import pyarrow.parquet as pq
 
-    from statectl.statefmt.fs import Location
-
-    loc = Location.of(output)
-    target = Location(f"{loc.uri}.tmp-{uuid.uuid4().hex}") if loc.is_local else loc
-    try:
+    with _directory_renamed_in(output) as target:
         if target.is_local:
             os.makedirs(target.path, exist_ok=True)
         with target.child("part-00000.parquet").open_output_stream() as out:
             pq.write_table(table, out)
-        if target != loc:
-            old = f"{loc.path}.old-{uuid.uuid4().hex}"
-            if os.path.exists(loc.path):
-                os.rename(loc.path, old)
-            os.rename(target.path, loc.path)
-            shutil.rmtree(old, ignore_errors=True)
-    finally:
-        if target != loc and os.path.exists(target.path):
-            shutil.rmtree(target.path, ignore_errors=True)
 
 
 def _table_table(table, limit: int | None) -> None:

@@ -59,7 +59,7 @@ def _run_on_terminal(*args: str, stdout_too: bool = False) -> tuple[int, str, st
 
 
 def test_a_terminal_shows_the_scan_and_the_rows_stay_clean(savepoint):
-    code, out, terminal = _run_on_terminal("read", savepoint, "--uid", "proc", "-f", "jsonl")
+    code, out, terminal = _run_on_terminal("read", savepoint, "--uid", "proc", "-f", "jsonl", "--engine", "spark")
     assert code == 0, terminal
     assert "reading keyed state of proc" in terminal and "tasks" in terminal
     rows = [json.loads(line) for line in out.splitlines()]  # nothing but the rows
@@ -69,7 +69,7 @@ def test_a_terminal_shows_the_scan_and_the_rows_stay_clean(savepoint):
 
 def test_the_bar_ends_before_a_table_is_printed_on_the_same_terminal(savepoint):
     code, _, terminal = _run_on_terminal("read", savepoint, "--uid", "proc", "--state", "count",
-                                         stdout_too=True)
+                                         "--engine", "spark", stdout_too=True)
     assert code == 0, terminal
     shown, table = terminal.rfind("reading keyed state of proc"), terminal.find("user-0 ")
     assert 0 <= shown < table  # the bar was there, and never drawn again once rows came

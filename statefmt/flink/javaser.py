@@ -97,10 +97,7 @@ class _Stream:
         if tc == TC_NULL:
             return None
         if tc == TC_REFERENCE:
-            h = r.int() - BASE_HANDLE
-            if not 0 <= h < len(self.handles):
-                raise r.error(f"Java object reference to unknown handle {h + BASE_HANDLE:#x}", at)
-            return self.handles[h]
+            return self._reference(at)
         if tc == TC_STRING:
             return self._string(r.ushort())
         if tc == TC_LONGSTRING:
@@ -132,6 +129,12 @@ class _Stream:
             return self.content(depth)
         raise r.error(f"Java serialization element {tc:#04x} is not supported", at)
 
+    def _reference(self, at: int):
+        h = self.r.int() - BASE_HANDLE
+        if not 0 <= h < len(self.handles):
+            raise self.r.error(f"Java object reference to unknown handle {h + BASE_HANDLE:#x}", at)
+        return self.handles[h]
+
     def _string(self, n: int) -> str:
         at = self.r.pos
         value = decode_modified_utf8(self.r.bytes(n), self.r.source, self.r.base + at)
@@ -145,10 +148,10 @@ class _Stream:
         if tc == TC_NULL:
             return None
         if tc == TC_REFERENCE:
-            h = r.int() - BASE_HANDLE
-            if not 0 <= h < len(self.handles) or not isinstance(self.handles[h], ClassDesc):
+            desc = self._reference(at)
+            if not isinstance(desc, ClassDesc):
                 raise r.error("Java class descriptor reference to something else", at)
-            return self.handles[h]
+            return desc
         if tc == TC_PROXYCLASSDESC:
             h = self._new_handle(None)
             names = [r.utf() for _ in range(self._count(2))]
