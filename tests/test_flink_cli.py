@@ -166,9 +166,10 @@ def test_stream_ending_early_is_reported_from_the_spark_task(savepoint):
     (savepoint / PROC_STREAM).write_bytes(data[:-100])
     meta = (savepoint / "_metadata").read_bytes()
     edit_metadata(savepoint, meta.index(PROC_STREAM.encode()) + len(PROC_STREAM), struct.pack(">q", len(data) - 100))
-    result = statectl("read", str(savepoint), "--uid", "lk-proc", "-f", "jsonl")
-    assert error_line(result, savepoint) == \
-        f"error: SP/{PROC_STREAM}: stream ends early in key group 74 at offset 17725"
+    for engine in ("spark", "local"):  # the same line from an executor and from this process
+        result = statectl("read", str(savepoint), "--uid", "lk-proc", "-f", "jsonl", "--engine", engine)
+        assert error_line(result, savepoint) == \
+            f"error: SP/{PROC_STREAM}: stream ends early in key group 74 at offset 17725"
 
 
 def test_read_key_filter():
