@@ -52,7 +52,7 @@ def read(
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --output."),
     engine: str = typer.Option(
         "auto", "--engine", help="local: decode in this process, no Spark; spark; auto (default): local "
-        "for a --key lookup, --limit, an operator state or a small table, else Spark."),
+        "for a --key lookup, --limit, an operator state or a small table (without --master), else Spark."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Say which engine reads, and why (stderr)."),
     master: Optional[str] = typer.Option(None, "--master", help=_MASTER_HELP),
 ) -> None:
@@ -73,7 +73,7 @@ def read(
         choice = with_keys(sp, choice, key)
     from statectl.readers.local import choose_engine, local_table
 
-    chosen, why = choose_engine(sp, choice, engine, where, limit)
+    chosen, why = choose_engine(sp, choice, engine, where, limit, master)
     if verbose:
         print(f"engine: {chosen} ({why})", file=sys.stderr)
     if chosen == "local":

@@ -180,7 +180,7 @@ LOCAL_BYTES = 32 * 1024 * 1024  # a table whose files hold at most this many byt
 
 
 def choose_engine(sp: Savepoint, choice: TableChoice, engine: str = "auto", where: str | None = None,
-                  limit: int | None = None) -> tuple[str, str]:
+                  limit: int | None = None, master: str | None = None) -> tuple[str, str]:
     """("local" or "spark", why) for reading *choice*: a small read runs in this process."""
     from statectl.statefmt.errors import UsageError
 
@@ -192,6 +192,8 @@ def choose_engine(sp: Savepoint, choice: TableChoice, engine: str = "auto", wher
         return "spark", "--where is evaluated by Spark"
     if engine != "auto":
         return engine, f"--engine {engine}"
+    if master is not None:
+        return "spark", "--master names a Spark cluster"
     if choice.keys is not None:
         return "local", "a key lookup reads only its keys' key groups"
     if choice.kind == OPERATOR_STATE:
