@@ -10,35 +10,28 @@ job-side backends in `statectl.backends` are a client of these formats), so
 `statectl info` and `validate` and the backends start without a JVM.
 """
 
-from .. import __version__
-from .errors import StatectlError
-from .ids import OperatorRef, operator_id_for_uid
-from .keygroups import (
-    MAX_MAX_PARALLELISM,
-    default_max_parallelism,
-    hash_key,
-    key_group_for_key,
-    key_group_range,
-    key_group_sql,
-    subtask_for_key_group,
-)
-from .model import (
-    DataFile,
-    Field,
-    FileRef,
-    KeyedSection,
-    KeyedStateDescriptor,
-    LineageEntry,
-    Operator,
-    OperatorState,
-    Savepoint,
-)
-from .savepoint import commit, file_location, load
+from importlib import import_module
 
-__all__ = [
-    "StatectlError", "OperatorRef", "operator_id_for_uid", "MAX_MAX_PARALLELISM",
-    "default_max_parallelism", "hash_key", "key_group_for_key", "key_group_range",
-    "key_group_sql", "subtask_for_key_group", "DataFile", "Field", "FileRef", "KeyedSection",
-    "KeyedStateDescriptor", "LineageEntry", "Operator", "OperatorState", "Savepoint", "commit",
-    "file_location", "load", "__version__",
-]
+from .. import __version__
+
+# Names re-exported here, loaded on first use (PEP 562), so `statectl --version` and the
+# commands that need little import little (pyarrow only where a format is touched).
+_EXPORTS = {
+    "StatectlError": ".errors", "OperatorRef": ".ids", "operator_id_for_uid": ".ids",
+    **{name: ".keygroups" for name in ("MAX_MAX_PARALLELISM", "default_max_parallelism", "hash_key",
+                                       "key_group_for_key", "key_group_range", "key_group_sql",
+                                       "subtask_for_key_group")},
+    **{name: ".model" for name in ("DataFile", "Field", "FileRef", "KeyedSection", "KeyedStateDescriptor",
+                                   "LineageEntry", "Operator", "OperatorState", "Savepoint")},
+    **{name: ".savepoint" for name in ("commit", "file_location", "load")},
+}
+
+__all__ = [*_EXPORTS, "__version__"]
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(_EXPORTS[name], __name__), name)
+    globals()[name] = value
+    return value
