@@ -166,11 +166,23 @@ class SavepointReader:
         hint = ""
         if (e.getCondition() or "").startswith("TABLE_OR_VIEW_NOT_FOUND"):
             name = (e.getMessageParameters() or {}).get("relationName", "")
-            parts = broken.get(name.strip("`").replace("``", "`").lower())
+            plain = name.strip("`").replace("``", "`").lower()
+            parts = broken.get(plain)
             if parts is not None:
                 self._verify(parts)  # raises the missing file's error
+            self._refuse_unreadable(plain)
             hint = " Views: " + ", ".join(_sql_name(n) for n in registered)
         raise UsageError(f"query failed: {first_line(e)}{hint}") from None
+
+    def _refuse_unreadable(self, view_name: str) -> None:
+        """A query naming the view an unreadable part would have: that part's one line."""
+        for op in self.savepoint.operators:
+            for label in {op.label, op.name} - {None}:
+                if view_name in (label.lower(), f"{label}.timers".lower()):
+                    check_readable(op, KEYED_PART)
+                for part in op.unreadable:
+                    if view_name == f"{label}.{part.part}".lower():
+                        check_readable(op, part.part)
 
     def _keyed_operator(self, operator: OperatorName) -> Operator:
         op = self.operator(operator)

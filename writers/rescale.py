@@ -28,7 +28,7 @@ from functools import partial
 import pyarrow as pa
 
 from statectl.statefmt.canonical import keyed_schema, operator_state_schema, read_file, timers_schema
-from statectl.statefmt.errors import UnknownStateError, UsageError
+from statectl.statefmt.errors import UnknownStateError, UnreadableStateError, UsageError
 from statectl.statefmt.fs import Location
 from statectl.statefmt.ids import OperatorRef
 from statectl.statefmt.keygroups import (
@@ -37,7 +37,7 @@ from statectl.statefmt.keygroups import (
     even_split,
     key_group_sql,
 )
-from statectl.statefmt.model import KEY_GROUP_COLUMN, DataFile, Operator, OperatorState, Savepoint
+from statectl.statefmt.model import KEY_GROUP_COLUMN, KEYED_PART, DataFile, Operator, OperatorState, Savepoint
 from statectl.statefmt.savepoint import file_location, load
 from statectl.statefmt.types import quote_identifier
 from statectl.statefmt.vocabulary import Format, OperatorStateKind
@@ -69,6 +69,11 @@ def choose_operators(sp: Savepoint, max_parallelism: int, parallelism: int | Non
                      uids: list[str] | None) -> list[RescaleChoice]:
     """The keyed operators to rescale (all of them when *uids* is empty), limits checked."""
     check_max_parallelism(max_parallelism)
+    for op in sp.operators if not uids else [sp.operator(name) for name in uids]:
+        part = op.unreadable_part(KEYED_PART)
+        if part is not None:  # its key groups cannot be moved, nor left at the old max parallelism
+            raise UnreadableStateError(f"cannot rescale: operator {op.label}: its keyed state cannot be "
+                                       f"read: {part.reason}")
     if uids:
         ops = []
         for name in uids:
