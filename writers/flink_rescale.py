@@ -25,8 +25,9 @@ def check_flink_rescale(base: Savepoint, choices) -> None:
     for choice in choices:
         op = fsp.operator(choice.operator.operator_id)
         if op.uid is None:
-            raise UsageError(f"operator {op.label} is known only by its operator id; give it a uid first "
-                             "(statectl modify --uid)")
+            raise UsageError(f"operator {op.label} is known only by its operator id (a Flink 1.x _metadata holds "
+                             "no uids); statectl rewrites only operators with a uid: restore the savepoint "
+                             "in a Flink 2.x job with uids and take a new one")
         try:
             operator_binding(op)
         except UsageError as e:

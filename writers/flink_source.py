@@ -103,8 +103,9 @@ def operator_spec(spark, fsp: FlinkSavepoint, op: FlinkOperatorInfo, parallelism
     from statectl.readers import open_savepoint
 
     if op.uid is None:
-        raise UsageError(f"operator {op.label} is known only by its operator id; give it a uid first "
-                         "(statectl modify --uid)")
+        raise UsageError(f"operator {op.label} is known only by its operator id (a Flink 1.x _metadata holds "
+                         "no uids); statectl rewrites only operators with a uid: restore the savepoint "
+                         "in a Flink 2.x job with uids and take a new one")
     binding = operator_binding(op)
     reader = open_savepoint(spark, fsp.location.uri)
     frames: dict = {}
