@@ -526,7 +526,8 @@ def write_table(table, fmt: str, output: str | None = None, limit: int | None = 
     elif fmt == "parquet":
         _table_parquet(table, output)
     elif fmt == "jsonl":
-        _write_lines((json.dumps({n: _json_value(v) for n, v in zip(table.column_names, row)},
+        fields = list(table.schema)
+        _write_lines((json.dumps({f.name: _json_value(v, f.type) for f, v in zip(fields, row)},
                                  ensure_ascii=False, separators=(",", ":")) + "\n"
                       for row in _rows(table)), output)
     else:
@@ -538,36 +539,51 @@ def _rows(table):
     return zip(*columns) if columns else iter(())
 
 
-def _json_value(v):
-    """A value as Spark's to_json writes it (maps as objects, binary base64, ISO timestamps)."""
+def _json_value(v, t):
+    """A value of Arrow type *t* as Spark's to_json writes it: maps as objects (keys as text),
+    binary as base64, timestamps as ISO 8601."""
     import base64
     import datetime
     import decimal
 
-    if isinstance(v, dict):
-        return {k: _json_value(x) for k, x in v.items()}
-    if isinstance(v, list):
-        if v and all(isinstance(x, tuple) and len(x) == 2 for x in v):  # a map
-            return {(k if isinstance(k, str) else json.dumps(_json_value(k), separators=(",", ":"))
-                     if isinstance(k, dict) else str(k)): _json_value(x) for k, x in v}
-        return [_json_value(x) for x in v]
+    import pyarrow as pa
+
+    if v is None:
+        return None
+    if pa.types.is_map(t):
+        return {_key_text(k, t.key_type): _json_value(x, t.item_type) for k, x in v}
+    if pa.types.is_struct(t):
+        return {f.name: _json_value(v[f.name], f.type) for f in t}
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return [_json_value(x, t.value_type) for x in v]
     if isinstance(v, bytes):
         return base64.b64encode(v).decode()
     if isinstance(v, datetime.datetime):
         text = v.strftime("%Y-%m-%dT%H:%M:%S.%f")
-        return text + ("Z" if v.utcoffset() == datetime.timedelta(0) else v.strftime("%z")) if v.tzinfo else text
+        if v.tzinfo is None:
+            return text
+        return text + ("Z" if v.utcoffset() == datetime.timedelta(0) else v.strftime("%z"))
     if isinstance(v, (datetime.date, datetime.time)):
         return v.isoformat()
     if isinstance(v, decimal.Decimal):
-        return float(v) if v == v.to_integral_value() or abs(v.as_tuple().exponent) <= 15 else str(v)
+        return float(v)
     return v
 
 
-def _text(v) -> str | None:
+def _key_text(k, t) -> str:
+    if isinstance(k, str):
+        return k
+    value = _json_value(k, t)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")) if isinstance(value, (dict, list)) \
+        else _text(value, None)
+
+
+def _text(v, t) -> str | None:
     """A value as one cell of text (the terminal table, CSV)."""
     if v is None:
         return None
-    v = _json_value(v)
+    if t is not None:
+        v = _json_value(v, t)
     if isinstance(v, (dict, list)):
         return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
     if isinstance(v, bool):
@@ -589,8 +605,9 @@ def _table_csv_lines(table):
         return buf.getvalue()
 
     yield line(table.column_names)
+    types = [f.type for f in table.schema]
     for row in _rows(table):
-        yield line(["" if v is None else _text(v) for v in row])
+        yield line(["" if v is None else _text(v, t) for v, t in zip(row, types)])
 
 
 def _table_parquet(table, output: str) -> None:
@@ -612,8 +629,9 @@ def _table_table(table, limit: int | None) -> None:
     for name in table.column_names:
         t.add_column(Text(name), overflow="fold")
     rows = list(_rows(table.slice(0, shown)))
+    types = [f.type for f in table.schema]
     for row in rows:
-        t.add_row(*(Text("null", style="dim") if v is None else Text(_text(v)) for v in row))
+        t.add_row(*(Text("null", style="dim") if v is None else Text(_text(v, ty)) for v, ty in zip(row, types)))
     console = make_console()
     console.print(t)
     more = table.num_rows > shown
