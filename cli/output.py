@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -411,22 +412,22 @@ def _json_lines(df):
         yield row[0] + "\n"
 
 
-def _csv_lines(df):
+def _csv(rows):
+    """Each row (the header first) as one CSV line; nulls as empty cells."""
     import csv
     import io
 
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-
-    def line(values) -> str:
+    for values in rows:
         buf.seek(0)
         buf.truncate()
-        writer.writerow(values)
-        return buf.getvalue()
+        writer.writerow(["" if v is None else v for v in values])
+        yield buf.getvalue()
 
-    yield line(df.columns)
-    for row in _text_columns(df).toLocalIterator():
-        yield line(["" if v is None else v for v in row])
+
+def _csv_lines(df):
+    yield from _csv(itertools.chain([df.columns], _text_columns(df).toLocalIterator()))
 
 
 def _write_lines(lines, output: str | None) -> None:
@@ -592,22 +593,9 @@ def _text(v, t) -> str | None:
 
 
 def _table_csv_lines(table):
-    import csv
-    import io
-
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-
-    def line(values) -> str:
-        buf.seek(0)
-        buf.truncate()
-        writer.writerow(values)
-        return buf.getvalue()
-
-    yield line(table.column_names)
     types = [f.type for f in table.schema]
-    for row in _rows(table):
-        yield line(["" if v is None else _text(v, t) for v, t in zip(row, types)])
+    rows = ([_text(v, t) for v, t in zip(row, types)] for row in _rows(table))
+    yield from _csv(itertools.chain([table.column_names], rows))
 
 
 def _table_parquet(table, output: str) -> None:
