@@ -54,6 +54,9 @@ def read(
         "auto", "--engine", help="local: decode in this process, no Spark; spark; auto (default): local "
         "for a --key lookup, --limit, an operator state or a small table (without --master), else Spark."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Say which engine reads, and why (stderr)."),
+    explode: bool = typer.Option(False, "--explode", help="One row per element of a list state (with "
+                                 "`index`) or entry of a map state (with `map_key`); the state "
+                                 "chosen with --state when the table has several."),
     master: Optional[str] = typer.Option(None, "--master", help=_MASTER_HELP),
 ) -> None:
     """Read one operator's keyed table, timers, or an operator state."""
@@ -71,6 +74,14 @@ def read(
     choice = choose_table(op, state, timers)
     if key:
         choice = with_keys(sp, choice, key)
+    flattened = None
+    if explode:
+        import dataclasses
+
+        from statectl.readers.explode import exploded_state
+
+        flattened = exploded_state(choice)
+        choice = dataclasses.replace(choice, states=(flattened.name,))
     from statectl.readers.local import choose_engine, local_table
 
     chosen, why = choose_engine(sp, choice, engine, where, limit, master)
@@ -79,12 +90,21 @@ def read(
     if chosen == "local":
         from .output import write_table
 
-        write_table(local_table(sp, choice, limit), fmt, output, limit, overwrite)
+        table = local_table(sp, choice, None if flattened else limit)
+        if flattened is not None:
+            from statectl.readers.explode import explode_table
+
+            table = explode_table(table, op, flattened)
+        write_table(table, fmt, output, limit, overwrite)
         return
     with spark_errors():
         spark = start_spark(master)
         with scan_progress(spark, f"reading {choice.description}"):
             df = SavepointReader(spark, sp).table(choice)
+            if flattened is not None:
+                from statectl.readers.explode import explode_frame
+
+                df = explode_frame(df, op, flattened)
             if where:
                 df = filtered(df, where)
             write_frame(df, fmt, output, limit, overwrite)
