@@ -41,10 +41,7 @@ class FlinkReader(DataSourceReader):
 
         op = flink_savepoint(self.location).operator(self.operator_id)
         if self.table in ("keyed", "timers"):
-            chosen = op.keyed_splits
-            if self.key_groups is not None:
-                wanted = self.key_groups
-                chosen = [s for s in chosen if any(s.key_groups[0] <= g <= s.key_groups[1] for g in wanted)]
+            chosen = op.keyed_splits_holding(self.key_groups)
         else:
             chosen = op.operator_splits[:1] if self.one_copy else op.operator_splits
         return [SplitPartition(s) for s in chosen]
@@ -96,22 +93,16 @@ def flink_keyed_table(spark, sp: Savepoint, op: Operator, timers: bool = False, 
     """
     from statectl.statefmt.flink.model import flink_savepoint
 
-    info = flink_savepoint(sp.location).operator(op.operator_id)
-    schema = info.timers_schema if timers else info.keyed_schema
-    if schema is None:  # no timer service: an empty table of the timers' columns
-        from statectl.statefmt.flink import tables as TB
-
-        schema = TB.timers_schema(info.key_type, ())
-    return _frame(spark, sp, op, "timers" if timers else "keyed", schema, key_groups)
+    table = "timers" if timers else "keyed"
+    schema = flink_savepoint(sp.location).operator(op.operator_id).table_schema(table)
+    return _frame(spark, sp, op, table, schema, key_groups)
 
 
 def flink_operator_state(spark, sp: Savepoint, op: Operator, name: str):
     """An operator state of a Flink operator: list and union every subtask's entries
     (the union once), broadcast one copy."""
-    from statectl.statefmt.flink import tables as TB
     from statectl.statefmt.flink.model import flink_savepoint
 
-    meta = flink_savepoint(sp.location).operator(op.operator_id).operator_states[name]
-    broadcast = meta.kind == "broadcast"
-    schema = TB.broadcast_schema(meta) if broadcast else TB.operator_list_schema(meta)
-    return _frame(spark, sp, op, name, schema, one_copy=broadcast)
+    info = flink_savepoint(sp.location).operator(op.operator_id)
+    broadcast = info.operator_states[name].kind == "broadcast"
+    return _frame(spark, sp, op, name, info.table_schema(name), one_copy=broadcast)

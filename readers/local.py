@@ -94,9 +94,7 @@ def _keyed_batches(sp: Savepoint, op: Operator, timers: bool, groups) -> Iterato
         info = flink_savepoint(sp.location).operator(op.operator_id)
         if timers and info.timers_schema is None:
             return
-        for split in info.keyed_splits:
-            if wanted is not None and not any(split.key_groups[0] <= g <= split.key_groups[1] for g in wanted):
-                continue
+        for split in info.keyed_splits_holding(wanted):
             yield from read_split(split, table, wanted)
     elif op.format == Format.ROCKSDB:
         from statectl.statefmt.rocksdb.files import subtask_databases
@@ -154,23 +152,14 @@ def _spark_types(op: Operator, table: pa.Table) -> pa.Table:
 
 def _empty(sp: Savepoint, op: Operator, choice: TableChoice, wanted: list[str]) -> pa.Table:
     """No rows: the columns with the types a read would give."""
-    if choice.kind == OPERATOR_STATE:
-        state = check_operator_state(op, choice.states[0])
-        if op.format == Format.FLINK:
-            from statectl.statefmt.flink import tables as TB
-            from statectl.statefmt.flink.model import flink_savepoint
-
-            meta = flink_savepoint(sp.location).operator(op.operator_id).operator_states[state.name]
-            schema = TB.broadcast_schema(meta) if meta.kind == "broadcast" else TB.operator_list_schema(meta)
-        else:
-            schema = operator_state_schema(state)
-    elif op.format == Format.FLINK:
-        from statectl.statefmt.flink import tables as TB
+    if op.format == Format.FLINK:
         from statectl.statefmt.flink.model import flink_savepoint
 
         info = flink_savepoint(sp.location).operator(op.operator_id)
-        schema = info.keyed_schema if choice.kind == KEYED else (
-            info.timers_schema or TB.timers_schema(info.key_type, ()))
+        table = choice.states[0] if choice.kind == OPERATOR_STATE else "keyed" if choice.kind == KEYED else "timers"
+        schema = info.table_schema(table)
+    elif choice.kind == OPERATOR_STATE:
+        schema = operator_state_schema(check_operator_state(op, choice.states[0]))
     else:
         schema = keyed_schema(op.keyed) if choice.kind == KEYED else timers_schema(op.keyed)
     return _spark_types(op, schema.empty_table().select(wanted))

@@ -213,6 +213,22 @@ class FlinkOperatorInfo:
         h = self.keyed_header
         return None if h is None or not TB.timer_states(h.states) else TB.timers_schema(h.key, h.states)
 
+    def keyed_splits_holding(self, key_groups) -> list["FlinkSplit"]:
+        """The keyed splits holding any of *key_groups* (all of them for None)."""
+        if key_groups is None:
+            return list(self.keyed_splits)
+        return [s for s in self.keyed_splits if any(s.key_groups[0] <= g <= s.key_groups[1] for g in key_groups)]
+
+    def table_schema(self, table: str) -> pa.Schema:
+        """The Arrow schema of ``keyed``, ``timers`` (no timer service: the timers' columns,
+        empty) or an operator state's table."""
+        if table == "keyed":
+            return self.keyed_schema
+        if table == "timers":
+            return self.timers_schema or TB.timers_schema(self.key_type, ())
+        meta = self.operator_states[table]
+        return TB.broadcast_schema(meta) if meta.kind == "broadcast" else TB.operator_list_schema(meta)
+
     @property
     def has_keyed_state(self) -> bool:
         return self.keyed_header is not None and bool(TB.keyed_states(self.keyed_header.states))
