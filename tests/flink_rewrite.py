@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from statectl.statefmt.flink.savepoint import open_flink_savepoint
-from statectl.writers.flink_source import operator_spec
+from statectl.writers.flink.source import operator_spec
 
 
 def spec_from_flink_savepoint(spark, path, folder: Path) -> Path:

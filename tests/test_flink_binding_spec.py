@@ -6,7 +6,7 @@ import pytest
 
 from statectl.statefmt.flink.binding import parse_type
 from statectl.writers.errors import SpecError
-from statectl.writers.flink_binding import StateBinding, parse_binding
+from statectl.writers.flink.binding import StateBinding, parse_binding
 from statectl.writers.spec import Spec
 
 

@@ -24,7 +24,7 @@ from statectl.statefmt.flink.keyhash import flink_key_groups
 from statectl.statefmt.flink.savepoint import open_flink_savepoint
 from statectl.statefmt.flink.tables import key_fields
 from statectl.statefmt.errors import UsageError
-from statectl.writers.flink_source import operator_binding
+from statectl.writers.flink.source import operator_binding
 from tests.cli_runner import statectl
 from tests.test_flink_job import SHAPES
 from tests.test_flink_modify import digest

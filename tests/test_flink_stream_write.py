@@ -23,7 +23,7 @@ from statectl.statefmt.flink.snapshot_write import keyed_header
 from statectl.statefmt.flink.stream_write import StreamState, row_schema
 from statectl.statefmt.fs import Location
 from statectl.statefmt.keygroups import key_group_range
-from statectl.writers.flink import EntryEncoder, KeyedStreamTask, StateEncoding
+from statectl.writers.flink.encoding import EntryEncoder, KeyedStreamTask, StateEncoding
 
 LONG, STRING = parse_type("Long", "t"), parse_type("String", "t")
 TIMER = "org.apache.flink.streaming.api.operators.TimerSerializer"

@@ -39,7 +39,8 @@ from .errors import (
     WriteFailedError,
 )
 from .function import KeyContext
-from .savepoint_writer import OperatorReport, SavepointWriter, WriteReport
+from .report import OperatorReport, WriteReport
+from .savepoint_writer import SavepointWriter
 
 __all__ = [
     "SavepointWriter", "WriteReport", "OperatorReport", "OperatorData", "KeyedData",

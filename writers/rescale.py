@@ -15,7 +15,7 @@ For each chosen keyed operator:
   **broadcast** state, identical everywhere, is kept as it is.
 
 Every other operator is a shallow copy. A Flink savepoint is rescaled by
-:mod:`.flink_rescale` (Flink's key hash, the base's serializers, the Flink writer). :class:`Rescale` loads the savepoint and
+:mod:`.flink.rescale` (Flink's key hash, the base's serializers, the Flink writer). :class:`Rescale` loads the savepoint and
 chooses its operators once (no Spark), then writes; each chosen operator is a
 :class:`RescaledOperator`, the named kind of rebuild `SavepointWriter.with_rebuilt` takes.
 """
@@ -44,7 +44,8 @@ from statectl.statefmt.vocabulary import Format, OperatorStateKind
 
 from .operators import OperatorPlan, chunked_job, target_tasks
 from .partitioning import Chunks
-from .savepoint_writer import SavepointWriter, WriteReport, _report, is_flink
+from .report import OperatorReport, WriteReport, operator_report
+from .savepoint_writer import SavepointWriter, is_flink
 from .tasks import HANDLE_DDL, FileTarget, OperatorOutput, SingleFileSink, guarded
 
 
@@ -119,7 +120,7 @@ class Rescale:
         base = source if isinstance(source, Savepoint) else load(source)
         choices = tuple(choose_operators(base, max_parallelism, parallelism, uids))
         if is_flink(base):
-            from .flink_rescale import check_flink_rescale
+            from .flink.rescale import check_flink_rescale
             check_flink_rescale(base, choices)
         return cls(base, choices)
 
@@ -127,13 +128,12 @@ class Rescale:
               overwrite: bool = False) -> WriteReport:
         """Write the rescaled savepoint to *output*; the base is only read."""
         if is_flink(self.base):
-            from .flink_rescale import write_flink_rescale
-            from .savepoint_writer import OperatorReport
+            from .flink.rescale import write_flink_rescale
             sp, written, leftovers, files, size = write_flink_rescale(spark, self.base, self.choices, output,
                                                                       self_contained, on_job, overwrite)
             reports = {r.operator_id: OperatorReport(r.uid, r.operator_id, "rescaled", r.files, r.rows, r.bytes,
                                                      r.states) for r in written}
-            return WriteReport(sp, [reports.get(op.operator_id) or _report(op, "shallow copy")
+            return WriteReport(sp, [reports.get(op.operator_id) or operator_report(op, "shallow copy")
                                     for op in sp.operators], [], files, size, removed_leftovers=leftovers)
         writer = SavepointWriter(self.base)
         for choice in self.choices:

@@ -11,7 +11,6 @@ this write created is removed and the output holds no savepoint.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from statectl.statefmt.errors import UnknownOperatorError, UsageError
@@ -35,30 +34,8 @@ from .definitions import KeyedData, OperatorData
 from .errors import SpecError
 from .job import WriteSession
 from .operators import OperatorPlan, plan_operator
+from .report import OperatorReport, WriteReport, operator_report
 from .tasks import OperatorOutput
-
-
-@dataclass
-class OperatorReport:
-    uid: str | None
-    operator_id: str
-    action: str  # written | shallow copy | renamed
-    files: int = 0
-    rows: int | None = 0  # None: not recorded (Flink files)
-    bytes: int = 0
-    states: list[str] = field(default_factory=list)
-
-
-@dataclass
-class WriteReport:
-    """What a write did, for the summary at its end."""
-
-    savepoint: Savepoint
-    operators: list[OperatorReport]
-    removed: list[str]
-    copied_files: int = 0
-    copied_bytes: int = 0
-    removed_leftovers: int = 0
 
 
 class Rebuild(Protocol):
@@ -185,10 +162,10 @@ class SavepointWriter:
         *overwrite* replaces a savepoint already at *output* (see :func:`commit`).
         """
         if is_flink(self.base) and not self._new:  # metadata only: remove and rename
-            from .flink_modify import write_flink_modification
+            from .flink.modify import write_flink_modification
             done = write_flink_modification(self.base, self._removed, self._renamed, output,
                                             self_contained, overwrite)
-            return WriteReport(done.savepoint, [_report(op, action) for op, action in done.operators],
+            return WriteReport(done.savepoint, [operator_report(op, action) for op, action in done.operators],
                                done.removed, done.copied_files, done.copied_bytes, done.removed_leftovers)
         check_base_format(self.base, self.format, self._new, bool(self._removed or self._renamed))
         if self.format == Format.FLINK:
@@ -228,7 +205,7 @@ class SavepointWriter:
     def _write_flink(self, output: str, spark, self_contained: bool, on_job, overwrite: bool) -> WriteReport:
         """A Flink savepoint: the new operators written by the Flink writer, the base's others
         (a Flink base) shallow pointer copies, or copied with *self_contained*."""
-        from .flink import write_flink
+        from .flink.write import write_flink
 
         check_output(output, [self.base], overwrite=overwrite)  # never into (or over) the base
         if not is_flink(self.base):  # nothing of it is kept (check_base_format)
@@ -240,14 +217,14 @@ class SavepointWriter:
             new_ids = {operator_id_for_uid(uid) for uid in self._new}
             kept = tuple(op.operator_id for op in self.base.operators
                          if op.operator_id not in new_ids and op.operator_id not in self._removed)
-            from .flink_source import on_flink_base
+            from .flink.source import on_flink_base
             new = [on_flink_base(self.base, op) for op in self._new.values()]
         sp, written, leftovers, files, size = write_flink(
             new, output, spark, self.max_parallelism, on_job, overwrite, base=self.base if is_flink(self.base) else None,
             kept=kept, self_contained_copy=self_contained)
         reports = {r.operator_id: OperatorReport(r.uid, r.operator_id, r.action, r.files, r.rows, r.bytes,
                                                  r.states) for r in written}
-        return WriteReport(sp, [reports.get(op.operator_id) or _report(op, "shallow copy") for op in sp.operators],
+        return WriteReport(sp, [reports.get(op.operator_id) or operator_report(op, "shallow copy") for op in sp.operators],
                            [self._label(i) for i in self._removed], files, size, removed_leftovers=leftovers)
 
     def _label(self, operator_id: str) -> str:
@@ -294,10 +271,10 @@ class SavepointWriter:
             copy, needed = shallow_copy(base, op)
             lineage.append(needed)
             slots[original] = copy
-            reports.append(_report(copy, action))
+            reports.append(operator_report(copy, action))
         new = []
         for op, action in written:
-            reports.append(_report(op, action))
+            reports.append(operator_report(op, action))
             if op.operator_id in {o.operator_id for o in (base.operators if base else ())}:
                 slots[op.operator_id] = op
             else:
@@ -306,13 +283,6 @@ class SavepointWriter:
         operators = [slots[i] for i in base_order if i in slots] + new
         sp = Savepoint(new_savepoint_id(), now_iso(), tuple(operators), merge_lineage(*lineage))
         return prune_lineage(sp), reports
-
-
-def _report(op: Operator, action: str) -> OperatorReport:
-    files = list(op.data_files())
-    rows = None if any(f.rows is None for f in files) else sum(f.rows for f in files)  # Flink: unknown
-    return OperatorReport(op.uid, op.operator_id, action, len(files), rows,
-                          sum(f.size for f in files), op.state_names)
 
 
 __all__ = ["SavepointWriter", "WriteReport", "OperatorReport"]

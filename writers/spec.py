@@ -42,7 +42,7 @@ from .definitions import (
     ValueState,
 )
 from .errors import SpecError
-from .flink_binding import parse_binding
+from .flink.binding import parse_binding
 
 FORMATS_BY_EXTENSION = {
     ".parquet": "parquet", ".pq": "parquet", ".csv": "csv",

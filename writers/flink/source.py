@@ -19,10 +19,10 @@ from statectl.statefmt.flink.savepoint import FlinkOperatorInfo, FlinkSavepoint,
 from statectl.statefmt.flink.tables import key_fields, operator_list_schema, timer_service
 from statectl.statefmt.model import TTL_SUFFIX
 
-from .definitions import KeyedData, OperatorData
-from .errors import SpecError
-from .flink_binding import FlinkBinding, StateBinding, parse_binding
-from .spec import _Parser
+from ..definitions import KeyedData, OperatorData
+from ..errors import SpecError
+from .binding import FlinkBinding, StateBinding, parse_binding
+from ..spec import _Parser
 
 
 def _plain(t: T.FlinkType) -> tuple[T.FlinkType, bool]:

@@ -16,7 +16,7 @@ from statectl.statefmt.errors import UsageError
 from statectl.statefmt.flink.model import flink_savepoint
 from statectl.statefmt.model import Savepoint
 
-from .flink_source import operator_binding, operator_data, operator_spec
+from .source import operator_binding, operator_data, operator_spec
 
 
 def check_flink_rescale(base: Savepoint, choices) -> None:
@@ -37,7 +37,7 @@ def check_flink_rescale(base: Savepoint, choices) -> None:
 def write_flink_rescale(spark, base: Savepoint, choices, output: str, self_contained: bool = False,
                         on_job=None, overwrite: bool = False):
     """Write *base* with the chosen operators rescaled to *output*; what :func:`write_flink` returns."""
-    from .flink import write_flink
+    from .write import write_flink
 
     fsp = flink_savepoint(base.location)
     chosen = {c.operator.operator_id for c in choices}

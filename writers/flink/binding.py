@@ -28,7 +28,7 @@ from statectl.statefmt.errors import FlinkEncodeError
 from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.binding import parse_type
 
-from .errors import SpecError
+from ..errors import SpecError
 
 FLINK_KINDS = ("reducing", "aggregating")
 DEFAULT_TIMER_SERVICE = "user-timers"

@@ -1,0 +1,61 @@
+"""The operators of a Flink base a new savepoint keeps: shallow pointer copies whose files stay
+where they lie (their lineage recorded beside `_metadata`), or, self-contained, their files
+copied next to the new `_metadata` (`statefmt/flink/shallow.py`)."""
+
+from __future__ import annotations
+
+import functools
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow.fs as pafs
+
+from statectl.statefmt.errors import StatectlError
+from statectl.statefmt.flink.metadata import FlinkOperator
+from statectl.statefmt.flink.shallow import FileCopy, lineage_needed, pointer_copy, self_contained
+from statectl.statefmt.fs import Location
+
+from ..copying import THREADS, copy_name
+
+
+def keep_operators(fsp, kept: list[FlinkOperator], out: Location, token: str, self_contained_copy: bool
+                   ) -> tuple[list[FlinkOperator], list[FileCopy], int, tuple]:
+    """The operators *kept* of the Flink savepoint *fsp* as a new savepoint at *out* holds them:
+    pointer copies (absolute handles) and the lineage entries their files lie in, or, with
+    *self_contained_copy*, with their files copied into *out* (no lineage).
+    Returns (operators, copies, bytes copied, lineage)."""
+    if self_contained_copy and kept:
+        ops, copies = self_contained(fsp.location, kept, functools.partial(copy_name_for, token=token))
+        return ops, copies, copy_into(out, copies), ()
+    ops = [pointer_copy(fsp.location, op) for op in kept]
+    return ops, [], 0, lineage_needed(fsp.location, fsp.savepoint_id, fsp.lineage, kept) if kept else ()
+
+
+def copy_name_for(name: str, taken: set[str], token: str) -> str:
+    """A copy's name for the file *name*: marked with the write's *token*, none of *taken*."""
+    new, n = copy_name(name, token), 1
+    while new in taken:
+        new, n = copy_name(f"{name}.{n}", token), n + 1
+    return new
+
+
+def copy_into(out: Location, copies: list[FileCopy]) -> int:
+    """Copy every file (or segment) into *out*; the bytes copied. Sizes are checked."""
+    def one(c: FileCopy) -> int:
+        target = out.child(c.name)
+        size = c.source.size()  # a missing source: MissingFileError naming it
+        if size < c.start + c.size or (c.whole and size != c.size):
+            raise StatectlError(f"{c.source}: {size} bytes, _metadata says {c.size}")
+        if not c.whole:  # a segment of a merged file becomes a file of its own
+            with c.source.open_input_file() as f:
+                f.seek(c.start)
+                target.write_bytes_atomically(f.read(c.size))
+            return c.size
+        try:
+            pafs.copy_files(c.source.path, target.path, source_filesystem=c.source.fs,
+                            destination_filesystem=target.fs)
+        except OSError as e:
+            raise StatectlError(f"cannot copy {c.source} to {target}: {e}") from None
+        return c.size
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        return sum(pool.map(one, copies))
