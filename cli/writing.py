@@ -45,9 +45,8 @@ def bootstrap(
     json_: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
 ) -> None:
     """Write a savepoint from data files (Parquet, CSV, JSON lines) described by a spec."""
-    from statectl.statefmt.savepoint import check_output, load
+    from statectl.statefmt.savepoint import load
     from statectl.writers import SavepointWriter
-    from statectl.writers.savepoint_writer import check_base_format
     from statectl.writers.spec import load_spec
 
     parsed = load_spec(spec)
@@ -55,9 +54,8 @@ def bootstrap(
     _check_format(physical)
     base_sp = load(base) if base is not None else None
     parsed.check_base(base_sp)
-    check_base_format(base_sp, physical, [op.uid for op in parsed.operators])
-    check_output(output, [base_sp], overwrite=overwrite)
     writer = SavepointWriter(base_sp, parsed.max_parallelism, physical)
+    writer.check(output, overwrite, [op.uid for op in parsed.operators])  # before Spark starts
     with spark_errors():
         spark = start_spark(master)
         with progress(spark, quiet=json_) as on_job:
@@ -80,11 +78,10 @@ def modify(
     json_: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
 ) -> None:
     """Derive a savepoint by metadata alone: remove or rename operators, or copy it whole."""
-    from statectl.statefmt.savepoint import check_output
     from statectl.writers import SavepointWriter
 
     writer = SavepointWriter.from_existing(base)
-    check_output(output, [writer.base], overwrite=overwrite)
+    writer.check(output, overwrite)
     for uid in remove or []:
         writer.remove_operator(uid)
     for pair in rename or []:

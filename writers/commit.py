@@ -3,14 +3,42 @@ then (with *overwrite*) the removal of the files of the savepoint it replaced.""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from statectl.statefmt.errors import StatectlError
 from statectl.statefmt.flink.handles import RelativeFile
-from statectl.statefmt.flink.lineage import flink_savepoint_id, lineage_file_name
+from statectl.statefmt.flink.lineage import commit_metadata, flink_savepoint_id, lineage_file_name
 from statectl.statefmt.flink.metadata import is_flink_metadata, parse_metadata
+from statectl.statefmt.flink.model import load_flink
 from statectl.statefmt.flink.savepoint import METADATA
 from statectl.statefmt.flink.shallow import streams
 from statectl.statefmt.fs import Location
+from statectl.statefmt.model import Savepoint
 from statectl.statefmt.refs import check_relative_path
+from statectl.statefmt.savepoint import commit
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A written savepoint before its `_metadata`: every file of it in place."""
+
+    savepoint: Savepoint | None = None  # statectl's own family: the model its `_metadata` encodes
+    flink_metadata: bytes | None = None  # the Flink family: its `_metadata`
+    lineage: tuple = ()  # the Flink family: the lineage recorded beside `_metadata`
+    files: frozenset[str] = frozenset()  # the Flink family: the output's files `_metadata` names
+
+
+def commit_staged(staged: Staged, out: Location, overwrite: bool) -> tuple[Savepoint, set[str]]:
+    """Write *staged*'s `_metadata` at *out* (with *overwrite*, then remove the files of the
+    savepoint it replaced); the savepoint committed and the files of *out* it references."""
+    if staged.savepoint is not None:
+        sp = commit(staged.savepoint, out, overwrite=overwrite)
+        return sp, {f.ref.path for _, f in sp.data_files() if not f.ref.is_shared}
+    previous = previous_files(out) if overwrite else set()
+    lineage_name = commit_metadata(out, staged.flink_metadata, staged.lineage)
+    referenced = set(staged.files) | ({lineage_name} if lineage_name else set())
+    remove_replaced(out, previous, referenced)  # the old savepoint's files, once the new one is in
+    return load_flink(out), referenced
 
 
 def remove_replaced(out: Location, previous: set[str], referenced: set[str]) -> None:

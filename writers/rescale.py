@@ -44,7 +44,7 @@ from statectl.statefmt.vocabulary import Format, OperatorStateKind
 
 from .operators import OperatorPlan, chunked_job, target_tasks
 from .partitioning import Chunks
-from .report import OperatorReport, WriteReport, operator_report
+from .report import WriteReport
 from .savepoint_writer import SavepointWriter, is_flink
 from .tasks import HANDLE_DDL, FileTarget, OperatorOutput, SingleFileSink, guarded
 
@@ -128,16 +128,14 @@ class Rescale:
               overwrite: bool = False) -> WriteReport:
         """Write the rescaled savepoint to *output*; the base is only read."""
         if is_flink(self.base):
-            from .flink.rescale import write_flink_rescale
-            sp, written, leftovers, files, size = write_flink_rescale(spark, self.base, self.choices, output,
-                                                                      self_contained, on_job, overwrite)
-            reports = {r.operator_id: OperatorReport(r.uid, r.operator_id, "rescaled", r.files, r.rows, r.bytes,
-                                                     r.states) for r in written}
-            return WriteReport(sp, [reports.get(op.operator_id) or operator_report(op, "shallow copy")
-                                    for op in sp.operators], [], files, size, removed_leftovers=leftovers)
-        writer = SavepointWriter(self.base)
-        for choice in self.choices:
-            writer.with_rebuilt(RescaledOperator(spark, self.base, choice))
+            from .flink.rescale import FlinkRescaledOperator
+            writer = SavepointWriter(self.base, format=Format.FLINK)
+            rebuilds = [FlinkRescaledOperator(spark, choice) for choice in self.choices]
+        else:
+            writer = SavepointWriter(self.base)
+            rebuilds = [RescaledOperator(spark, self.base, choice) for choice in self.choices]
+        for rebuild in rebuilds:
+            writer.with_rebuilt(rebuild)
         return writer.write(output, spark, self_contained=self_contained, on_job=on_job,
                             overwrite=overwrite)
 

@@ -13,28 +13,21 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from statectl.statefmt.errors import UnknownOperatorError, UsageError
+from statectl.statefmt.errors import UsageError
 from statectl.statefmt.ids import OperatorRef, operator_id_for_uid
-from statectl.statefmt.keygroups import check_max_parallelism, check_parallelism, default_max_parallelism
+from statectl.statefmt.keygroups import check_max_parallelism
 from statectl.statefmt.model import Operator, Savepoint
-from statectl.statefmt.savepoint import (
-    check_output,
-    commit,
-    load,
-    merge_lineage,
-    new_savepoint_id,
-    now_iso,
-    prune_lineage,
-    shallow_copy,
-)
+from statectl.statefmt.flink.model import flink_savepoint
+from statectl.statefmt.fs import Location
+from statectl.statefmt.savepoint import check_output, load
 from statectl.statefmt.vocabulary import Format
 
-from .copying import make_self_contained
+from .commit import commit_staged
 from .definitions import KeyedData, OperatorData
 from .errors import SpecError
 from .job import WriteSession
-from .operators import OperatorPlan, plan_operator
-from .report import OperatorReport, WriteReport, operator_report
+from .operators import OperatorPlan
+from .report import OperatorReport, WriteReport
 from .tasks import OperatorOutput
 
 
@@ -93,6 +86,7 @@ class SavepointWriter:
         self._removed: list[str] = []  # operator ids
         self._renamed: dict[str, str] = {}  # operator id -> new uid
         self._rebuilt: dict[str, Rebuild] = {}  # operator id -> its rebuild
+        self._checked: dict = {}  # what check() found fine: "family" and "output"
 
     @classmethod
     def new(cls, max_parallelism: int | None = None, format: str = Format.CANONICAL) -> "SavepointWriter":
@@ -144,7 +138,8 @@ class SavepointWriter:
         shallow copies."""
         if self.base is None:
             raise UsageError("rebuilding an operator needs a base savepoint")
-        check_writable_base(self.base)
+        if getattr(rebuild, "format", None) != Format.FLINK:
+            check_writable_base(self.base)
         self._rebuilt[rebuild.operator.operator_id] = rebuild
         return self
 
@@ -154,135 +149,82 @@ class SavepointWriter:
         return self.base.operator(operator)
 
     # --- writing ------------------------------------------------------------------
+    def check(self, output: str, overwrite: bool = False, uids=()) -> Location:
+        """Check, before any work, that the base's format family fits the written one (with the
+        operators *uids* still to come) and that *output* can take the savepoint. Each check
+        runs once for what it depends on, so ``write`` repeats only one whose input changed."""
+        family = (frozenset(self._new) | frozenset(uids), bool(self._removed or self._renamed))
+        if not self._modifies_flink(family[0]) and self._checked.get("family") != family:
+            check_base_format(self.base, self.format, family[0], family[1])
+            self._checked["family"] = family
+        if self._checked.get("output", (None,))[0] != (output, overwrite):
+            self._checked["output"] = ((output, overwrite), check_output(output, [self.base], overwrite=overwrite))
+        return self._checked["output"][1]
+
     def write(self, output: str, spark=None, self_contained: bool = False,
               on_job=None, overwrite: bool = False) -> WriteReport:
         """Write the savepoint to *output* (a new location); Spark is needed for new operators.
 
-        *on_job*, if given, is called with a description before each Spark job.
-        *overwrite* replaces a savepoint already at *output* (see :func:`commit`).
+        One transaction for every kind of write: check the output, plan, run the jobs, copy
+        shared files (*self_contained*), commit `_metadata`, report. *on_job*, if given, is
+        called with a description before each Spark job. *overwrite* replaces a savepoint
+        already at *output* (see :func:`~statectl.writers.commit.commit_staged`).
         """
-        if is_flink(self.base) and not self._new:  # metadata only: remove and rename
-            from .flink.modify import write_flink_modification
-            done = write_flink_modification(self.base, self._removed, self._renamed, output,
-                                            self_contained, overwrite)
-            return WriteReport(done.savepoint, [operator_report(op, action) for op, action in done.operators],
-                               done.removed, done.copied_files, done.copied_bytes, done.removed_leftovers)
-        check_base_format(self.base, self.format, self._new, bool(self._removed or self._renamed))
-        if self.format == Format.FLINK:
-            return self._write_flink(output, spark, self_contained, on_job, overwrite)
-        kept_from = self.base  # the savepoint whose operators the output keeps
-        if is_flink(self.base):  # every operator is in the spec: the base is only an input
-            kept_from = None
-        out = check_output(output, [self.base], overwrite=overwrite)
-        derived = self._derive(kept_from)  # metadata-only part: checked before any file is written
-        if self._new and spark is None:
-            raise UsageError("writing operators from data needs a Spark session")
-        if self._rebuilt and spark is None:
-            raise UsageError("rebuilding operators needs a Spark session")
+        out = self.check(output, overwrite)
+        kind = self._kind()
         session = WriteSession(spark, out, on_job)
-        plans = [(self._plan(op, session, kept_from), "written") for op in self._new.values()]
-        rebuilt_lineage = []
-        for op_id, rebuild in self._rebuilt.items():
-            copy, needed = shallow_copy(self.base, self.base.operator(OperatorRef(operator_id=op_id)))
-            rebuilt_lineage.append(needed)
-            plans.append((rebuild.plan(copy, session.output_of(op_id)), rebuild.action))
+        kind.plan(session)
         session.start()
         try:
-            written = [(p.run(session), action) for p, action in plans]
-            sp, reports = self._assemble(kept_from, derived, written, rebuilt_lineage)
-            copied = (0, 0)
-            if self_contained:
-                sp, files, size = make_self_contained(sp, out, session.token)
-                copied = (files, size)
-            sp = commit(sp, out, overwrite=overwrite)
+            kind.run(session)
+            copied = kind.copy(out, session.token) if self_contained else (0, 0)
+            sp, referenced = commit_staged(kind.staged(), out, overwrite)
         except BaseException:
             session.fail()
             raise
-        session.finish({f.ref.path for _, f in sp.data_files() if not f.ref.is_shared})
-        return WriteReport(sp, reports, [self._label(i) for i in self._removed], *copied,
-                           removed_leftovers=session.removed_leftovers)
+        session.finish(referenced)
+        return WriteReport(sp, kind.reports(sp), kind.removed, *copied, removed_leftovers=session.removed_leftovers)
 
-    def _write_flink(self, output: str, spark, self_contained: bool, on_job, overwrite: bool) -> WriteReport:
-        """A Flink savepoint: the new operators written by the Flink writer, the base's others
-        (a Flink base) shallow pointer copies, or copied with *self_contained*."""
-        from .flink.write import write_flink
+    def _modifies_flink(self, uids=()) -> bool:
+        """Whether this write (with the operators *uids* still to come) only removes or renames
+        operators of a Flink base (metadata only)."""
+        return is_flink(self.base) and not self._new and not uids and not self._rebuilt
 
-        check_output(output, [self.base], overwrite=overwrite)  # never into (or over) the base
+    def _kind(self):
+        """The plan kind of this write: statectl's own format, or the Flink family's."""
+        if self._modifies_flink():
+            from .flink.modify import FlinkModification
+            return FlinkModification(flink_savepoint(self.base.location), self._removed, self._renamed)
+        removed = [self._label(i) for i in self._removed]
+        if self.format != Format.FLINK:
+            from .own_write import OwnWrite
+            # a Flink base with every operator in the spec is only an input: nothing of it is kept
+            return OwnWrite(self, None if is_flink(self.base) else self.base, removed)
+        return self._flink_write(removed)
+
+    def _flink_write(self, removed: list[str]):
+        """A Flink savepoint: the new and rebuilt operators written by the Flink writer, the
+        base's others (a Flink base) shallow pointer copies, or copied with *self_contained*."""
+        from .flink.source import on_flink_base
+        from .flink.write import FlinkWrite, kept_max_parallelism
+
         if not is_flink(self.base):  # nothing of it is kept (check_base_format)
-            kept, new = (), list(self._new.values())
-        else:
-            if self._renamed:
-                raise UsageError("renaming operators of a Flink savepoint while writing others is not "
-                                 "supported; rename them with statectl modify first")
-            new_ids = {operator_id_for_uid(uid) for uid in self._new}
-            kept = tuple(op.operator_id for op in self.base.operators
-                         if op.operator_id not in new_ids and op.operator_id not in self._removed)
-            from .flink.source import on_flink_base
-            new = [on_flink_base(self.base, op) for op in self._new.values()]
-        sp, written, leftovers, files, size = write_flink(
-            new, output, spark, self.max_parallelism, on_job, overwrite, base=self.base if is_flink(self.base) else None,
-            kept=kept, self_contained_copy=self_contained)
-        reports = {r.operator_id: OperatorReport(r.uid, r.operator_id, r.action, r.files, r.rows, r.bytes,
-                                                 r.states) for r in written}
-        return WriteReport(sp, [reports.get(op.operator_id) or operator_report(op, "shallow copy") for op in sp.operators],
-                           [self._label(i) for i in self._removed], files, size, removed_leftovers=leftovers)
+            return FlinkWrite(None, [(op, "written") for op in self._new.values()], [], removed,
+                              self.max_parallelism)
+        if self._renamed:
+            raise UsageError("renaming operators of a Flink savepoint while writing others is not "
+                             "supported; rename them with statectl modify first")
+        fsp = flink_savepoint(self.base.location)
+        written = {operator_id_for_uid(uid) for uid in self._new} | set(self._rebuilt)
+        kept = [op for op in fsp.metadata.operators if op.operator_id not in written
+                and op.operator_id not in self._removed]
+        operators = [(on_flink_base(fsp, op), "written") for op in self._new.values()]
+        operators += [(r.data(fsp), r.action) for r in self._rebuilt.values()]
+        return FlinkWrite(fsp, operators, kept, removed, self.max_parallelism,
+                          kept_max_parallelism(fsp, self._rebuilt))
 
     def _label(self, operator_id: str) -> str:
         return self.base.operator(OperatorRef(operator_id=operator_id)).label
-
-    def _derive(self, base: Savepoint | None) -> list[tuple[str, Operator, str]]:
-        """*base*'s operators that stay: (original id, operator, "shallow copy" | "renamed")."""
-        if base is None:
-            return []
-        new_ids = {operator_id_for_uid(uid) for uid in self._new} | set(self._rebuilt)
-        kept, seen = [], set(new_ids)
-        for op in base.operators:
-            original = op.operator_id
-            if original in self._removed or original in new_ids:
-                continue
-            if original in self._renamed:
-                uid = self._renamed[original]
-                op = op.replace(uid=uid, operator_id=operator_id_for_uid(uid))
-                kept.append((original, op, "renamed"))
-            else:
-                kept.append((original, op, "shallow copy"))
-        for _, op, _ in kept:
-            if op.operator_id in seen:
-                raise UsageError(f"two operators of the output would have uid {op.label!r}")
-            seen.add(op.operator_id)
-        return kept
-
-    def _plan(self, op: OperatorData, session: WriteSession, base: Savepoint | None) -> OperatorPlan:
-        max_p = op.max_parallelism or self.max_parallelism
-        if max_p is None and base is not None:
-            try:
-                max_p = base.operator(OperatorRef(uid=op.uid)).max_parallelism
-            except UnknownOperatorError:
-                pass
-        max_p = max_p or default_max_parallelism(op.parallelism)
-        check_parallelism(op.parallelism, max_p)
-        return plan_operator(op, max_p, self.format, session)
-
-    def _assemble(self, base: Savepoint | None, derived, written: list[tuple[Operator, str]],
-                  extra_lineage=()) -> tuple[Savepoint, list]:
-        reports, lineage = [], list(extra_lineage)
-        slots: dict[str, Operator] = {}  # base operator id -> what takes its place
-        for original, op, action in derived:
-            copy, needed = shallow_copy(base, op)
-            lineage.append(needed)
-            slots[original] = copy
-            reports.append(operator_report(copy, action))
-        new = []
-        for op, action in written:
-            reports.append(operator_report(op, action))
-            if op.operator_id in {o.operator_id for o in (base.operators if base else ())}:
-                slots[op.operator_id] = op
-            else:
-                new.append(op)
-        base_order = [o.operator_id for o in base.operators] if base else []
-        operators = [slots[i] for i in base_order if i in slots] + new
-        sp = Savepoint(new_savepoint_id(), now_iso(), tuple(operators), merge_lineage(*lineage))
-        return prune_lineage(sp), reports
 
 
 __all__ = ["SavepointWriter", "WriteReport", "OperatorReport"]

@@ -17,17 +17,26 @@ from statectl.statefmt.fs import Location
 from ..copying import THREADS, copy_name
 
 
-def keep_operators(fsp, kept: list[FlinkOperator], out: Location, token: str, self_contained_copy: bool
-                   ) -> tuple[list[FlinkOperator], list[FileCopy], int, tuple]:
-    """The operators *kept* of the Flink savepoint *fsp* as a new savepoint at *out* holds them:
-    pointer copies (absolute handles) and the lineage entries their files lie in, or, with
-    *self_contained_copy*, with their files copied into *out* (no lineage).
-    Returns (operators, copies, bytes copied, lineage)."""
-    if self_contained_copy and kept:
-        ops, copies = self_contained(fsp.location, kept, functools.partial(copy_name_for, token=token))
-        return ops, copies, copy_into(out, copies), ()
-    ops = [pointer_copy(fsp.location, op) for op in kept]
-    return ops, [], 0, lineage_needed(fsp.location, fsp.savepoint_id, fsp.lineage, kept) if kept else ()
+class KeptOperators:
+    """The operators *kept* of the Flink savepoint *fsp* as a new savepoint holds them: pointer
+    copies (absolute handles) with the lineage entries their files lie in, or, once
+    :meth:`copy` ran, with their files copied into the new savepoint (no lineage)."""
+
+    def __init__(self, fsp, kept: list[FlinkOperator]):
+        self.fsp = fsp
+        self.source = kept
+        self.operators = [pointer_copy(fsp.location, op) for op in kept]
+        self.lineage = lineage_needed(fsp.location, fsp.savepoint_id, fsp.lineage, kept) if kept else ()
+        self.files: set[str] = set()  # the copies' names in the new savepoint
+
+    def copy(self, out: Location, token: str) -> tuple[int, int]:
+        """Copy the kept operators' files into *out*; the files and bytes copied."""
+        if not self.source:
+            return 0, 0
+        ops, copies = self_contained(self.fsp.location, self.source, functools.partial(copy_name_for, token=token))
+        copied = copy_into(out, copies)
+        self.operators, self.lineage, self.files = ops, (), {c.name for c in copies}
+        return len(copies), copied
 
 
 def copy_name_for(name: str, taken: set[str], token: str) -> str:

@@ -16,55 +16,38 @@ from __future__ import annotations
 import dataclasses
 
 from statectl.statefmt.errors import UsageError
-from statectl.statefmt.flink.lineage import commit_metadata
 from statectl.statefmt.flink.metadata import FlinkMetadata, FlinkOperator
 from statectl.statefmt.flink.metadata_write import encode_metadata
-from statectl.statefmt.flink.model import flink_savepoint, load_flink
 from statectl.statefmt.ids import operator_id_for_uid
-from statectl.statefmt.model import Operator, Savepoint
-from statectl.statefmt.savepoint import check_output
+from statectl.statefmt.model import Savepoint
 
-from ..commit import previous_files, remove_replaced
 from ..job import WriteSession
-from .keep import keep_operators
+from ..report import OperatorReport, operator_report
+from .write import FlinkWrite
 
 
-@dataclasses.dataclass
-class FlinkModification:
-    """What :func:`write_flink_modification` wrote (`SavepointWriter` reports it)."""
-    savepoint: Savepoint
-    operators: list[tuple[Operator, str]]  # each operator written, with what was done to it
-    removed: list[str]
-    copied_files: int
-    copied_bytes: int
-    removed_leftovers: int
+class FlinkModification(FlinkWrite):
+    """The Flink savepoint *fsp* without the operators *removed* (ids) and with the uids
+    *renamed* ({operator id: new uid}): a Flink write of no operators from data, whose
+    `_metadata` keeps the base's version."""
 
+    def __init__(self, fsp, removed: list[str], renamed: dict[str, str]):
+        labels = {op.operator_id: op.label for op in fsp.metadata.operators}
+        super().__init__(fsp, [], [], [labels[i] for i in removed])
+        self.removed_ids, self.renamed = removed, renamed
+        self.actions: dict[str, str] = {}
 
-def write_flink_modification(base: Savepoint, removed: list[str], renamed: dict[str, str], output: str,
-                             self_contained_copy: bool = False, overwrite: bool = False) -> FlinkModification:
-    """Write the Flink savepoint *base* without the operators *removed* (ids) and with the
-    uids *renamed* ({operator id: new uid}) to *output*."""
-    out = check_output(output, [base], overwrite=overwrite)
-    fsp = flink_savepoint(base.location)
-    kept, actions = _derive(fsp.metadata, removed, renamed)
-    session = WriteSession(None, out)
-    session.start()
-    try:
-        ops, copies, copied_bytes, lineage = keep_operators(fsp, kept, out, session.token, self_contained_copy)
-        meta = dataclasses.replace(fsp.metadata, operators=tuple(ops))
-        data = encode_metadata(meta)
-        previous = previous_files(out) if overwrite else set()
-        lineage_name = commit_metadata(out, data, lineage)
-    except BaseException:
-        session.fail()
-        raise
-    referenced = {c.name for c in copies} | ({lineage_name} if lineage_name else set())
-    remove_replaced(out, previous, referenced)
-    session.finish(referenced)
-    sp = load_flink(out)
-    labels = {op.operator_id: op.label for op in fsp.metadata.operators}
-    return FlinkModification(sp, [(op, actions[op.operator_id]) for op in sp.operators],
-                             [labels[i] for i in removed], len(copies), copied_bytes, session.removed_leftovers)
+    def plan(self, session: WriteSession) -> None:
+        self.source, self.actions = _derive(self.fsp.metadata, self.removed_ids, self.renamed)
+
+    def _operators(self, kept: list[FlinkOperator]) -> list[FlinkOperator]:
+        return kept  # in the base's order, renamed ones with their new id
+
+    def metadata(self, operators: list[FlinkOperator]) -> bytes:
+        return encode_metadata(dataclasses.replace(self.fsp.metadata, operators=tuple(operators)))
+
+    def reports(self, sp: Savepoint) -> list[OperatorReport]:
+        return [operator_report(op, self.actions[op.operator_id]) for op in sp.operators]
 
 
 def _derive(meta: FlinkMetadata, removed: list[str], renamed: dict[str, str]

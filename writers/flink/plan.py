@@ -22,6 +22,7 @@ from statectl.statefmt.flink.stream_write import (KEY, KEY_GROUP, OperatorStream
                                                   operator_stream, row_ddl, row_schema)
 from statectl.statefmt.ids import operator_id_for_uid
 from statectl.statefmt.keygroups import check_parallelism
+from statectl.statefmt.vocabulary import TimerDomain
 
 from ..definitions import (AggregatingState, BroadcastState, KeyedData, ListState, MapState, OperatorData,
                            OperatorListState, ReducingState, ValueState)
@@ -71,52 +72,9 @@ class FlinkOperatorPlan:
         if first is None:
             raise SpecError(f"{self.where}: no input data")
         check_columns(first, keyed.key, f"{self.where}, input")
-        key = self.binding.key
-        if key is None:
-            fields = tuple(written_type(None, first, k, self.where) for k in keyed.key)
-            key = fields[0] if len(fields) == 1 else T.Tuple(
-                f"org.apache.flink.api.java.tuple.Tuple{len(fields)}", fields,
-                "org.apache.flink.api.java.typeutils.runtime.TupleSerializer")
-        elif len(keyed.key) > 1 and not (isinstance(key, T.Tuple) and len(key.fields) == len(keyed.key)):
-            raise SpecError(f"{self.where}: {len(keyed.key)} key columns need a Tuple{len(keyed.key)} key type")
-        else:
-            for column, t in zip(keyed.key, key.fields if len(keyed.key) > 1 else (key,)):
-                written_type(t, first, column, f"{self.where}, key")
-        try:
-            key_java = key_java_type(key, self.where)
-        except FlinkEncodeError as e:
-            raise SpecError(str(e)) from None
-        ns = self.binding.namespace
-        if ns is None:
-            ns = NAMED["TimeWindow"] if keyed.namespace else VOID
-        if keyed.namespace and isinstance(ns, T.VoidNamespace):
-            raise SpecError(f"{self.where}: a namespace column needs flink namespace TimeWindow")
-        if not keyed.namespace and not isinstance(ns, T.VoidNamespace):
-            raise SpecError(f"{self.where}: flink namespace {ns.describe()} needs keyed.namespace, "
-                            "the column giving each row's window")
-        metas, inputs = [], []  # inputs: (DataFrame, its states' encodings, their columns' SQL)
-        for state in keyed.states:
-            meta, encoding, df, columns = self._keyed_state(state, len(metas), keyed, ns)
-            metas.append(meta)
-            shared = next((i for i in inputs if i[0] is df), None)
-            if shared is None:
-                inputs.append((df, [encoding], columns))
-            else:
-                shared[1].append(encoding)
-                shared[2].update(columns)
-        service = self.binding.timer_service
-        timer_ids = {}
-        for domain in ("event", "processing"):
-            timer_ids[domain] = len(metas)
-            metas.append(StateMeta(TIMER_STATE.format(domain=domain, service=service), "timers",
-                                   T.Timer(key, ns, "org.apache.flink.streaming.api.operators.TimerSerializer"), ns))
-        for t in keyed.timers:
-            where = f"{self.where}, {t.domain}-time timers"
-            df = t.data if t.data is not None else keyed.data
-            check_columns(df, [*keyed.key, t.column] + ([keyed.namespace] if keyed.namespace else []), where)
-            state_id = timer_ids[t.domain]
-            inputs.append((df, [StateEncoding(state_id, "timers", None, None, None, False, where)],
-                           {f"_ts{state_id}": q(t.column)}))
+        key, key_java = self._key_type(keyed, first)
+        ns = self._namespace_type(keyed)
+        metas, inputs = self._keyed_inputs(keyed, key, ns)
         names = [m.name for m in metas]
         unknown = sorted(set(self.binding.states) - set(names) - {s.name for s in self.data.operator_states})
         if unknown:
@@ -143,6 +101,63 @@ class FlinkOperatorPlan:
         task = KeyedStreamTask(self.session.out.uri, self.session.token, self.keyed_header, self.stream_states,
                                key, self.max_parallelism, self.data.parallelism)
         self.keyed_job = rows.mapInArrow(task, STREAM_HANDLE_DDL)
+
+    def _key_type(self, keyed: KeyedData, first) -> tuple:
+        """The key's Flink type (the binding's, or its columns') and its Java type."""
+        key = self.binding.key
+        if key is None:
+            fields = tuple(written_type(None, first, k, self.where) for k in keyed.key)
+            key = fields[0] if len(fields) == 1 else T.Tuple(
+                f"org.apache.flink.api.java.tuple.Tuple{len(fields)}", fields,
+                "org.apache.flink.api.java.typeutils.runtime.TupleSerializer")
+        elif len(keyed.key) > 1 and not (isinstance(key, T.Tuple) and len(key.fields) == len(keyed.key)):
+            raise SpecError(f"{self.where}: {len(keyed.key)} key columns need a Tuple{len(keyed.key)} key type")
+        else:
+            for column, t in zip(keyed.key, key.fields if len(keyed.key) > 1 else (key,)):
+                written_type(t, first, column, f"{self.where}, key")
+        try:
+            return key, key_java_type(key, self.where)
+        except FlinkEncodeError as e:
+            raise SpecError(str(e)) from None
+
+    def _namespace_type(self, keyed: KeyedData) -> T.FlinkType:
+        ns = self.binding.namespace
+        if ns is None:
+            ns = NAMED["TimeWindow"] if keyed.namespace else VOID
+        if keyed.namespace and isinstance(ns, T.VoidNamespace):
+            raise SpecError(f"{self.where}: a namespace column needs flink namespace TimeWindow")
+        if not keyed.namespace and not isinstance(ns, T.VoidNamespace):
+            raise SpecError(f"{self.where}: flink namespace {ns.describe()} needs keyed.namespace, "
+                            "the column giving each row's window")
+        return ns
+
+    def _keyed_inputs(self, keyed: KeyedData, key: T.FlinkType, ns: T.FlinkType) -> tuple[list, list]:
+        """The keyed states' and timers' header entries, and the inputs they are read from:
+        (DataFrame, its states' encodings, their columns' SQL); states of one input share it."""
+        metas, inputs = [], []
+        for state in keyed.states:
+            meta, encoding, df, columns = self._keyed_state(state, len(metas), keyed, ns)
+            metas.append(meta)
+            shared = next((i for i in inputs if i[0] is df), None)
+            if shared is None:
+                inputs.append((df, [encoding], columns))
+            else:
+                shared[1].append(encoding)
+                shared[2].update(columns)
+        service = self.binding.timer_service
+        timer_ids = {}
+        for domain in TimerDomain.words():
+            timer_ids[domain] = len(metas)
+            metas.append(StateMeta(TIMER_STATE.format(domain=domain, service=service), "timers",
+                                   T.Timer(key, ns, "org.apache.flink.streaming.api.operators.TimerSerializer"), ns))
+        for t in keyed.timers:
+            where = f"{self.where}, {t.domain}-time timers"
+            df = t.data if t.data is not None else keyed.data
+            check_columns(df, [*keyed.key, t.column] + ([keyed.namespace] if keyed.namespace else []), where)
+            state_id = timer_ids[t.domain]
+            inputs.append((df, [StateEncoding(state_id, "timers", None, None, None, False, where)],
+                           {f"_ts{state_id}": q(t.column)}))
+        return metas, inputs
 
     def _keyed_state(self, state, state_id: int, keyed: KeyedData, ns):
         """A keyed state's header entry, its encoding, its input and its columns' SQL."""
@@ -225,7 +240,8 @@ class FlinkOperatorPlan:
         self.operator_job = union
 
     # --- running -------------------------------------------------------------------------------
-    def run(self):
+    def run(self, action: str = "written") -> tuple:
+        """Run the jobs: the operator written and its report."""
         keyed_files = []
         if self.keyed_job is not None:
             rows = self.session.collect(self.keyed_job, f"keyed state of {self.uid} (Flink)")
@@ -246,7 +262,7 @@ class FlinkOperatorPlan:
         op = flink_operator(self.uid, self.data.parallelism, self.max_parallelism, keyed_files, op_files)
         files = [*keyed_files, *op_files]
         keyed_names = [s.name for s in self.data.keyed.states] if isinstance(self.data.keyed, KeyedData) else []
-        report = OperatorReport(self.uid, operator_id_for_uid(self.uid), "written", len(files),
+        report = OperatorReport(self.uid, operator_id_for_uid(self.uid), action, len(files),
                                      sum(f.entries for f in files),
                                      sum(f.size for f in files),
                                      keyed_names + [s.name for s in self.data.operator_states])

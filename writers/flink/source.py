@@ -1,206 +1,217 @@
 """A Flink savepoint's operator as what the Flink writer takes: its tables, and a ``flink:``
-binding naming its own serializers, so ``bootstrap --format flink`` (or ``rescale``) writes it again.
+binding naming its own serializers, so ``rescale`` (or ``bootstrap --format flink``) writes it again.
 
 :func:`operator_binding` states the key, namespace and state serializers of an operator as a
-spec's ``flink:`` mapping (no Spark; a serializer with no binding is refused here).
-:func:`operator_spec` gives the operator as one spec entry whose inputs are named DataFrames:
-lists and maps as rows (one per element or entry, lists ordered by position), REDUCING and
-AGGREGATING states as value columns with their Flink kind, timers per domain and service,
-operator list state with its ``subtask`` column. :func:`operator_data` parses that entry into an
-:class:`~statectl.writers.definitions.OperatorData` over the DataFrames themselves.
+:class:`FlinkBinding` (no Spark; a serializer with no binding is refused here).
+:func:`operator_data` gives the operator as an :class:`OperatorData` over DataFrames: lists and
+maps as rows (one per element or entry, lists ordered by position), REDUCING and AGGREGATING
+states as value columns with their Flink kind, timers per domain and service, operator list
+state with its ``subtask`` column. :func:`operator_spec` states that operator as one spec entry
+whose inputs are named DataFrames.
 """
 
 from __future__ import annotations
 
-from statectl.statefmt.errors import FlinkEncodeError, UsageError
+import dataclasses
+
+from statectl.statefmt.errors import FlinkEncodeError, UnknownOperatorError, UsageError
 from statectl.statefmt.flink import types as T
-from statectl.statefmt.flink.binding import key_java_type, type_text
+from statectl.statefmt.flink.binding import key_java_type, parse_type, type_text
 from statectl.statefmt.flink.savepoint import FlinkOperatorInfo, FlinkSavepoint, read_split
 from statectl.statefmt.flink.tables import key_fields, operator_list_schema, timer_service
+from statectl.statefmt.ids import operator_id_for_uid
 from statectl.statefmt.model import TTL_SUFFIX
+from statectl.statefmt.vocabulary import TimerDomain
 
-from ..definitions import KeyedData, OperatorData
-from ..errors import SpecError
-from .binding import FlinkBinding, StateBinding, parse_binding
-from ..spec import _Parser
+from ..definitions import (BroadcastState, KeyedData, ListState, MapState, OperatorData, OperatorListState,
+                           Timers, UnionListState, ValueState)
+from .binding import DEFAULT_TIMER_SERVICE, FLINK_KINDS, FlinkBinding, StateBinding
 
+UID_NEEDED = ("operator {label} is known only by its operator id (a Flink 1.x _metadata holds no uids); "
+              "statectl rewrites only operators with a uid: restore the savepoint in a Flink 2.x job with "
+              "uids and take a new one")
+
+
+def check_uid(op: FlinkOperatorInfo) -> None:
+    if op.uid is None:
+        raise UsageError(UID_NEEDED.format(label=op.label))
+
+
+# --- the binding -------------------------------------------------------------------------------
 
 def _plain(t: T.FlinkType) -> tuple[T.FlinkType, bool]:
     return (t.inner, True) if isinstance(t, T.Ttl) else (t, False)
 
 
-def _state_binding(t: T.FlinkType, ttl: bool, kind: str | None = None, key: T.FlinkType | None = None) -> dict:
-    out = {"type": type_text(t)}
-    if ttl:
-        out["ttl"] = True
-    if kind in ("reducing", "aggregating"):
-        out["kind"] = kind
-    if key is not None:
-        out["key"] = type_text(key)
-    return out
+def _bound(t: T.FlinkType) -> T.FlinkType:
+    """The serializer the writer writes for *t*: the one *t*'s binding names."""
+    return parse_type(type_text(t), "binding")
 
 
-def operator_binding(op: FlinkOperatorInfo) -> dict:
-    """The ``flink:`` mapping naming *op*'s serializers; one line naming the state when one
-    has no binding the writer knows (Kryo, Avro, Row...), or the key when Flink's hash of it
-    cannot be computed (POJO, Row, opaque keys)."""
-    where = f"operator {op.label!r}"
-    binding: dict = {}
-    states: dict = {}
-    header = op.keyed_header
+def _state_binding(where: str, t: T.FlinkType, ttl: bool, kind: str | None = None,
+                   key: T.FlinkType | None = None) -> StateBinding:
     try:
-        if header is not None:
-            key_java_type(header.key, where)
-            binding["key"] = type_text(header.key)
-            namespaces = [m.namespace for m in header.states if m.kind != "timers"]
-            if namespaces and isinstance(namespaces[0], T.TimeWindow):
-                binding["namespace"] = type_text(namespaces[0])
-            for meta in header.states:
-                if meta.kind == "timers":
-                    continue
-                at = f"{where}, state {meta.name!r}"
-                if meta.kind == "list":
-                    element, ttl = _plain(meta.value.element)
-                    states[meta.name] = _checked(lambda: _state_binding(element, ttl), at)
-                elif meta.kind == "map":
-                    value, ttl = _plain(meta.value.value)
-                    states[meta.name] = _checked(lambda: _state_binding(value, ttl, key=meta.value.key), at)
-                elif meta.kind in ("value", "reducing", "aggregating"):
-                    value, ttl = _plain(meta.value)
-                    states[meta.name] = _checked(lambda: _state_binding(value, ttl, meta.kind), at)
-                else:
-                    raise FlinkEncodeError(f"{at}: {meta.kind} state cannot be written to a Flink savepoint")
-            services = {timer_service(m.name)[1] for m in header.states if m.kind == "timers"}
-            if len(services) > 1:
-                raise FlinkEncodeError(f"{where}: timers of several services ({', '.join(sorted(services))}) "
-                                       "cannot be written to a Flink savepoint")
-            if services:
-                binding["timer_service"] = services.pop()
-        for name, meta in op.operator_states.items():
-            at = f"{where}, state {name!r}"
-            key = meta.user_key if meta.kind == "broadcast" else None
-            states[name] = _checked(lambda: _state_binding(meta.value, False, key=key), at)
-    except FlinkEncodeError as e:
-        raise UsageError(str(e)) from None
-    if states:
-        binding["states"] = states
-    return binding
-
-
-def _checked(make, where: str) -> dict:
-    try:
-        return make()
+        return StateBinding(_bound(t), ttl, kind if kind in FLINK_KINDS else None,
+                            _bound(key) if key is not None else None)
     except FlinkEncodeError as e:
         raise FlinkEncodeError(f"{where}: {e}") from None
 
 
-def operator_spec(spark, fsp: FlinkSavepoint, op: FlinkOperatorInfo, parallelism: int | None = None,
-                  max_parallelism: int | None = None) -> tuple[dict | None, dict]:
-    """*op* of *fsp* as one spec entry (None when it holds no state) and the DataFrames its
-    ``input`` names stand for, written with *parallelism* and *max_parallelism* (default: its own)."""
+def _keyed_state_binding(where: str, meta) -> StateBinding:
+    at = f"{where}, state {meta.name!r}"
+    if meta.kind == "list":
+        return _state_binding(at, *_plain(meta.value.element))
+    if meta.kind == "map":
+        value, ttl = _plain(meta.value.value)
+        return _state_binding(at, value, ttl, key=meta.value.key)
+    if meta.kind in ("value", "reducing", "aggregating"):
+        return _state_binding(at, *_plain(meta.value), meta.kind)
+    raise FlinkEncodeError(f"{at}: {meta.kind} state cannot be written to a Flink savepoint")
+
+
+def _keyed_binding(where: str, header) -> dict:
+    """The key, namespace, timer service and states of a keyed operator's binding."""
+    key_java_type(header.key, where)
+    found: dict = {"key": _bound(header.key), "states": {}}
+    namespaces = [m.namespace for m in header.states if m.kind != "timers"]
+    if namespaces and isinstance(namespaces[0], T.TimeWindow):
+        found["namespace"] = _bound(namespaces[0])
+    for meta in header.states:
+        if meta.kind != "timers":
+            found["states"][meta.name] = _keyed_state_binding(where, meta)
+    services = {timer_service(m.name)[1] for m in header.states if m.kind == "timers"}
+    if len(services) > 1:
+        raise FlinkEncodeError(f"{where}: timers of several services ({', '.join(sorted(services))}) "
+                               "cannot be written to a Flink savepoint")
+    if services:
+        found["timer_service"] = services.pop()
+    return found
+
+
+def operator_binding(op: FlinkOperatorInfo) -> FlinkBinding:
+    """The binding naming *op*'s serializers; one line naming the state when one has no binding
+    the writer knows (Kryo, Avro, Row...), or the key when Flink's hash of it cannot be computed
+    (POJO, Row, opaque keys)."""
+    where = f"operator {op.label!r}"
+    try:
+        found = _keyed_binding(where, op.keyed_header) if op.keyed_header is not None else {"states": {}}
+        for name, meta in op.operator_states.items():
+            key = meta.user_key if meta.kind == "broadcast" else None
+            found["states"][name] = _state_binding(f"{where}, state {name!r}", meta.value, False, key=key)
+    except FlinkEncodeError as e:
+        raise UsageError(str(e)) from None
+    return FlinkBinding(found.get("key"), found.get("namespace"),
+                        found.get("timer_service", DEFAULT_TIMER_SERVICE), found["states"])
+
+
+# --- the data ------------------------------------------------------------------------------------
+
+def _list_rows(table, keys: list, meta, ttl: str | None):
+    """A list state's rows: one per element, with its position (and TTL timestamp)."""
     from pyspark.sql import functions as F
 
-    from statectl.readers import open_savepoint
+    rows = table.select(*keys, *([ttl] if ttl else []), F.posexplode(meta.name).alias("pos", "element"))
+    if ttl:
+        rows = rows.withColumn(f"element{TTL_SUFFIX}", F.element_at(F.col(ttl), F.col("pos") + 1)).drop(ttl)
+    return rows
 
-    if op.uid is None:
-        raise UsageError(f"operator {op.label} is known only by its operator id (a Flink 1.x _metadata holds "
-                         "no uids); statectl rewrites only operators with a uid: restore the savepoint "
-                         "in a Flink 2.x job with uids and take a new one")
-    binding = operator_binding(op)
-    reader = open_savepoint(spark, fsp.location.uri)
-    frames: dict = {}
 
-    def frame(df, name: str) -> str:
-        name = f"{op.uid}--{name}"
-        frames[name] = df
-        return name
+def _map_rows(table, keys: list, meta, ttl: str | None):
+    """A map state's rows: one per entry (and its TTL timestamp)."""
+    from pyspark.sql import functions as F
 
-    entry = {"uid": op.uid, "parallelism": parallelism or op.parallelism,
-             "max_parallelism": max_parallelism or op.max_parallelism}
+    rows = table.select(*keys, *([ttl] if ttl else []), F.explode(meta.name).alias("map_key", "map_value"))
+    if ttl:
+        rows = rows.withColumn(f"map_value{TTL_SUFFIX}", F.element_at(F.col(ttl), F.col("map_key"))).drop(ttl)
+    return rows
+
+
+def _keyed_data(reader, op: FlinkOperatorInfo, timers: bool) -> KeyedData | None:
+    """*op*'s keyed states and (with *timers*) its timers as column states over its tables."""
+    from pyspark.sql import functions as F
+
     header = op.keyed_header
-    if header is not None:
-        keys = [f.name for f in key_fields(header.key)]
-        table = reader.keyed(op.uid)
-        ns = ["namespace"] if "namespace" in table.columns else []
-        keyed: dict = {"key": keys, "states": []}
-        if ns:
-            keyed["namespace"] = "namespace"
-        value_cols = []
-        for meta in header.states:
-            if meta.kind == "timers":
-                continue
-            # a TTL state's last-access timestamps travel beside its values, so they are kept
-            ttl = f"{meta.name}{TTL_SUFFIX}" if f"{meta.name}{TTL_SUFFIX}" in table.columns else None
-            if meta.kind == "list":
-                rows = table.select(*keys, *ns, *([ttl] if ttl else []),
-                                    F.posexplode(meta.name).alias("pos", "element"))
-                if ttl:
-                    rows = rows.withColumn(f"element{TTL_SUFFIX}", F.element_at(F.col(ttl), F.col("pos") + 1)) \
-                        .drop(ttl)
-                keyed["states"].append({"name": meta.name, "kind": "list", "column": "element",
-                                        "order_by": "pos", "input": frame(rows, meta.name)})
-            elif meta.kind == "map":
-                rows = table.select(*keys, *ns, *([ttl] if ttl else []),
-                                    F.explode(meta.name).alias("map_key", "map_value"))
-                if ttl:
-                    rows = rows.withColumn(f"map_value{TTL_SUFFIX}", F.element_at(F.col(ttl), F.col("map_key"))) \
-                        .drop(ttl)
-                keyed["states"].append({"name": meta.name, "kind": "map", "key_column": "map_key",
-                                        "value_column": "map_value", "input": frame(rows, meta.name)})
-            else:
-                value_cols += [meta.name] + ([ttl] if ttl else [])
-                keyed["states"].append({"name": meta.name, "kind": "value", "column": meta.name})
-        if value_cols:
-            keyed["input"] = frame(table.select(*keys, *ns, *value_cols), "value-states")
-        if "timer_service" in binding:
-            timers = reader.timers(op.uid)
-            keyed["timers"] = [
-                {"domain": domain, "column": "timestamp",
-                 "input": frame(timers.where(F.col("domain") == domain).select(*keys, *ns, "timestamp"),
-                                f"timers-{domain}")}
-                for domain in ("event", "processing")]
-        if not keyed["states"]:
-            del keyed["states"]
-        if "states" in keyed or "timers" in keyed:
-            entry["keyed"] = keyed
+    table = reader.keyed(op.uid)
+    key = tuple(f.name for f in key_fields(header.key))
+    namespace = "namespace" if "namespace" in table.columns else None
+    keys = [*key, *([namespace] if namespace else [])]  # every input's key columns
+    states, value_cols = [], []
+    for meta in header.states:
+        if meta.kind == "timers":
+            continue
+        # a TTL state's last-access timestamps travel beside its values, so they are kept
+        ttl = f"{meta.name}{TTL_SUFFIX}" if f"{meta.name}{TTL_SUFFIX}" in table.columns else None
+        if meta.kind == "list":
+            states.append(ListState(meta.name, "element", _list_rows(table, keys, meta, ttl), order_by="pos"))
+        elif meta.kind == "map":
+            states.append(MapState(meta.name, "map_key", "map_value", _map_rows(table, keys, meta, ttl)))
+        else:
+            value_cols += [meta.name] + ([ttl] if ttl else [])
+            states.append(ValueState(meta.name, meta.name))
+    timer_data = ()
+    if timers:
+        all_timers = reader.timers(op.uid)
+        timer_data = tuple(Timers(domain, "timestamp",
+                                  all_timers.where(F.col("domain") == domain).select(*keys, "timestamp"))
+                           for domain in TimerDomain.words())
+    if not states and not timer_data:
+        return None
+    data = table.select(*keys, *value_cols) if value_cols else None
+    return KeyedData(key, tuple(states), data, timer_data, namespace)
+
+
+def _operator_states(spark, reader, op: FlinkOperatorInfo, parallelism: int | None) -> tuple:
+    """*op*'s operator states over their tables: list and union states, then broadcast states."""
+    import pyarrow as pa
+
+    states, broadcast = [], []
     for name, meta in op.operator_states.items():
         if meta.kind == "broadcast":
             rows = reader.operator_state(op.uid, name).dropDuplicates(["key"])
-            item = {"name": name, "key_column": "key", "value_column": "value"}
-            entry.setdefault("broadcast_state", []).append({**item, "input": frame(rows, name)})
-        else:  # with the subtask that holds each value (operator state is small: read on the driver)
-            import pyarrow as pa
-
-            table = pa.Table.from_batches([b for split in op.operator_splits for b in read_split(split, name)],
-                                          schema=operator_list_schema(meta))
-            if parallelism and parallelism != op.parallelism:  # dealt out again by the writer
-                table = table.drop_columns(["subtask"])
-            rows = spark.createDataFrame(table).coalesce(1)  # one partition: the values keep their order
-            item = {"name": name, "kind": meta.kind, "column": "value"}
-            entry.setdefault("operator_state", []).append({**item, "input": frame(rows, name)})
-    if binding:
-        entry["flink"] = binding
-    if not {"keyed", "operator_state", "broadcast_state"} & set(entry):
-        return None, {}
-    return entry, frames
+            broadcast.append(BroadcastState(name, "key", "value", rows))
+            continue
+        # with the subtask that holds each value (operator state is small: read on the driver)
+        table = pa.Table.from_batches([b for split in op.operator_splits for b in read_split(split, name)],
+                                      schema=operator_list_schema(meta))
+        if parallelism and parallelism != op.parallelism:  # dealt out again by the writer
+            table = table.drop_columns(["subtask"])
+        rows = spark.createDataFrame(table).coalesce(1)  # one partition: the values keep their order
+        states.append((OperatorListState if meta.kind == "list" else UnionListState)(name, "value", rows))
+    return (*states, *broadcast)
 
 
-def on_flink_base(base, data: OperatorData) -> OperatorData:
-    """*data* as it replaces the operator with its uid in the Flink savepoint *base* (if any):
+def operator_data(spark, fsp: FlinkSavepoint, op: FlinkOperatorInfo, parallelism: int | None = None,
+                  max_parallelism: int | None = None) -> OperatorData | None:
+    """*op* of *fsp* as an operator over its tables (None when it holds no state), written with
+    *parallelism* and *max_parallelism* (default: its own)."""
+    from statectl.readers import open_savepoint
+
+    check_uid(op)
+    binding = operator_binding(op)
+    reader = open_savepoint(spark, fsp.location.uri)
+    keyed = None
+    if op.keyed_header is not None:
+        has_timers = any(m.kind == "timers" for m in op.keyed_header.states)
+        keyed = _keyed_data(reader, op, has_timers)
+    states = _operator_states(spark, reader, op, parallelism)
+    if keyed is None and not states:
+        return None
+    data = OperatorData(op.uid, parallelism or op.parallelism, max_parallelism or op.max_parallelism, keyed,
+                        states, binding)
+    data.check()
+    return data
+
+
+def on_flink_base(fsp: FlinkSavepoint, data: OperatorData) -> OperatorData:
+    """*data* as it replaces the operator with its uid in the Flink savepoint *fsp* (if any):
     what its ``flink:`` binding leaves out (key, namespace, a state's type, TTL, Flink kind) and
     its max parallelism come from the base operator, so a job that restored the base restores it."""
-    import dataclasses
-
-    from statectl.statefmt.errors import UnknownOperatorError
-    from statectl.statefmt.flink.model import flink_savepoint
-    from statectl.statefmt.ids import operator_id_for_uid
-
     try:
-        op = flink_savepoint(base.location).operator(operator_id_for_uid(data.uid))
+        op = fsp.operator(operator_id_for_uid(data.uid))
     except UnknownOperatorError:
         return data
     try:
-        known = parse_binding(operator_binding(op), f"operator {data.uid!r}")
+        known = operator_binding(op)
     except UsageError:  # a state of the base has no binding: the spec's alone decides
         known = FlinkBinding()
     given = data.flink
@@ -216,24 +227,61 @@ def on_flink_base(base, data: OperatorData) -> OperatorData:
     return dataclasses.replace(data, flink=binding, max_parallelism=data.max_parallelism or op.max_parallelism)
 
 
-class _FrameParser(_Parser):
-    """The spec parser with inputs that are DataFrames already, named in *frames*."""
-
-    def __init__(self, frames: dict):
-        super().__init__("")
-        self.frames = frames
-
-    def input(self, value, where: str):
-        return None if value is None else self.frames[value]
 
 
-def operator_data(entry: dict, frames: dict) -> OperatorData:
-    """The spec *entry* (from :func:`operator_spec`) as an operator over its DataFrames."""
-    parser = _FrameParser(frames)
-    op = parser._quiet(parser.operator, entry, f"operator {entry['uid']!r}", None)
-    if parser.errors:
-        raise SpecError(*dict.fromkeys(parser.errors))
-    return op
+# --- as a spec entry -----------------------------------------------------------------------------
+
+def _binding_spec(binding: FlinkBinding) -> dict:
+    """*binding* as a spec's ``flink:`` mapping."""
+    out: dict = {}
+    if binding.key is not None:
+        out["key"] = type_text(binding.key)
+    if binding.namespace is not None:
+        out["namespace"] = type_text(binding.namespace)
+    if binding.timer_service != DEFAULT_TIMER_SERVICE:
+        out["timer_service"] = binding.timer_service
+    states = {}
+    for name, b in binding.states.items():
+        states[name] = {"type": type_text(b.type), **({"ttl": True} if b.ttl else {}),
+                        **({"kind": b.kind} if b.kind else {}), **({"key": type_text(b.key)} if b.key else {})}
+    return {**out, **({"states": states} if states else {})}
 
 
-__all__ = ["operator_binding", "operator_spec", "operator_data", "on_flink_base"]
+def _state_spec(state, frame) -> dict:
+    """A column state (or timers) as a spec item; its own input named by *frame*."""
+    fields = {f.name: getattr(state, f.name) for f in dataclasses.fields(state)}
+    item = {k: v for k, v in fields.items() if k != "data" and v is not None}
+    kind = {ValueState: "value", ListState: "list", MapState: "map", OperatorListState: "list",
+            UnionListState: "union"}.get(type(state))
+    if kind is not None:
+        item = {"name": item.pop("name"), "kind": kind, **item}
+    if state.data is not None:
+        item["input"] = frame(state.data, getattr(state, "name", None) or f"timers-{state.domain}")
+    return item
+
+
+def operator_spec(spark, fsp: FlinkSavepoint, op: FlinkOperatorInfo, parallelism: int | None = None,
+                  max_parallelism: int | None = None) -> tuple[dict | None, dict]:
+    """:func:`operator_data` as one spec entry (None when it holds no state) and the DataFrames
+    its ``input`` names stand for."""
+    data = operator_data(spark, fsp, op, parallelism, max_parallelism)
+    if data is None:
+        return None, {}
+    frames: dict = {}
+
+    def frame(df, name: str) -> str:
+        frames[f"{data.uid}--{name}"] = df
+        return f"{data.uid}--{name}"
+
+    entry: dict = {"uid": data.uid, "parallelism": data.parallelism, "max_parallelism": data.max_parallelism}
+    if data.keyed is not None:
+        keyed = data.keyed
+        entry["keyed"] = {"key": list(keyed.key), **({"namespace": keyed.namespace} if keyed.namespace else {}),
+                          **({"states": [_state_spec(s, frame) for s in keyed.states]} if keyed.states else {}),
+                          **({"input": frame(keyed.data, "value-states")} if keyed.data is not None else {}),
+                          **({"timers": [_state_spec(t, frame) for t in keyed.timers]} if keyed.timers else {})}
+    for state in data.operator_states:
+        section = "broadcast_state" if isinstance(state, BroadcastState) else "operator_state"
+        entry.setdefault(section, []).append(_state_spec(state, frame))
+    entry["flink"] = _binding_spec(data.flink)
+    return entry, frames
