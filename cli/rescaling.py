@@ -6,8 +6,8 @@ from typing import Optional
 
 import typer
 
-from .spark import MASTER_HELP, spark_errors, start_spark
-from .writing import OVERWRITE_HELP, SELF_CONTAINED_HELP, progress, summary
+from .spark import spark_errors, start_spark
+from .writing import MASTER, OVERWRITE, SELF_CONTAINED, SUMMARY_JSON, progress, summary
 
 
 def register(app: typer.Typer) -> None:
@@ -24,10 +24,10 @@ def rescale(
     uid: Optional[list[str]] = typer.Option(None, "--uid", help="Rescale only this keyed "
                                             "operator (uid or operator id). Repeatable; "
                                             "default: every keyed operator."),
-    self_contained: bool = typer.Option(False, "--self-contained", help=SELF_CONTAINED_HELP),
-    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
-    master: Optional[str] = typer.Option(None, "--master", help=MASTER_HELP),
-    json_: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
+    self_contained: bool = SELF_CONTAINED,
+    overwrite: bool = OVERWRITE,
+    master: Optional[str] = MASTER,
+    json_: bool = SUMMARY_JSON,
 ) -> None:
     """Move every key's state and timers to the key groups and subtasks of a new max parallelism.
 

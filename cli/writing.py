@@ -22,6 +22,12 @@ OVERWRITE_HELP = ("Replace a savepoint (or non-empty directory) already at the o
 SELF_CONTAINED_HELP = ("Copy every file shared from another savepoint into the output, "
                         "so it no longer depends on any other savepoint.")
 
+# the options every writing command takes (bootstrap, modify, rescale)
+SELF_CONTAINED = typer.Option(False, "--self-contained", help=SELF_CONTAINED_HELP)
+OVERWRITE = typer.Option(False, "--overwrite", help=OVERWRITE_HELP)
+MASTER = typer.Option(None, "--master", help=_MASTER_HELP)
+SUMMARY_JSON = typer.Option(False, "--json", help="Print the summary as one JSON object.")
+
 
 def register(app: typer.Typer) -> None:
     app.command("bootstrap")(bootstrap)
@@ -39,10 +45,10 @@ def bootstrap(
     fmt: Optional[str] = typer.Option(None, "--format", help="Physical format: canonical "
                                       "(default, or the spec's format), rocksdb, or flink (a "
                                       "canonical Apache Flink savepoint; docs/FLINK.md)."),
-    self_contained: bool = typer.Option(False, "--self-contained", help=SELF_CONTAINED_HELP),
-    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
-    master: Optional[str] = typer.Option(None, "--master", help=_MASTER_HELP),
-    json_: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
+    self_contained: bool = SELF_CONTAINED,
+    overwrite: bool = OVERWRITE,
+    master: Optional[str] = MASTER,
+    json_: bool = SUMMARY_JSON,
 ) -> None:
     """Write a savepoint from data files (Parquet, CSV, JSON lines) described by a spec."""
     from statectl.statefmt.savepoint import load
@@ -73,9 +79,9 @@ def modify(
                                                "(uid, or operator id). Repeatable."),
     rename: Optional[list[str]] = typer.Option(None, "--rename", help="OLD=NEW: give an operator "
                                                "a new uid. Repeatable."),
-    self_contained: bool = typer.Option(False, "--self-contained", help=SELF_CONTAINED_HELP),
-    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_HELP),
-    json_: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
+    self_contained: bool = SELF_CONTAINED,
+    overwrite: bool = OVERWRITE,
+    json_: bool = SUMMARY_JSON,
 ) -> None:
     """Derive a savepoint by metadata alone: remove or rename operators, or copy it whole."""
     from statectl.writers import SavepointWriter

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from statectl.statefmt.state_api import AGGREGATES, REDUCERS
-from statectl.statefmt.vocabulary import TimerDomain
+from statectl.statefmt.vocabulary import StateKind, TimerDomain
 
 from .errors import SpecError
 
@@ -56,23 +56,21 @@ class MapState:
 
 
 @dataclass(frozen=True)
-class ReducingState:
+class _FoldedState:
+    """A column folded per key with ``function``."""
+
+    name: str
+    column: str
+    function: str
+    data: Any = None
+
+
+class ReducingState(_FoldedState):
     """A column reduced per key with ``function`` (sum|min|max|count)."""
 
-    name: str
-    column: str
-    function: str
-    data: Any = None
 
-
-@dataclass(frozen=True)
-class AggregatingState:
+class AggregatingState(_FoldedState):
     """A column aggregated per key into an accumulator; ``avg`` keeps (sum, count)."""
-
-    name: str
-    column: str
-    function: str
-    data: Any = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +83,15 @@ class Timers:
 
 
 ColumnState = ValueState | ListState | MapState | ReducingState | AggregatingState
+
+# a column state's kind -> (its required fields, its optional fields, its class)
+COLUMN_STATES = {
+    StateKind.VALUE: (("column",), ("combine", "ttl_column"), ValueState),
+    StateKind.LIST: (("column",), ("order_by", "ttl_column"), ListState),
+    StateKind.MAP: (("key_column", "value_column"), ("combine", "ttl_column"), MapState),
+    StateKind.REDUCING: (("column", "function"), (), ReducingState),
+    StateKind.AGGREGATING: (("column", "function"), (), AggregatingState),
+}
 
 
 @dataclass(frozen=True)
@@ -140,21 +147,20 @@ class KeyedFunction:
 # --- operator state ------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class OperatorListState:
+class _ListOfValues:
+    """Operator state holding the values of ``column``."""
+
+    name: str
+    column: str
+    data: Any
+
+
+class OperatorListState(_ListOfValues):
     """Operator list state: the values of ``column``, split evenly over the subtasks."""
 
-    name: str
-    column: str
-    data: Any
 
-
-@dataclass(frozen=True)
-class UnionListState:
+class UnionListState(_ListOfValues):
     """Union list state: the values of ``column``; every subtask gets all on restore."""
-
-    name: str
-    column: str
-    data: Any
 
 
 @dataclass(frozen=True)
@@ -180,7 +186,7 @@ class OperatorData:
     max_parallelism: int | None = None
     keyed: KeyedData | KeyedFunction | None = None
     operator_states: Sequence[OperatorStateData] = field(default_factory=tuple)
-    flink: Any = None  # format flink: the Flink types (a writers.flink_binding.FlinkBinding)
+    flink: Any = None  # format flink: the Flink types (a writers.flink.binding.FlinkBinding)
 
     def check(self) -> None:
         """Refuse clashing names and unknown functions before any Spark job starts."""

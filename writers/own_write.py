@@ -35,12 +35,12 @@ class OwnWrite:
     def plan(self, session: WriteSession) -> None:
         w = self.writer
         self.derived = self._derive()  # metadata-only part: checked before any file is written
-        if w._new and session.spark is None:
+        if w.new and session.spark is None:
             raise UsageError("writing operators from data needs a Spark session")
-        if w._rebuilt and session.spark is None:
+        if w.rebuilt and session.spark is None:
             raise UsageError("rebuilding operators needs a Spark session")
-        self.plans = [(self._plan(op, session), "written") for op in w._new.values()]
-        for op_id, rebuild in w._rebuilt.items():
+        self.plans = [(self._plan(op, session), "written") for op in w.new.values()]
+        for op_id, rebuild in w.rebuilt.items():
             copy, needed = shallow_copy(w.base, w.base.operator(OperatorRef(operator_id=op_id)))
             self.rebuilt_lineage.append(needed)
             self.plans.append((rebuild.plan(copy, session.output_of(op_id)), rebuild.action))
@@ -64,14 +64,14 @@ class OwnWrite:
         w, base = self.writer, self.kept_from
         if base is None:
             return []
-        new_ids = {operator_id_for_uid(uid) for uid in w._new} | set(w._rebuilt)
+        new_ids = {operator_id_for_uid(uid) for uid in w.new} | set(w.rebuilt)
         kept, seen = [], set(new_ids)
         for op in base.operators:
             original = op.operator_id
-            if original in w._removed or original in new_ids:
+            if original in w.removed_ids or original in new_ids:
                 continue
-            if original in w._renamed:
-                uid = w._renamed[original]
+            if original in w.renamed:
+                uid = w.renamed[original]
                 op = op.replace(uid=uid, operator_id=operator_id_for_uid(uid))
                 kept.append((original, op, "renamed"))
             else:

@@ -15,9 +15,11 @@ For each chosen keyed operator:
   **broadcast** state, identical everywhere, is kept as it is.
 
 Every other operator is a shallow copy. A Flink savepoint is rescaled by
-:mod:`.flink.rescale` (Flink's key hash, the base's serializers, the Flink writer). :class:`Rescale` loads the savepoint and
-chooses its operators once (no Spark), then writes; each chosen operator is a
-:class:`RescaledOperator`, the named kind of rebuild `SavepointWriter.with_rebuilt` takes.
+:mod:`.flink.rescale` (Flink's key hash, the base's serializers, the Flink writer).
+:class:`Rescale` loads the savepoint and chooses its operators once (no Spark), then
+writes; each chosen operator is a :class:`RescaledOperator` (a Flink one a
+:class:`~.flink.rescale.FlinkRescaledOperator`), the named kind of rebuild
+`SavepointWriter.with_rebuilt` takes.
 """
 
 from __future__ import annotations

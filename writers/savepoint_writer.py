@@ -7,6 +7,10 @@ shallow copies that reference the base's files; ``self_contained`` copies
 those files instead. Data files are written by Spark tasks; the driver gets
 only their handles and writes `_metadata` last. If anything fails, every file
 this write created is removed and the output holds no savepoint.
+
+``write`` is one transaction for every kind of write (:class:`WriteKind`): statectl's own
+format (:mod:`.own_write`), a Flink savepoint written from data or rescaled
+(:mod:`.flink.write`), a Flink savepoint's operators removed or renamed (:mod:`.flink.modify`).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from statectl.statefmt.fs import Location
 from statectl.statefmt.savepoint import check_output, load
 from statectl.statefmt.vocabulary import Format
 
-from .commit import commit_staged
+from .commit import Staged, commit_staged
 from .definitions import KeyedData, OperatorData
 from .errors import SpecError
 from .job import WriteSession
@@ -39,6 +43,27 @@ class Rebuild(Protocol):
 
     def plan(self, copy: Operator, output: OperatorOutput) -> OperatorPlan:
         """The jobs writing the files that replace some of *copy*'s (its shallow copy)."""
+
+
+class WriteKind(Protocol):
+    """One kind of write: its part in each step of the transaction of `SavepointWriter.write`."""
+
+    removed: list[str]  # the labels of the base's operators the output leaves out
+
+    def plan(self, session: WriteSession) -> None:
+        """Check what is to be written and plan its jobs; no file is written yet."""
+
+    def run(self, session: WriteSession) -> None:
+        """Run the jobs: every new file in place."""
+
+    def copy(self, out: Location, token: str) -> tuple[int, int]:
+        """Copy the files shared with other savepoints into *out*; the files and bytes copied."""
+
+    def staged(self) -> Staged:
+        """The savepoint to commit."""
+
+    def reports(self, sp: Savepoint) -> list[OperatorReport]:
+        """A report per operator of the committed savepoint *sp*."""
 
 
 def is_flink(base: Savepoint | None) -> bool:
@@ -82,10 +107,11 @@ class SavepointWriter:
         self.base = base
         self.max_parallelism = max_parallelism
         self.format = format
-        self._new: dict[str, OperatorData] = {}
-        self._removed: list[str] = []  # operator ids
-        self._renamed: dict[str, str] = {}  # operator id -> new uid
-        self._rebuilt: dict[str, Rebuild] = {}  # operator id -> its rebuild
+        # what to write, read by the plan kinds (own_write.py, flink/write.py)
+        self.new: dict[str, OperatorData] = {}
+        self.removed_ids: list[str] = []  # operator ids
+        self.renamed: dict[str, str] = {}  # operator id -> new uid
+        self.rebuilt: dict[str, Rebuild] = {}  # operator id -> its rebuild
         self._checked: dict = {}  # what check() found fine: "family" and "output"
 
     @classmethod
@@ -102,7 +128,7 @@ class SavepointWriter:
     # --- building -----------------------------------------------------------------
     def with_operator(self, operator: OperatorData) -> "SavepointWriter":
         """Add *operator*, or replace the base's operator with the same uid."""
-        if operator.uid in self._new:
+        if operator.uid in self.new:
             raise SpecError(f"operator {operator.uid!r} is given twice")
         operator.check()
         if operator.flink is not None and self.format != Format.FLINK:
@@ -112,25 +138,25 @@ class SavepointWriter:
         if with_ttl and self.format != Format.FLINK:
             raise SpecError(f"operator {operator.uid!r}, state {with_ttl[0]!r}: ttl_column is for the TTL "
                             "states of a Flink savepoint (format flink)")
-        self._new[operator.uid] = operator
+        self.new[operator.uid] = operator
         return self
 
     def remove_operator(self, operator: str | OperatorRef) -> "SavepointWriter":
         """Drop an operator of the base (by uid, or by operator id when it has none)."""
         op = self._base_operator(operator)
-        if op.operator_id in self._removed:
+        if op.operator_id in self.removed_ids:
             raise UsageError(f"operator {op.label} is removed twice")
-        self._removed.append(op.operator_id)
+        self.removed_ids.append(op.operator_id)
         return self
 
     def rename_operator(self, operator: str | OperatorRef, new_uid: str) -> "SavepointWriter":
         """Give an operator of the base a new uid (and so a new operator id); its files stay."""
         op = self._base_operator(operator)
-        if op.operator_id in self._renamed:
+        if op.operator_id in self.renamed:
             raise UsageError(f"operator {op.label} is renamed twice")
         if not new_uid:
             raise UsageError("a new uid cannot be empty")
-        self._renamed[op.operator_id] = new_uid
+        self.renamed[op.operator_id] = new_uid
         return self
 
     def with_rebuilt(self, rebuild: Rebuild) -> "SavepointWriter":
@@ -140,7 +166,7 @@ class SavepointWriter:
             raise UsageError("rebuilding an operator needs a base savepoint")
         if getattr(rebuild, "format", None) != Format.FLINK:
             check_writable_base(self.base)
-        self._rebuilt[rebuild.operator.operator_id] = rebuild
+        self.rebuilt[rebuild.operator.operator_id] = rebuild
         return self
 
     def _base_operator(self, operator: str | OperatorRef) -> Operator:
@@ -153,7 +179,7 @@ class SavepointWriter:
         """Check, before any work, that the base's format family fits the written one (with the
         operators *uids* still to come) and that *output* can take the savepoint. Each check
         runs once for what it depends on, so ``write`` repeats only one whose input changed."""
-        family = (frozenset(self._new) | frozenset(uids), bool(self._removed or self._renamed))
+        family = (frozenset(self.new) | frozenset(uids), bool(self.removed_ids or self.renamed))
         if not self._modifies_flink(family[0]) and self._checked.get("family") != family:
             check_base_format(self.base, self.format, family[0], family[1])
             self._checked["family"] = family
@@ -188,14 +214,14 @@ class SavepointWriter:
     def _modifies_flink(self, uids=()) -> bool:
         """Whether this write (with the operators *uids* still to come) only removes or renames
         operators of a Flink base (metadata only)."""
-        return is_flink(self.base) and not self._new and not uids and not self._rebuilt
+        return is_flink(self.base) and not self.new and not uids and not self.rebuilt
 
-    def _kind(self):
+    def _kind(self) -> WriteKind:
         """The plan kind of this write: statectl's own format, or the Flink family's."""
         if self._modifies_flink():
             from .flink.modify import FlinkModification
-            return FlinkModification(flink_savepoint(self.base.location), self._removed, self._renamed)
-        removed = [self._label(i) for i in self._removed]
+            return FlinkModification(flink_savepoint(self.base.location), self.removed_ids, self.renamed)
+        removed = [self._label(i) for i in self.removed_ids]
         if self.format != Format.FLINK:
             from .own_write import OwnWrite
             # a Flink base with every operator in the spec is only an input: nothing of it is kept
@@ -209,19 +235,19 @@ class SavepointWriter:
         from .flink.write import FlinkWrite, kept_max_parallelism
 
         if not is_flink(self.base):  # nothing of it is kept (check_base_format)
-            return FlinkWrite(None, [(op, "written") for op in self._new.values()], [], removed,
+            return FlinkWrite(None, [(op, "written") for op in self.new.values()], [], removed,
                               self.max_parallelism)
-        if self._renamed:
+        if self.renamed:
             raise UsageError("renaming operators of a Flink savepoint while writing others is not "
                              "supported; rename them with statectl modify first")
         fsp = flink_savepoint(self.base.location)
-        written = {operator_id_for_uid(uid) for uid in self._new} | set(self._rebuilt)
+        written = {operator_id_for_uid(uid) for uid in self.new} | set(self.rebuilt)
         kept = [op for op in fsp.metadata.operators if op.operator_id not in written
-                and op.operator_id not in self._removed]
-        operators = [(on_flink_base(fsp, op), "written") for op in self._new.values()]
-        operators += [(r.data(fsp), r.action) for r in self._rebuilt.values()]
+                and op.operator_id not in self.removed_ids]
+        operators = [(on_flink_base(fsp, op), "written") for op in self.new.values()]
+        operators += [(r.data(fsp), r.action) for r in self.rebuilt.values()]
         return FlinkWrite(fsp, operators, kept, removed, self.max_parallelism,
-                          kept_max_parallelism(fsp, self._rebuilt))
+                          kept_max_parallelism(fsp, self.rebuilt))
 
     def _label(self, operator_id: str) -> str:
         return self.base.operator(OperatorRef(operator_id=operator_id)).label

@@ -24,23 +24,10 @@ import yaml
 from statectl.statefmt.errors import LimitError, StatectlError, first_line
 from statectl.statefmt.fs import Location
 from statectl.statefmt.keygroups import MAX_MAX_PARALLELISM, check_max_parallelism, check_parallelism
-from statectl.statefmt.vocabulary import Format, OperatorStateKind, StateKind
+from statectl.statefmt.vocabulary import Format, OperatorStateKind
 
-from .definitions import (
-    AggregatingState,
-    BroadcastState,
-    KeyedData,
-    KeyedFunction,
-    ListState,
-    MapState,
-    OperatorData,
-    OperatorListState,
-    ReducingState,
-    StateDescriptor,
-    Timers,
-    UnionListState,
-    ValueState,
-)
+from .definitions import (COLUMN_STATES, BroadcastState, KeyedData, KeyedFunction, OperatorData, OperatorListState,
+                          StateDescriptor, Timers, UnionListState)
 from .errors import SpecError
 from .flink.binding import parse_binding
 
@@ -360,21 +347,12 @@ class _Parser:
             raise SpecError(f"{where}: a state has no input and there is no default keyed input")
         return KeyedData(key, column_states, data, timers, namespace)
 
-    # kind -> (required fields, optional fields, the writer's value)
-    _STATE_FIELDS = {
-        StateKind.VALUE: (("column",), ("combine", "ttl_column"), ValueState),
-        StateKind.LIST: (("column",), ("order_by", "ttl_column"), ListState),
-        StateKind.MAP: (("key_column", "value_column"), ("combine", "ttl_column"), MapState),
-        StateKind.REDUCING: (("column", "function"), (), ReducingState),
-        StateKind.AGGREGATING: (("column", "function"), (), AggregatingState),
-    }
-
     def state(self, value, where: str):
         kind = value.get("kind") if isinstance(value, dict) else None
-        if kind not in self._STATE_FIELDS:
-            raise SpecError(f"{where}.kind must be one of {', '.join(self._STATE_FIELDS)}, "
+        if kind not in COLUMN_STATES:
+            raise SpecError(f"{where}.kind must be one of {', '.join(COLUMN_STATES)}, "
                             f"got {kind!r}")
-        required, optional, make = self._STATE_FIELDS[kind]
+        required, optional, make = COLUMN_STATES[kind]
         f = _Fields(value, where, {"name", "kind", "input", *required, *optional})
         args = {"name": f.get("name", str, required=True),
                 "data": self.input(f.value.get("input"), f"{where}.input")}

@@ -178,10 +178,11 @@ class FlinkOperatorPlan:
             check_columns(df, key_cols + [state.key_column, state.value_column], where)
             user_key = written_type(sb.key, df, state.key_column, where)
             value = written_type(sb.type, df, state.value_column, where)
-            meta = StateMeta(state.name, "map", T.Map(user_key, ttl_wrapped(value, sb.ttl), MAP_SERIALIZER), ns, user_key)
+            stored = ttl_wrapped(value, sb.ttl)
+            meta = StateMeta(state.name, "map", T.Map(user_key, stored, MAP_SERIALIZER), ns, user_key)
             columns = {f"_uk{state_id}": q(state.key_column), f"_val{state_id}": q(state.value_column)}
             ttl_given = ttl_input(state, state.value_column, sb.ttl, df, state_id, columns, where)
-            encoding = StateEncoding(state_id, "map", ttl_wrapped(value, sb.ttl), user_key, ttl_ms, False, where, ttl_given)
+            encoding = StateEncoding(state_id, "map", stored, user_key, ttl_ms, False, where, ttl_given)
             return meta, encoding, df, columns
         check_columns(df, key_cols + [state.column], where)
         value = written_type(sb.type, df, state.column, where)
