@@ -8,6 +8,7 @@ clear :class:`StatectlError` it stands for.
 
 from __future__ import annotations
 
+import contextlib
 import re
 
 from statectl.statefmt import errors as fmt_errors
@@ -59,6 +60,15 @@ def task_error_text(error: StatectlError) -> str:
     """The marked one-line text a task fails with, for *error*."""
     message = " ".join(str(error).split())
     return f"{_MARK}[{type(error).__name__}]: {message}"
+
+
+@contextlib.contextmanager
+def task_errors():
+    """In a Spark task: a StatectlError leaves the task as its marked one-line text."""
+    try:
+        yield
+    except StatectlError as e:
+        raise RuntimeError(task_error_text(e)) from None
 
 
 def sql_error_prefix(cls: type[StatectlError]) -> str:

@@ -31,6 +31,7 @@ from .definitions import KeyedData, OperatorData
 from .errors import SpecError
 from .job import WriteSession
 from .operators import OperatorPlan
+from .own_write import OwnWrite
 from .report import OperatorReport, WriteReport
 from .tasks import OperatorOutput
 
@@ -223,7 +224,6 @@ class SavepointWriter:
             return FlinkModification(flink_savepoint(self.base.location), self.removed_ids, self.renamed)
         removed = [self._label(i) for i in self.removed_ids]
         if self.format != Format.FLINK:
-            from .own_write import OwnWrite
             # a Flink base with every operator in the spec is only an input: nothing of it is kept
             return OwnWrite(self, None if is_flink(self.base) else self.base, removed)
         return self._flink_write(removed)

@@ -21,7 +21,7 @@ from statectl.statefmt.fs import Location
 from statectl.statefmt.model import KEY_GROUP_COLUMN, DataFile, FileRef
 from statectl.statefmt.savepoint import data_file_path
 
-from .errors import task_error_text
+from .errors import task_errors
 
 HANDLE_DDL = (
     "kind string, state string, path string, size bigint, checksum string, rows bigint, "
@@ -227,18 +227,17 @@ def guarded(sinks: list[Sink], body: Callable[[], None]) -> Iterator[pa.RecordBa
     On any failure every file the sinks began is deleted, and a StatectlError
     leaves the task as marked text (see :mod:`statectl.writers.errors`).
     """
-    try:
-        body()
-        closed = [(sink.target, sink.close()) for sink in sinks]
-    except BaseException as e:
-        for sink in sinks:
-            try:
-                sink.abort()
-            except Exception:
-                pass
-        if isinstance(e, StatectlError):
-            raise RuntimeError(task_error_text(e)) from None
-        raise
+    with task_errors():
+        try:
+            body()
+            closed = [(sink.target, sink.close()) for sink in sinks]
+        except BaseException:
+            for sink in sinks:
+                try:
+                    sink.abort()
+                except Exception:
+                    pass
+            raise
     for target, files in closed:
         if files:
             yield handles_batch(target, files)

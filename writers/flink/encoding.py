@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from statectl.statefmt.errors import FlinkEncodeError, StatectlError
+from statectl.statefmt.errors import FlinkEncodeError
 from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.encode import big_endian, binary, encode, fixed, join_rows, null_flagged, scattered
 from statectl.statefmt.flink.keyhash import flink_key_groups
@@ -30,7 +30,7 @@ from statectl.statefmt.flink.stream_write import (KEY, KEY_GROUP, KeyedStreamBui
 from statectl.statefmt.fs import Location
 from statectl.statefmt.keygroups import key_group_range
 
-from ..errors import task_error_text
+from ..errors import task_errors
 
 STREAM_HANDLE_DDL = "subtask int, start int, offsets array<bigint>, file string, size bigint, entries bigint"
 OP_ENTRY_DDL = "_state int, _subtask int, _k binary, _v binary"
@@ -45,12 +45,10 @@ class _BatchEncoder:
     travels to the driver as its one-line text."""
 
     def __call__(self, batches):
-        try:
+        with task_errors():
             for batch in batches:
                 if batch.num_rows:
                     yield self.encode(batch)
-        except StatectlError as e:
-            raise RuntimeError(task_error_text(e)) from None
 
 
 @dataclass(frozen=True)
@@ -180,10 +178,8 @@ class KeyedStreamTask:
         from pyspark import TaskContext
 
         subtask = TaskContext.get().partitionId()
-        try:
+        with task_errors():
             yield self.write(subtask, batches)
-        except StatectlError as e:
-            raise RuntimeError(task_error_text(e)) from None
 
     def write(self, subtask: int, batches) -> pa.RecordBatch:
         first, last = key_group_range(self.max_parallelism, self.parallelism, subtask)
