@@ -19,6 +19,8 @@ from statectl.statefmt.model import DataFile, Savepoint
 from statectl.statefmt.savepoint import file_location
 from statectl.statefmt.types import from_arrow, quote_identifier, to_spark_ddl
 
+from .parquet_source import parquet_files, spark_can_open
+
 _GLOB_CHARS = re.compile(r"([\\{}\[\]*?])")
 # pyarrow and Hadoop spell some schemes differently.
 _HADOOP_SCHEMES = {"s3": "s3a"}
@@ -78,4 +80,7 @@ def read_splits(spark, schema: pa.Schema, parts: list[Split]):
     ddl = spark_ddl(schema)
     if not parts:
         return spark.createDataFrame([], ddl)
+    schemes = {hadoop_uri(p.location).split("://", 1)[0] for p in parts}
+    if not all(spark_can_open(spark, s) for s in schemes):  # e.g. s3a without Hadoop's S3A jars
+        return parquet_files(spark, ddl, [p.location.uri for p in parts])
     return spark.read.schema(ddl).parquet(*(spark_path(p.location) for p in parts))
