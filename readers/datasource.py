@@ -43,13 +43,9 @@ class SplitReader(DataSourceReader):
         self.key_groups = None if groups is None else json.loads(groups)
 
     def partitions(self):
-        from statectl.statefmt.ids import OperatorRef
-        from statectl.statefmt.savepoint import load
+        from .sources import source_at
 
-        from .sources import table_source
-
-        sp = load(self.location)
-        source = table_source(sp, sp.operator(OperatorRef(operator_id=self.operator_id)))
+        source = source_at(self.location, self.operator_id)  # on the driver
         return [SplitPartition(i, source.format, s)
                 for i, s in enumerate(source.splits(self.table, self.key_groups))]
 

@@ -14,7 +14,6 @@ One implementation per format family (`readers.canonical`, `readers.native`,
 
 from __future__ import annotations
 
-from functools import cached_property
 from typing import ClassVar, Iterator
 
 import pyarrow as pa
@@ -31,6 +30,15 @@ def keyed_part(table: str) -> bool:
     return table in (KEYED, TIMERS)
 
 
+def load_operator(location: str, operator_id: str) -> tuple[Savepoint, Operator]:
+    """The savepoint at *location* and its operator *operator_id*, loaded."""
+    from statectl.statefmt.ids import OperatorRef
+    from statectl.statefmt.savepoint import load
+
+    sp = load(location)
+    return sp, sp.operator(OperatorRef(operator_id=operator_id))
+
+
 class TableSource:
     """The tables of one operator, named by its savepoint's location and its id.
 
@@ -45,28 +53,24 @@ class TableSource:
                  loaded: tuple[Savepoint, Operator] | None = None):
         self.location = location
         self.operator_id = operator_id
-        if loaded is not None:
-            self.__dict__["_loaded"] = loaded
+        self._model = loaded
 
     @classmethod
     def of(cls, sp: Savepoint, op: Operator) -> "TableSource":
         return cls(sp.location, op.operator_id, (sp, op))
 
-    @cached_property
     def _loaded(self) -> tuple[Savepoint, Operator]:
-        from statectl.statefmt.ids import OperatorRef
-        from statectl.statefmt.savepoint import load
-
-        sp = load(self.location)
-        return sp, sp.operator(OperatorRef(operator_id=self.operator_id))
+        if self._model is None:
+            self._model = load_operator(self.location, self.operator_id)
+        return self._model
 
     @property
     def savepoint(self) -> Savepoint:
-        return self._loaded[0]
+        return self._loaded()[0]
 
     @property
     def operator(self) -> Operator:
-        return self._loaded[1]
+        return self._loaded()[1]
 
     def operator_state(self, name: str) -> OperatorState:
         return next(s for s in self.operator.operator_states if s.name == name)
