@@ -1,9 +1,9 @@
-"""The split abstraction: one data file to read, and how Spark's own reader gets to it.
+"""One data file to check and read (:class:`Split`), and how Spark's own reader gets to it.
 
-Every state table is a set of splits (one canonical Parquet file each: a
-key-group range of keyed state or timers, or an operator state's file) read
-by ``spark.read.parquet`` with the schema `_metadata` declares, so Spark
-plans one or more tasks per file and nothing passes through the driver.
+A canonical table is a set of such splits (one Parquet file each: a key-group range of
+keyed state or timers, or an operator state's file) read by ``spark.read.parquet`` with
+the schema `_metadata` declares, so Spark plans one or more tasks per file and nothing
+passes through the driver. Other formats' files are checked as splits without a schema.
 """
 
 from __future__ import annotations
