@@ -484,8 +484,7 @@ def _directory_renamed_in(output: str):
 
 
 def _frame_parquet(df, output: str, overwrite: bool = False) -> None:
-    from statectl.readers.files import hadoop_uri
-    from statectl.readers.parquet_source import spark_can_open
+    from statectl.readers.files import hadoop_uri, spark_can_open
     from statectl.statefmt.errors import UsageError
     from statectl.statefmt.fs import Location
 

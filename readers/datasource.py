@@ -5,7 +5,8 @@ decoded in Spark's tasks by a Python Data Source: the driver plans the splits
 (:meth:`TableSource.splits`), each is pickled into a partition, and the task runs the
 source's :meth:`TableSource.decode` on it, the decoder the local engine runs too. The
 table's schema is declared up front (the ``ddl`` option, so Spark never infers it) and the
-source is registered once per Spark session. Parquet files are read by Spark's own reader.
+source is registered once per Spark session. Parquet files are read by Spark's own reader
+where its filesystems reach them.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from .files import read_splits, spark_ddl
+from .files import read_splits, spark_ddl, spark_opens
 from .tablesource import TableSource
 
 SOURCE_NAME = "statectl_splits"
@@ -103,11 +104,12 @@ def split_frame(spark, source: TableSource, table: str, groups: list[int] | None
 def table_frame(spark, source: TableSource, table: str, groups: list[int] | None = None,
                 span: tuple[int, int] | None = None, verify=None):
     """(DataFrame, checked splits) of *table*: its files checked first by *verify* (if
-    given), then read by Spark's Parquet reader where the source says so, else by the Data
+    given), then read by Spark's Parquet reader where the source says so and Spark's
+    filesystems can open the files (``s3://`` needs Hadoop's S3A jars), else by the Data
     Source. Rows outside *groups* or *span* are left to the caller to filter."""
     parts = source.checked_files(table, span)
     if verify is not None:
         verify(parts)
-    if source.parquet_read(table):
+    if source.parquet_read(table) and spark_opens(spark, parts):
         return read_splits(spark, source.schema(table), source.splits(table, groups, span)), parts
     return split_frame(spark, source, table, groups), parts

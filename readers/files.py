@@ -19,8 +19,6 @@ from statectl.statefmt.model import DataFile, Savepoint
 from statectl.statefmt.savepoint import file_location
 from statectl.statefmt.types import from_arrow, quote_identifier, to_spark_ddl
 
-from .parquet_source import parquet_files, spark_can_open
-
 _GLOB_CHARS = re.compile(r"([\\{}\[\]*?])")
 # pyarrow and Hadoop spell some schemes differently.
 _HADOOP_SCHEMES = {"s3": "s3a"}
@@ -80,7 +78,26 @@ def read_splits(spark, schema: pa.Schema, parts: list[Split]):
     ddl = spark_ddl(schema)
     if not parts:
         return spark.createDataFrame([], ddl)
-    schemes = {hadoop_uri(p.location).split("://", 1)[0] for p in parts}
-    if not all(spark_can_open(spark, s) for s in schemes):  # e.g. s3a without Hadoop's S3A jars
-        return parquet_files(spark, ddl, [p.location.uri for p in parts])
     return spark.read.schema(ddl).parquet(*(spark_path(p.location) for p in parts))
+
+
+_openable: dict[tuple[int, str], bool] = {}
+
+
+def spark_can_open(spark, scheme: str) -> bool:
+    """Whether the session's Hadoop configuration has a filesystem for *scheme*: ``s3a`` needs
+    Hadoop's AWS jars, which PySpark does not ship."""
+    key = (id(spark), scheme)
+    if key not in _openable:
+        try:
+            spark.sparkContext._jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(
+                scheme, spark.sparkContext._jsc.hadoopConfiguration())
+            _openable[key] = True
+        except Exception:  # py4j's error for UnsupportedFileSystemException or a missing class
+            _openable[key] = False
+    return _openable[key]
+
+
+def spark_opens(spark, parts: list[Split]) -> bool:
+    """Whether Spark's own filesystems can open every file of *parts*."""
+    return all(spark_can_open(spark, s) for s in {hadoop_uri(p.location).split("://", 1)[0] for p in parts})
