@@ -15,10 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from statectl.statefmt.bytecolumns import parts_of, scattered, varints
 from statectl.statefmt.errors import FlinkEncodeError
 from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.binding import derive_type, key_java_type, parse_type, type_text
-from statectl.statefmt.flink.encode import encode, parts_of, scattered, string_values, varints
+from statectl.statefmt.flink.encode import encode, string_values
 from statectl.statefmt.flink.handles import KeyGroupsStream
 from statectl.statefmt.flink.headers import read_keyed_header, read_operator_header
 from statectl.statefmt.flink.savepoint import open_flink_savepoint, read_stream

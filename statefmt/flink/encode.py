@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..bytecolumns import big_endian, binary, fixed, flat, group_rows, parts_of, spread, varints
 from ..errors import FlinkEncodeError
 from . import types as T
 from .types import Buf
@@ -27,57 +28,7 @@ LONG_MIN = T.LONG_MIN
 INT_MIN = -(1 << 31)
 
 
-# --- building binary columns ---------------------------------------------------------------
-
-def binary(data: bytes | np.ndarray, offsets: np.ndarray) -> pa.Array:
-    """A binary column over *data* with *offsets* (n + 1 of them)."""
-    offsets = np.asarray(offsets, dtype=np.int64)
-    raw = data.tobytes() if isinstance(data, np.ndarray) else data
-    if offsets[-1] > 2**31 - 1:
-        return pa.Array.from_buffers(pa.large_binary(), len(offsets) - 1,
-                                     [None, pa.py_buffer(offsets), pa.py_buffer(raw)])
-    return pa.Array.from_buffers(pa.binary(), len(offsets) - 1,
-                                 [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(raw)])
-
-
-def fixed(m: np.ndarray) -> pa.Array:
-    """Rows of an (n, width) uint8 matrix as a binary column."""
-    n, width = m.shape
-    return binary(np.ascontiguousarray(m, dtype=np.uint8), np.arange(n + 1, dtype=np.int64) * width)
-
-
-def big_endian(values: np.ndarray, dtype: str) -> np.ndarray:
-    """An (n, width) matrix of *values* as big-endian *dtype* (e.g. ``>i8``)."""
-    v = np.ascontiguousarray(np.asarray(values).astype(dtype))
-    return v.view(np.uint8).reshape(len(v), np.dtype(dtype).itemsize)
-
-
-def scattered(values: pa.Array, present: np.ndarray) -> pa.Array:
-    """A binary column holding *values* in order at the rows where *present* is true, null elsewhere."""
-    if present.all():
-        return values
-    data, offsets = parts_of(values)
-    lengths = np.zeros(len(present), dtype=np.int64)
-    lengths[present] = np.diff(offsets)
-    spread = np.zeros(len(present) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=spread[1:])
-    valid = pa.array(present).buffers()[1]
-    return pa.Array.from_buffers(pa.binary(), len(present),
-                                 [valid, pa.py_buffer(spread.astype(np.int32)), pa.py_buffer(data)])
-
-
-def parts_of(a: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(data as uint8, int64 offsets) of a binary column."""
-    a = _flat(a)
-    if a.type != pa.large_binary():
-        a = a.cast(pa.large_binary())
-    if a.offset:
-        a = pa.concat_arrays([a])
-    offsets = np.frombuffer(a.buffers()[1], dtype=np.int64)[: len(a) + 1]
-    data = a.buffers()[2]
-    arr = np.frombuffer(data, dtype=np.uint8) if data is not None and offsets[-1] else np.zeros(0, np.uint8)
-    return arr, offsets
-
+# --- joining and grouping rows ----------------------------------------------------------
 
 def join_rows(parts: list[pa.Array]) -> pa.Array:
     """Row *i* of the result is row *i* of every part, one after the other."""
@@ -99,12 +50,6 @@ def join_rows(parts: list[pa.Array]) -> pa.Array:
     return buf.slices(s, e, parts=len(parts))
 
 
-def group_rows(elements: pa.Array, list_offsets: np.ndarray) -> pa.Array:
-    """Per list, its elements' bytes back to back (*list_offsets* index *elements*)."""
-    data, offsets = parts_of(elements)
-    return binary(data, offsets[np.asarray(list_offsets, dtype=np.int64)])
-
-
 def delimited(elements: pa.Array, list_offsets: np.ndarray, delimiter: int) -> pa.Array:
     """Per list, its elements' bytes separated by *delimiter* (RocksDB's list state layout)."""
     list_offsets = np.asarray(list_offsets, dtype=np.int64)
@@ -119,23 +64,6 @@ def delimited(elements: pa.Array, list_offsets: np.ndarray, delimiter: int) -> p
                  np.concatenate([[0], np.cumsum(~last)]))
     joined = join_rows([elements, sep])
     return group_rows(joined, list_offsets)
-
-
-def varints(values: np.ndarray) -> pa.Array:
-    """Unsigned little-endian base-128 varints, one per value (StringValue lengths and chars)."""
-    v = np.asarray(values, dtype=np.uint64)
-    n = len(v)
-    sizes = np.ones(n, dtype=np.int64)
-    for k in range(1, 5):
-        sizes += v >= (np.uint64(1) << np.uint64(7 * k))
-    m = np.zeros((n, 5), dtype=np.uint8)
-    for k in range(5):
-        chunk = ((v >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
-        m[:, k] = chunk | np.where(sizes > k + 1, 0x80, 0).astype(np.uint8)
-    keep = np.arange(5)[None, :] < sizes[:, None]
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    return binary(m[keep], offsets)
 
 
 # --- checks --------------------------------------------------------------------------------
@@ -158,10 +86,6 @@ def _numbers(values: pa.Array, target: pa.DataType, t: T.FlinkType, where: str) 
     return values.to_numpy(zero_copy_only=False)
 
 
-def _flat(values) -> pa.Array:
-    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-
-
 # --- the encoders --------------------------------------------------------------------------
 
 _SCALAR_DTYPES = {"long": (pa.int64(), ">i8"), "int": (pa.int32(), ">i4"), "short": (pa.int16(), ">i2"),
@@ -170,7 +94,7 @@ _SCALAR_DTYPES = {"long": (pa.int64(), ">i8"), "int": (pa.int32(), ">i4"), "shor
 
 def encode(t: T.FlinkType, values, where: str = "value") -> pa.Array:
     """Each row of *values* as *t*'s serializer writes it, as a binary column."""
-    values = _flat(values)
+    values = flat(values)
     encoder = _ENCODERS.get(type(t))
     if encoder is None:
         raise FlinkEncodeError(f"{where}: values of {t.describe()} cannot be written")
@@ -266,19 +190,13 @@ def _map(t: T.Map, values, where):
 
 def null_flagged(t: T.FlinkType, values: pa.Array, where: str) -> pa.Array:
     """bool isNull, then the value when not null (map values, POJO fields, Nullable)."""
-    values = _flat(values)
+    values = flat(values)
     null = values.is_null().to_numpy(zero_copy_only=False)
     flags = fixed(null.astype(np.uint8).reshape(-1, 1))
     if not null.any():
         return join_rows([flags, encode(t, values, where)])
-    present = np.flatnonzero(~null)
     encoded = encode(t, values.filter(pa.array(~null)), where)
-    data, offsets = parts_of(encoded)
-    lengths = np.zeros(len(values), dtype=np.int64)
-    lengths[present] = np.diff(offsets)
-    full = np.zeros(len(values) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=full[1:])
-    return join_rows([flags, binary(data, full)])
+    return join_rows([flags, binary(*spread(encoded, ~null))])
 
 
 def map_entries(t: T.Map, keys: pa.Array, items: pa.Array, where: str) -> pa.Array:
@@ -335,12 +253,7 @@ def _row(t: T.Row, values, where):
             parts.append(encode(f, v, f"{where}.{n}"))
         else:
             enc = encode(f, v.filter(pa.array(valid)), f"{where}.{n}")
-            data, offsets = parts_of(enc)
-            lengths = np.zeros(len(v), dtype=np.int64)
-            lengths[valid] = np.diff(offsets)
-            full = np.zeros(len(v) + 1, dtype=np.int64)
-            np.cumsum(lengths, out=full[1:])
-            parts.append(binary(data, full))
+            parts.append(binary(*spread(enc, valid)))
     return join_rows(parts)
 
 

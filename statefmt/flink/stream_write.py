@@ -29,7 +29,8 @@ from ..errors import FlinkEncodeError
 from . import types as T
 from .binary import Reader
 from .binary_write import Writer
-from .encode import big_endian, binary, delimited, fixed, join_rows, parts_of
+from ..bytecolumns import big_endian, binary, fixed, parts_of
+from .encode import delimited, join_rows
 from .streams import END_OF_KEY_GROUP, LIST_DELIMITER, META_FOLLOWS, prefix_bytes
 
 KEY_GROUP, KEY = "_key_group", "_k"
