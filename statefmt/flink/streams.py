@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import FlinkFormatError, UnsupportedFlinkFeature
+from ..vocabulary import OperatorStateKind, StateKind
 from .headers import KeyedHeader, StateMeta
 from . import types as T
 from .types import Buf
@@ -126,14 +127,14 @@ def decode_canonical_state(meta: StateMeta, key: T.FlinkType, raw: RawEntries) -
         keyns = buf.slices(raw.key_starts + 8, raw.key_ends)
         return StateRows(raw.key_groups, keyns, pa.array(ts))
     ns = meta.namespace
-    if meta.kind == "map":
+    if meta.kind == StateKind.MAP:
         split = _split_key(key, ns, buf, raw.key_starts)
         keyns = buf.slices(raw.key_starts, split)
         user_keys, _ = meta.value.key.column(buf, split, raw.key_ends)
         values, _ = T.null_flagged(meta.value.value, buf, raw.value_starts, raw.value_ends)
         return _group_map(raw.key_groups, keyns, user_keys, values, meta)
     keyns = buf.slices(raw.key_starts, raw.key_ends)
-    if meta.kind == "list":
+    if meta.kind == StateKind.LIST:
         values = _delimited(meta.value.element, buf, raw.value_starts, raw.value_ends)
     else:
         values, _ = meta.value.column(buf, raw.value_starts, raw.value_ends)
@@ -288,7 +289,7 @@ def _concat_rows(rows: list[StateRows]) -> StateRows:
 def decode_operator_state(meta: StateMeta, buf: Buf, offsets: tuple[int, ...]) -> tuple[pa.Array | None, pa.Array]:
     """(keys or None, values) of one operator state in one subtask's stream."""
     starts = np.asarray(offsets, dtype=np.int64)
-    if meta.kind == "broadcast":
+    if meta.kind == OperatorStateKind.BROADCAST:
         if len(starts) != 1:
             raise FlinkFormatError(f"{buf.source}: broadcast state {meta.name!r} has {len(starts)} offsets, not 1")
         counts = T.collection_sizes(buf, starts)
