@@ -102,6 +102,41 @@ def join(*parts: pa.Array) -> pa.Array:
     return pc.binary_join_element_wise(*parts, pa.scalar(b"", parts[0].type))
 
 
+def join_rows(parts: list[pa.Array]) -> pa.Array:
+    """Row *i* of the result is row *i* of every part, one after the other; a null adds no bytes
+    (unlike :func:`join`), and the parts may be binary or large_binary."""
+    if len(parts) == 1:
+        return parts[0]
+    n = len(parts[0])
+    datas, starts, ends, base = [], [], [], 0
+    for p in parts:
+        data, offsets = parts_of(p)
+        datas.append(data)
+        starts.append(offsets[:-1] + base)
+        ends.append(offsets[1:] + base)
+        base += len(data)
+    if n == 0:
+        return pa.array([], pa.binary())
+    s = np.column_stack(starts).ravel()
+    e = np.column_stack(ends).ravel()
+    return slices(np.concatenate(datas), s, e, parts=len(parts))
+
+
+def slices(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, parts: int = 1) -> pa.Array:
+    """The bytes ``data[start:end]`` of every row, as one binary column, copied by a compiled loop
+    (the caller has checked the bounds). With *parts* > 1, each row is that many consecutive
+    (start, end) pairs joined."""
+    lengths = (ends - starts).astype(np.int64)
+    offsets = np.zeros(len(starts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if offsets[-1] == 0:
+        out = np.empty(0, dtype=np.uint8)
+    else:
+        from .slicekernel import concat_slices
+        out = concat_slices(data, np.ascontiguousarray(starts, dtype=np.int64), offsets)
+    return binary(out, offsets[::parts])
+
+
 def group_rows(elements: pa.Array, list_offsets: np.ndarray, valid: np.ndarray | None = None,
                large: bool = False) -> pa.Array:
     """Per list, its elements' bytes back to back (*list_offsets*, n + 1, index *elements*);
@@ -129,3 +164,19 @@ def scattered(values: pa.Array, present: np.ndarray) -> pa.Array:
     valid = pa.array(present).buffers()[1]
     return pa.Array.from_buffers(pa.binary(), len(present),
                                  [valid, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)])
+
+
+def delimited(elements: pa.Array, list_offsets: np.ndarray, delimiter: int) -> pa.Array:
+    """Per list, its elements' bytes separated by *delimiter* (RocksDB's list state layout)."""
+    list_offsets = np.asarray(list_offsets, dtype=np.int64)
+    n_elem = len(elements)
+    if n_elem == 0:
+        return binary(b"", np.zeros(len(list_offsets), dtype=np.int64))
+    # every element but each list's last is followed by the delimiter
+    last = np.zeros(n_elem, dtype=bool)
+    counts = np.diff(list_offsets)
+    last[list_offsets[1:][counts > 0] - 1] = True
+    sep = binary(np.full(int((~last).sum()), delimiter, dtype=np.uint8),
+                 np.concatenate([[0], np.cumsum(~last)]))
+    joined = join_rows([elements, sep])
+    return group_rows(joined, list_offsets)

@@ -19,51 +19,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..bytecolumns import big_endian, binary, fixed, flat, group_rows, parts_of, spread, varints
+from ..bytecolumns import (big_endian, binary, fixed, flat, group_rows, join_rows, parts_of, slices, spread,
+                           varints)
 from ..errors import FlinkEncodeError
 from . import types as T
-from .types import Buf
 
 LONG_MIN = T.LONG_MIN
 INT_MIN = -(1 << 31)
-
-
-# --- joining and grouping rows ----------------------------------------------------------
-
-def join_rows(parts: list[pa.Array]) -> pa.Array:
-    """Row *i* of the result is row *i* of every part, one after the other."""
-    if len(parts) == 1:
-        return parts[0]
-    n = len(parts[0])
-    datas, starts, ends, base = [], [], [], 0
-    for p in parts:
-        data, offsets = parts_of(p)
-        datas.append(data)
-        starts.append(offsets[:-1] + base)
-        ends.append(offsets[1:] + base)
-        base += len(data)
-    if n == 0:
-        return pa.array([], pa.binary())
-    buf = Buf(np.concatenate(datas).tobytes(), "<encoded>")
-    s = np.column_stack(starts).ravel()
-    e = np.column_stack(ends).ravel()
-    return buf.slices(s, e, parts=len(parts))
-
-
-def delimited(elements: pa.Array, list_offsets: np.ndarray, delimiter: int) -> pa.Array:
-    """Per list, its elements' bytes separated by *delimiter* (RocksDB's list state layout)."""
-    list_offsets = np.asarray(list_offsets, dtype=np.int64)
-    n_elem = len(elements)
-    if n_elem == 0:
-        return binary(b"", np.zeros(len(list_offsets), dtype=np.int64))
-    # every element but each list's last is followed by the delimiter
-    last = np.zeros(n_elem, dtype=bool)
-    counts = np.diff(list_offsets)
-    last[list_offsets[1:][counts > 0] - 1] = True
-    sep = binary(np.full(int((~last).sum()), delimiter, dtype=np.uint8),
-                 np.concatenate([[0], np.cumsum(~last)]))
-    joined = join_rows([elements, sep])
-    return group_rows(joined, list_offsets)
 
 
 # --- checks --------------------------------------------------------------------------------
@@ -232,7 +194,7 @@ def _pojo(t: T.Pojo, values, where):
     if null.any():
         data, offsets = parts_of(body)
         keep = np.diff(offsets) * ~null
-        body = Buf(data.tobytes(), "<encoded>").slices(offsets[:-1], offsets[:-1] + keep)
+        body = slices(data, offsets[:-1], offsets[:-1] + keep)
     return join_rows([flags, body])
 
 

@@ -25,13 +25,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..bytecolumns import big_endian, binary, delimited, fixed, join_rows, parts_of
 from ..errors import FlinkEncodeError
 from ..vocabulary import StateKind
 from . import types as T
 from .binary import Reader
 from .binary_write import Writer
-from ..bytecolumns import big_endian, binary, fixed, parts_of
-from .encode import delimited, join_rows
 from .streams import END_OF_KEY_GROUP, LIST_DELIMITER, META_FOLLOWS, prefix_bytes
 
 KEY_GROUP, KEY = "_key_group", "_k"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ...bytecolumns import binary
+from ...bytecolumns import slices
 from ...errors import FlinkFormatError
 from ..binary import Reader
 
@@ -42,14 +42,7 @@ class Buf:
         lengths = (ends - starts).astype(np.int64)
         if len(lengths) and (lengths.min() < 0 or int(ends.max()) > len(self.data)):
             raise FlinkFormatError(f"{self.source}: a value runs past the end of its bytes")
-        offsets = np.zeros(len(starts) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        if offsets[-1] == 0:
-            data = np.empty(0, dtype=np.uint8)
-        else:
-            from ..kernels import concat_slices
-            data = concat_slices(self.arr, np.ascontiguousarray(starts, dtype=np.int64), offsets)
-        return binary(data, offsets[::parts])
+        return slices(self.arr, starts, ends, parts)
 
 
 def as_dtype(m: np.ndarray, dtype: str) -> np.ndarray:
