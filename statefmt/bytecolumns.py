@@ -23,6 +23,14 @@ def flat(values) -> pa.Array:
     return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
 
 
+def flat_elements(arr: pa.Array, children: list[pa.Array]) -> tuple[list[pa.Array], np.ndarray]:
+    """The flat slice of *children* (a list's values, a map's keys and items) under *arr*'s rows,
+    and the rows' offsets into it (n + 1, from 0); right for a sliced *arr* too."""
+    offsets = np.asarray(arr.offsets, dtype=np.int64)
+    first, last = int(offsets[0]), int(offsets[-1])
+    return [c.slice(first, last - first) for c in children], offsets - first
+
+
 def _validity(valid: np.ndarray | None) -> tuple[pa.Buffer | None, int]:
     if valid is None or valid.all():
         return None, 0

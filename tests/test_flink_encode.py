@@ -69,6 +69,17 @@ def test_scattered_puts_values_at_the_present_rows(rows):
     assert got.type == pa.binary() and got.to_pylist() == rows
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(LONGS, max_size=4), min_size=1, max_size=10), st.data())
+def test_a_sliced_list_or_map_column_encodes_its_own_rows(lists, draw):
+    """A column that is a slice of a longer one (its list offsets do not start at 0)."""
+    start = draw.draw(st.integers(0, len(lists) - 1))
+    longs = pa.array(lists, pa.list_(pa.int64()))
+    maps = pa.array([[(str(i), v) for i, v in enumerate(row)] for row in lists], pa.map_(pa.string(), pa.int64()))
+    for t, column in ((text("List<Long>"), longs), (text("Map<String, Long>"), maps)):
+        assert encode(t, column.slice(start)).to_pylist() == encode(t, column).to_pylist()[start:]
+
+
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.one_of(st.none(), STRINGS), max_size=20))
 def test_strings_round_trip_with_nulls_non_ascii_and_surrogate_pairs(values):

@@ -19,8 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..bytecolumns import (big_endian, binary, fixed, flat, group_rows, join_rows, parts_of, slices, spread,
-                           varints)
+from ..bytecolumns import (big_endian, binary, fixed, flat, flat_elements, group_rows, join_rows, parts_of, slices,
+                           spread, varints)
 from ..errors import FlinkEncodeError
 from . import types as T
 
@@ -120,19 +120,10 @@ def _bytes(t, values, where):
     return join_rows([fixed(big_endian(lengths, ">i4")), values])
 
 
-def _collection(values, t, where):
-    """(list offsets relative to the flat values, the flat values) of a list or map column."""
-    _no_nulls(values, t, where)
-    if values.offset:
-        values = pa.concat_arrays([values])
-    offsets = np.asarray(values.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
-    first = offsets[0]
-    return offsets - first, first, offsets[-1]
-
-
 def _primitive_array(t: T.PrimitiveArray, values, where):
-    offsets, lo, hi = _collection(values, t, where)
-    elements = encode(t.element, values.values.slice(lo, hi - lo), f"{where} element")
+    _no_nulls(values, t, where)
+    (flat_values,), offsets = flat_elements(values, [values.values])
+    elements = encode(t.element, flat_values, f"{where} element")
     counts = fixed(big_endian(np.diff(offsets), ">i4"))
     return join_rows([counts, group_rows(elements, offsets)])
 
@@ -144,8 +135,9 @@ def _list(t: T.List, values, where):
 
 
 def _map(t: T.Map, values, where):
-    offsets, lo, hi = _collection(values, t, where)
-    entries = map_entries(t, values.keys.slice(lo, hi - lo), values.items.slice(lo, hi - lo), where)
+    _no_nulls(values, t, where)
+    (keys, items), offsets = flat_elements(values, [values.keys, values.items])
+    entries = map_entries(t, keys, items, where)
     counts = fixed(big_endian(np.diff(offsets), ">i4"))
     return join_rows([counts, group_rows(entries, offsets)])
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import bytecolumns as B
-from ..bytecolumns import join
+from ..bytecolumns import flat_elements, join
 from ..errors import UsageError
 from ..types import DataType
 from ..vocabulary import TimerDomain
@@ -97,25 +97,18 @@ def _decimal(arr: pa.Array, valid) -> pa.Array:
     return binary(raw.reshape(-1), np.arange(len(arr) + 1, dtype=np.int64) * 16, valid)
 
 
-def _elements(arr, children):
-    """The flat slice of *children* under *arr*'s rows, and the rows' offsets into it."""
-    offsets = np.asarray(arr.offsets, dtype=np.int64)
-    first, last = int(offsets[0]), int(offsets[-1])
-    return [c.slice(first, last - first) for c in children], offsets - first
-
-
 def _counted(runs_of_rows: pa.Array, offsets: np.ndarray) -> pa.Array:
     return join(varints(np.diff(offsets)), runs_of_rows)
 
 
 def _list(arr, element: DataType, valid) -> pa.Array:
-    (values,), offsets = _elements(arr, [arr.values])
+    (values,), offsets = flat_elements(arr, [arr.values])
     return _counted(group_rows(nullable(values, element), offsets, valid), offsets)
 
 
 def _map(arr, key: DataType, value: DataType, valid) -> pa.Array:
     # Arrow maps have no null keys, so the scalar codec's check cannot fail here
-    (keys, items), offsets = _elements(arr, [arr.keys, arr.items])
+    (keys, items), offsets = flat_elements(arr, [arr.keys, arr.items])
     entries = join(encode(keys, key), nullable(items, value))
     return _counted(group_rows(entries, offsets, valid), offsets)
 
@@ -130,7 +123,7 @@ def list_entries(arr: pa.Array, element: DataType) -> pa.Array:
     (no count, FORMAT.md §11.3); null for a null or empty list, which has no entry."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    (values,), offsets = _elements(arr, [arr.values])
+    (values,), offsets = flat_elements(arr, [arr.values])
     keep = np.diff(offsets) > 0
     if arr.null_count:
         keep &= arr.is_valid().to_numpy(zero_copy_only=False)
@@ -143,7 +136,7 @@ def map_entries(arr: pa.Array, key: DataType, value: DataType
     row each comes from, the encoded map key (to follow the row's key), the *nullable* value."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    (keys, items), offsets = _elements(arr, [arr.keys, arr.items])
+    (keys, items), offsets = flat_elements(arr, [arr.keys, arr.items])
     row = np.repeat(np.arange(len(arr)), np.diff(offsets))
     user_keys, values = encode(keys, key), nullable(items, value)
     if arr.null_count:
