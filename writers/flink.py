@@ -30,11 +30,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from statectl.statefmt.bytecolumns import big_endian, binary, fixed, join_rows, scattered
 from statectl.statefmt.errors import FlinkEncodeError, StatectlError, UsageError
 from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.binding import (LIST_SERIALIZER, MAP_SERIALIZER, NAMED, VOID, check_written_type,
                                              derive_type, key_java_type)
-from statectl.statefmt.flink.encode import big_endian, binary, encode, fixed, join_rows, null_flagged, scattered
+from statectl.statefmt.flink.encode import encode, null_flagged
 from statectl.statefmt.flink.headers import StateMeta
 from statectl.statefmt.flink.keyhash import flink_key_groups
 from statectl.statefmt.flink.lineage import commit_metadata
