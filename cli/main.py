@@ -6,6 +6,7 @@ Commands here only parse options, call the library and hand results to
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 
@@ -39,8 +40,14 @@ def main(
     debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks on errors."),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                  help="Print the version and exit."),
+    s3_endpoint: str = typer.Option(None, "--s3-endpoint", metavar="URL",
+                                    help="The S3 API endpoint of s3:// locations (default: "
+                                    "$AWS_ENDPOINT_URL, else AWS); credentials come from the "
+                                    "usual AWS_* variables."),
 ) -> None:
     OPTIONS["debug"] = debug
+    if s3_endpoint:  # read by pyarrow here and in Spark's workers, which start after this
+        os.environ["AWS_ENDPOINT_URL"] = s3_endpoint
 
 
 @app.command()

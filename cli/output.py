@@ -484,6 +484,15 @@ def _directory_renamed_in(output: str):
 
 
 def _frame_parquet(df, output: str, overwrite: bool = False) -> None:
+    from statectl.readers.files import hadoop_uri, spark_can_open
+    from statectl.statefmt.errors import UsageError
+    from statectl.statefmt.fs import Location
+
+    scheme = hadoop_uri(Location.of(output)).split("://", 1)[0]
+    if not spark_can_open(df.sparkSession, scheme):
+        raise UsageError(f"{output}: Spark writes Parquet to {scheme}:// through a Hadoop filesystem this "
+                         "Spark does not have (for s3a: the hadoop-aws jars); write to a local path, or "
+                         "read with --engine local, which writes Parquet through pyarrow")
     with _directory_renamed_in(output) as target:
         uri = target.uri if "://" in target.uri else "file://" + target.uri
         uri = uri.replace("s3://", "s3a://", 1) if uri.startswith("s3://") else uri

@@ -1,4 +1,8 @@
-"""Savepoints as Spark DataFrames: every kind of state, read by Spark's own Parquet reader.
+"""Savepoints as Spark DataFrames: every kind of state, through one table source per format.
+
+Each operator's tables are read by the table source of its format (`readers.sources`):
+Parquet files by Spark's own reader, other splits by one Python Data Source whose tasks
+run the decoder the local engine (`readers.local`) runs in-process.
 
     from statectl.readers import open_savepoint
     sp = open_savepoint(spark, "s3://bucket/savepoints/sp-42")

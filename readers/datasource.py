@@ -1,34 +1,115 @@
-"""What statectl's Python Data Sources share: a schema declared as DDL, registered once.
+"""A state table as a Spark DataFrame: one Python Data Source, one partition per split.
 
-Spark cannot read RocksDB files or Flink streams, so those are decoded by Python
-Data Sources (`readers.native`, `readers.flink`). Each declares the table's
-schema up front (the ``ddl`` option, so Spark never infers it) and is
-registered once per Spark session.
+Spark cannot read RocksDB files or Flink streams, so their table sources' splits are
+decoded in Spark's tasks by a Python Data Source: the driver plans the splits
+(:meth:`TableSource.splits`), each is pickled into a partition, and the task runs the
+source's :meth:`TableSource.decode` on it, the decoder the local engine runs too. The
+table's schema is declared up front (the ``ddl`` option, so Spark never infers it) and the
+source is registered once per Spark session. Parquet files are read by Spark's own reader
+where its filesystems reach them.
 """
 
 from __future__ import annotations
 
-from pyspark.sql.datasource import DataSource
+import json
 
-_registered: set[tuple[int, str]] = set()
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from .files import read_splits, spark_ddl, spark_opens
+from .tablesource import TableSource
+
+SOURCE_NAME = "statectl_splits"
+
+_registered: set[int] = set()
 
 
-class DdlSource(DataSource):
-    """A source whose schema is its ``ddl`` option and whose reader is ``reader_class(options)``."""
+class SplitPartition(InputPartition):
+    """One split of a table source of *format*."""
 
-    reader_class: type
+    def __init__(self, index: int, format: str, split):
+        super().__init__(index)
+        self.format, self.split = format, split
+
+
+class SplitReader(DataSourceReader):
+    """Options: ``savepoint`` (location), ``operator_id``, ``table`` (keyed, timers, or an
+    operator state's name), ``ddl`` and ``key_groups`` (a JSON list: only the splits
+    holding these key groups are read)."""
+
+    def __init__(self, options):
+        self.location = options["savepoint"]
+        self.operator_id = options["operator_id"]
+        self.table = options["table"]
+        groups = options.get("key_groups")
+        self.key_groups = None if groups is None else json.loads(groups)
+
+    def partitions(self):
+        from .sources import source_at
+
+        source = source_at(self.location, self.operator_id)  # on the driver
+        return [SplitPartition(i, source.format, s)
+                for i, s in enumerate(source.splits(self.table, self.key_groups))]
+
+    def read(self, partition):
+        import pyarrow as pa
+
+        from .sources import source_class
+
+        if getattr(partition, "split", None) is None:  # a read of no splits
+            return
+        source = source_class(partition.format)(self.location, self.operator_id)
+        target = None
+        for batch in source.decode(partition.split, self.table, self.key_groups):
+            if target is None:  # Spark's declared schema has nullable top-level columns
+                target = _nullable(source.spark_types(batch.schema))
+            yield pa.RecordBatch.from_arrays(
+                [c.cast(f.type) if c.type != f.type else c for c, f in zip(batch.columns, target)],
+                schema=target)
+
+
+class SplitSource(DataSource):
+    """The schema is the ``ddl`` option; the reader is a :class:`SplitReader`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
 
     def schema(self) -> str:
         return self.options["ddl"]
 
     def reader(self, schema):
-        return self.reader_class(self.options)
+        return SplitReader(self.options)
 
 
-def source_reader(spark, source: type[DdlSource], ddl: str):
-    """``spark.read`` of *source* with its schema; the source is registered on first use."""
-    key = (id(spark), source.name())
-    if key not in _registered:
-        spark.dataSource.register(source)
-        _registered.add(key)
-    return spark.read.format(source.name()).option("ddl", ddl)
+def _nullable(schema):
+    import pyarrow as pa
+
+    return pa.schema([pa.field(f.name, f.type, True) for f in schema])
+
+
+def split_frame(spark, source: TableSource, table: str, groups: list[int] | None = None):
+    """*table* of *source* read through :class:`SplitSource` (only the splits holding *groups*)."""
+    if id(spark) not in _registered:
+        spark.dataSource.register(SplitSource)
+        _registered.add(id(spark))
+    reader = (spark.read.format(SOURCE_NAME)
+              .option("ddl", spark_ddl(source.spark_types(source.schema(table))))
+              .option("savepoint", source.location).option("operator_id", source.operator_id)
+              .option("table", table))
+    if groups is not None:
+        reader = reader.option("key_groups", json.dumps(sorted(groups)))
+    return reader.load()
+
+
+def table_frame(spark, source: TableSource, table: str, groups: list[int] | None = None,
+                span: tuple[int, int] | None = None, verify=None):
+    """(DataFrame, checked splits) of *table*: its files checked first by *verify* (if
+    given), then read by Spark's Parquet reader where the source says so and Spark's
+    filesystems can open the files (``s3://`` needs Hadoop's S3A jars), else by the Data
+    Source. Rows outside *groups* or *span* are left to the caller to filter."""
+    parts = source.checked_files(table, span)
+    if verify is not None:
+        verify(parts)
+    if source.parquet_read(table) and spark_opens(spark, parts):
+        return read_splits(spark, source.schema(table), source.splits(table, groups, span)), parts
+    return split_frame(spark, source, table, groups), parts

@@ -1,9 +1,9 @@
-"""The split abstraction: one data file to read, and how Spark's own reader gets to it.
+"""One data file to check and read (:class:`Split`), and how Spark's own reader gets to it.
 
-Every state table is a set of splits (one canonical Parquet file each: a
-key-group range of keyed state or timers, or an operator state's file) read
-by ``spark.read.parquet`` with the schema `_metadata` declares, so Spark
-plans one or more tasks per file and nothing passes through the driver.
+A canonical table is a set of such splits (one Parquet file each: a key-group range of
+keyed state or timers, or an operator state's file) read by ``spark.read.parquet`` with
+the schema `_metadata` declares, so Spark plans one or more tasks per file and nothing
+passes through the driver. Other formats' files are checked as splits without a schema.
 """
 
 from __future__ import annotations
@@ -79,3 +79,25 @@ def read_splits(spark, schema: pa.Schema, parts: list[Split]):
     if not parts:
         return spark.createDataFrame([], ddl)
     return spark.read.schema(ddl).parquet(*(spark_path(p.location) for p in parts))
+
+
+_openable: dict[tuple[int, str], bool] = {}
+
+
+def spark_can_open(spark, scheme: str) -> bool:
+    """Whether the session's Hadoop configuration has a filesystem for *scheme*: ``s3a`` needs
+    Hadoop's AWS jars, which PySpark does not ship."""
+    key = (id(spark), scheme)
+    if key not in _openable:
+        try:
+            spark.sparkContext._jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(
+                scheme, spark.sparkContext._jsc.hadoopConfiguration())
+            _openable[key] = True
+        except Exception:  # py4j's error for UnsupportedFileSystemException or a missing class
+            _openable[key] = False
+    return _openable[key]
+
+
+def spark_opens(spark, parts: list[Split]) -> bool:
+    """Whether Spark's own filesystems can open every file of *parts*."""
+    return all(spark_can_open(spark, s) for s in {hadoop_uri(p.location).split("://", 1)[0] for p in parts})

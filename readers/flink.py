@@ -1,108 +1,83 @@
-"""Flink savepoints into DataFrames: a Python Data Source, one partition per split.
+"""Apache Flink savepoints as a table source: one split per subtask stream (or key-group range).
 
-A split (`statefmt.flink.savepoint.FlinkSplit`: one subtask stream, or a
-key-group range of one) is pickled into its partition and decoded in the
-executor by `read_split`; the driver only reads `_metadata` and stream headers.
-The batches have the format layer's table schema, with the types Spark takes
-(`statefmt.flink.model.spark_arrow_type`).
+A split (`statefmt.flink.savepoint.FlinkSplit`) is self-contained: a Spark task decodes it
+with `read_split` without `_metadata`, so the driver alone reads `_metadata` and the stream
+headers. The batches have the format layer's table schema; Spark is shown the types it takes
+(`statefmt.flink.model.spark_arrow_type`). Flink files carry no checksums: only their sizes
+are checked. A key's group is Flink's, from the operator's Java (or SQL row) key type.
 """
 
 from __future__ import annotations
 
-import json
+from typing import Iterator
 
-from pyspark.sql.datasource import DataSourceReader, InputPartition
+import pyarrow as pa
 
-from statectl.statefmt.model import Operator, Savepoint
+from statectl.statefmt.errors import KeyTypeError
+from statectl.statefmt.model import DataFile
+from statectl.statefmt.vocabulary import Format
 
-from .datasource import DdlSource, source_reader
-from .files import spark_ddl
-
-SOURCE_NAME = "statectl_flink"
-
-
-class SplitPartition(InputPartition):
-    def __init__(self, split):
-        super().__init__(split.subtask)
-        self.split = split
+from .files import Split, splits
+from .resolve import TIMERS
+from .tablesource import TableSource, keyed_part
 
 
-class FlinkReader(DataSourceReader):
-    def __init__(self, options):
-        self.location = options["savepoint"]
-        self.operator_id = options["operator_id"]
-        self.table = options["table"]
-        self.one_copy = options.get("one_copy") == "true"
-        groups = options.get("key_groups")
-        self.key_groups = None if groups is None else json.loads(groups)
+class FlinkSource(TableSource):
+    format = Format.FLINK
+    timer_columns = ("timestamp", "domain", "service")  # and the timer service's name
 
-    def partitions(self):
+    @property
+    def info(self):
+        """The Flink description of the operator (`statefmt.flink.savepoint.FlinkOperatorInfo`)."""
         from statectl.statefmt.flink.model import flink_savepoint
 
-        op = flink_savepoint(self.location).operator(self.operator_id)
-        if self.table in ("keyed", "timers"):
-            chosen = op.keyed_splits_holding(self.key_groups)
-        else:
-            chosen = op.operator_splits[:1] if self.one_copy else op.operator_splits
-        return [SplitPartition(s) for s in chosen]
+        return flink_savepoint(self.location).operator(self.operator_id)
 
-    def read(self, partition):
-        import pyarrow as pa
+    def schema(self, table: str) -> pa.Schema:
+        return self.info.table_schema(table)
 
-        from statectl.statefmt.flink.model import spark_schema
+    def table_files(self, table: str) -> list[DataFile]:
+        if keyed_part(table):
+            return list(self.operator.keyed.files)
+        return list(self.operator_state(table).files)
+
+    def splits(self, table: str, groups: list[int] | None = None,
+               span: tuple[int, int] | None = None) -> list:
+        """Keyed: the splits holding *groups* (none for timers without a timer service);
+        operator state: every subtask's stream, one copy of a broadcast state."""
+        info = self.info
+        if table == TIMERS and info.timers_schema is None:
+            return []
+        if keyed_part(table):
+            return info.keyed_splits_holding(groups)
+        broadcast = info.operator_states[table].kind == "broadcast"
+        return info.operator_splits[:1] if broadcast else list(info.operator_splits)
+
+    def checked_files(self, table: str, span: tuple[int, int] | None = None) -> list[Split]:
+        return splits(self.savepoint, self.table_files(table), None)  # sizes only
+
+    def decode(self, split, table: str, groups: list[int] | None = None) -> Iterator[pa.RecordBatch]:
         from statectl.statefmt.flink.savepoint import read_split
 
-        split = partition.split
-        target = None
-        groups = None if self.key_groups is None else set(self.key_groups)
-        for batch in read_split(split, self.table, groups):
-            if target is None:
-                target = spark_schema(batch.schema)
-            yield pa.RecordBatch.from_arrays(
-                [c.cast(f.type) if c.type != f.type else c for c, f in zip(batch.columns, target)],
-                schema=target)
+        return read_split(split, table, None if groups is None else set(groups))
 
+    def key_groups(self, keys: list[tuple]) -> list[int]:
+        from statectl.statefmt.flink.keyhash import flink_key_group
+        from statectl.statefmt.flink.model import java_key_type
+        from statectl.statefmt.flink.rowdata import RowData
+        from statectl.statefmt.flink.rowdata_write import row_key_group
 
-class FlinkSource(DdlSource):
-    """Options: ``savepoint``, ``operator_id``, ``table`` (keyed, timers, or an operator
-    state's name), ``ddl``, ``one_copy`` (broadcast: the first subtask only) and
-    ``key_groups`` (a JSON list: only these key groups are opened)."""
+        op, key_type = self.operator, self.info.key_type
+        if isinstance(key_type, RowData):  # a SQL operator's key row
+            try:
+                return sorted({row_key_group(k, key_type.fields, op.max_parallelism) for k in keys})
+            except KeyTypeError as e:
+                raise KeyTypeError(f"operator {op.label}: key filter: {e}") from None
+        java = java_key_type(key_type, op.label)
+        return sorted({flink_key_group(k if isinstance(java, tuple) else k[0], java, op.max_parallelism)
+                       for k in keys})
 
-    @classmethod
-    def name(cls) -> str:
-        return SOURCE_NAME
+    def spark_types(self, schema: pa.Schema) -> pa.Schema:
+        from statectl.statefmt.flink.model import spark_schema
 
-    reader_class = FlinkReader
-
-
-def _frame(spark, sp: Savepoint, op: Operator, table: str, schema, key_groups=None, one_copy=False):
-    from statectl.statefmt.flink.model import spark_schema
-
-    reader = (source_reader(spark, FlinkSource, spark_ddl(spark_schema(schema)))
-              .option("savepoint", sp.location).option("operator_id", op.operator_id)
-              .option("table", table).option("one_copy", "true" if one_copy else "false"))
-    if key_groups is not None:
-        reader = reader.option("key_groups", json.dumps(sorted(key_groups)))
-    return reader.load()
-
-
-def flink_keyed_table(spark, sp: Savepoint, op: Operator, timers: bool = False, key_groups=None):
-    """The keyed (or timers) table of a Flink operator, every column the format layer gives.
-
-    *key_groups*: only these key groups (a key filter's), only the splits holding them.
-    """
-    from statectl.statefmt.flink.model import flink_savepoint
-
-    table = "timers" if timers else "keyed"
-    schema = flink_savepoint(sp.location).operator(op.operator_id).table_schema(table)
-    return _frame(spark, sp, op, table, schema, key_groups)
-
-
-def flink_operator_state(spark, sp: Savepoint, op: Operator, name: str):
-    """An operator state of a Flink operator: list and union every subtask's entries
-    (the union once), broadcast one copy."""
-    from statectl.statefmt.flink.model import flink_savepoint
-
-    info = flink_savepoint(sp.location).operator(op.operator_id)
-    broadcast = info.operator_states[name].kind == "broadcast"
-    return _frame(spark, sp, op, name, info.table_schema(name), one_copy=broadcast)
+        return spark_schema(schema)

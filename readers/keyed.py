@@ -1,13 +1,14 @@
-"""Keyed state and timers: one table per operator, read file by file (key-group range)."""
+"""Keyed state and timers: one table per operator, read split by split (key-group range)."""
 
 from __future__ import annotations
 
-from statectl.statefmt.canonical import files_for_range, keyed_schema, timers_schema
 from statectl.statefmt.errors import UsageError
 from statectl.statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, Operator, Savepoint
-from statectl.statefmt.vocabulary import Format, TimerDomain
+from statectl.statefmt.vocabulary import TimerDomain
 
-from .files import read_splits, splits
+from .keys import key_filter
+from .resolve import KEYED, TIMERS
+from .sources import table_source
 
 
 def _key_columns(op: Operator, include_key_group: bool) -> list[str]:
@@ -18,37 +19,12 @@ def _key_columns(op: Operator, include_key_group: bool) -> list[str]:
     return cols
 
 
-def _files_in(files, key_groups):
-    if key_groups is None:
-        return list(files)
-    first, last = key_groups
-    if not (isinstance(first, int) and isinstance(last, int) and 0 <= first <= last):
-        raise UsageError(f"key_groups must be (first, last) with 0 <= first <= last, got {key_groups!r}")
-    return files_for_range(files, first, last)
-
-
 def _in_range(df, key_groups):
     if key_groups is None:
         return df
     from pyspark.sql import functions as F
 
     return df.filter(F.col(KEY_GROUP_COLUMN).between(key_groups[0], key_groups[1]))
-
-
-def _key_filter(sp: Savepoint, op: Operator, keys, key_groups):
-    """(keys as tuples, their key groups, the key-group range to read) for a key filter."""
-    if keys is None:
-        return None, None, key_groups
-    from .keys import key_groups as groups_of
-    from .keys import key_values
-
-    keys = key_values(op, keys)
-    if not keys:
-        raise UsageError("keys: give at least one key")
-    groups = groups_of(sp, op, keys)
-    if key_groups is not None:
-        groups = [g for g in groups if key_groups[0] <= g <= key_groups[1]]
-    return keys, groups, (groups[0], groups[-1]) if groups else (0, 0)
 
 
 def _only_keys(df, op: Operator, keys, groups):
@@ -63,6 +39,17 @@ def _only_keys(df, op: Operator, keys, groups):
     return df.filter(F.col(KEY_GROUP_COLUMN).isin(groups) & key_condition(op, keys))
 
 
+def _rows(spark, sp: Savepoint, op: Operator, table: str, key_groups, verify, keys):
+    """(DataFrame of every column, splits, table source) of the keyed table or the timers,
+    narrowed to the key filter's keys and the *key_groups* range."""
+    from .datasource import table_frame
+
+    source = table_source(sp, op)
+    keys, groups, span = key_filter(source, keys, key_groups)
+    df, parts = table_frame(spark, source, table, groups, span, verify)
+    return _only_keys(_in_range(df, span), op, keys, groups), parts, source
+
+
 def keyed_table(spark, sp: Savepoint, op: Operator, states: tuple[str, ...] = (),
                 key_groups: tuple[int, int] | None = None, include_key_group: bool = False,
                 verify=None, keys=None):
@@ -73,32 +60,13 @@ def keyed_table(spark, sp: Savepoint, op: Operator, states: tuple[str, ...] = ()
 
     With *states*, only those columns, and only the rows where at least one of
     them has a value. *key_groups* restricts to an inclusive range of key groups
-    (only the files meeting it are read). *keys* (values, or sequences of values for
+    (only the splits meeting it are read). *keys* (values, or sequences of values for
     several key columns) keeps only those keys, reading only their key groups.
     """
     from pyspark.sql import functions as F
 
     section = op.keyed
-    schema = keyed_schema(section)
-    keys, groups, key_groups = _key_filter(sp, op, keys, key_groups)
-    if op.format == Format.FLINK:  # files: size only (Flink keeps no checksums)
-        from .flink import flink_keyed_table
-
-        parts = splits(sp, section.files, None)
-        if verify is not None:
-            verify(parts)
-        df = _in_range(flink_keyed_table(spark, sp, op, key_groups=groups), key_groups)
-    elif op.format == Format.ROCKSDB:  # files are verified in the tasks that fetch them
-        from .native import native_table
-
-        parts, df = [], _in_range(native_table(spark, sp, op), key_groups)
-    else:
-        schema = keyed_schema(section)
-        parts = splits(sp, _files_in(section.files, key_groups), schema)
-        if verify is not None:
-            verify(parts)
-        df = _in_range(read_splits(spark, schema, parts), key_groups)
-    df = _only_keys(df, op, keys, groups)
+    df, parts, _ = _rows(spark, sp, op, KEYED, key_groups, verify, keys)
     chosen = list(states) or [s.name for s in section.states]
     if states:
         present = F.col(chosen[0]).isNotNull()
@@ -118,27 +86,7 @@ def timers_table(spark, sp: Savepoint, op: Operator, domain: str | None = None,
 
     if domain is not None and domain not in TimerDomain.words():
         raise UsageError(f"timer domain must be one of {', '.join(TimerDomain)}, got {domain!r}")
-    section = op.keyed
-    schema = timers_schema(section)
-    keys, groups, key_groups = _key_filter(sp, op, keys, key_groups)
-    if op.format == Format.FLINK:
-        from .flink import flink_keyed_table
-
-        parts = splits(sp, section.files, None)
-        if verify is not None:
-            verify(parts)
-        df = _in_range(flink_keyed_table(spark, sp, op, timers=True, key_groups=groups), key_groups)
-    elif op.format == Format.ROCKSDB:
-        from .native import native_table
-
-        parts, df = [], _in_range(native_table(spark, sp, op, timers=True), key_groups)
-    else:
-        parts = splits(sp, _files_in(section.timers, key_groups), schema)
-        if verify is not None:
-            verify(parts)
-        df = _in_range(read_splits(spark, schema, parts), key_groups)
-    df = _only_keys(df, op, keys, groups)
+    df, parts, source = _rows(spark, sp, op, TIMERS, key_groups, verify, keys)
     if domain is not None:
         df = df.filter(F.col("domain") == domain)
-    service = ["service"] if op.format == Format.FLINK else []  # Flink: the timer service's name
-    return df.select(*_key_columns(op, include_key_group), "timestamp", "domain", *service), parts
+    return df.select(*_key_columns(op, include_key_group), *source.timer_columns), parts

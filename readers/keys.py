@@ -1,9 +1,8 @@
 """Key filters: the key groups that can hold some keys, and the exact filter on them.
 
-A key group is computed with the savepoint's own hash: Flink's
-(`statefmt.flink.keyhash`, the operator's Java key type) for a Flink operator,
-statectl's (`statefmt.keygroups`) otherwise; only the splits or files holding
-those key groups are read, then rows are filtered to the keys exactly.
+A key group is computed with the savepoint's own hash, by the operator's table source
+(Flink's from the operator's Java key type, statectl's own otherwise); only the splits
+holding those key groups are read, then rows are filtered to the keys exactly.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ import json
 
 from statectl.statefmt.errors import KeyTypeError, UsageError
 from statectl.statefmt.model import Operator, Savepoint
-from statectl.statefmt.vocabulary import Format
 
 
 def key_values(op: Operator, keys) -> list[tuple]:
@@ -30,27 +28,28 @@ def key_values(op: Operator, keys) -> list[tuple]:
 
 def key_groups(sp: Savepoint, op: Operator, keys: list[tuple]) -> list[int]:
     """The key groups of *keys* (tuples of key-column values), sorted, without repeats."""
-    if op.format == Format.FLINK:
-        from statectl.statefmt.flink.keyhash import flink_key_group
-        from statectl.statefmt.flink.model import flink_savepoint, java_key_type
+    from .sources import table_source
 
-        from statectl.statefmt.flink.rowdata import RowData
-        from statectl.statefmt.flink.rowdata_write import row_key_group
+    return table_source(sp, op).key_groups(keys)
 
-        info = flink_savepoint(sp.location).operator(op.operator_id)
-        if isinstance(info.key_type, RowData):  # a SQL operator's key row
-            try:
-                return sorted({row_key_group(k, info.key_type.fields, op.max_parallelism) for k in keys})
-            except KeyTypeError as e:
-                raise KeyTypeError(f"operator {op.label}: key filter: {e}") from None
-        java = java_key_type(info.key_type, op.label)
-        groups = {flink_key_group(k if isinstance(java, tuple) else k[0], java, op.max_parallelism)
-                  for k in keys}
-    else:
-        from statectl.statefmt.keygroups import key_group_for_key
 
-        groups = {key_group_for_key(list(k), op.keyed.key_types, op.max_parallelism) for k in keys}
-    return sorted(groups)
+def key_filter(source, keys, key_groups: tuple[int, int] | None):
+    """(keys as tuples, their key groups, the span of key groups to read) of a read of
+    *source* (a :class:`readers.tablesource.TableSource`) with a key filter *keys* and a
+    range *key_groups* ``(first, last)``; without keys: (None, None, *key_groups*)."""
+    if key_groups is not None:
+        first, last = key_groups
+        if not (isinstance(first, int) and isinstance(last, int) and 0 <= first <= last):
+            raise UsageError(f"key_groups must be (first, last) with 0 <= first <= last, got {key_groups!r}")
+    if keys is None:
+        return None, None, key_groups
+    keys = key_values(source.operator, keys)
+    if not keys:
+        raise UsageError("keys: give at least one key")
+    groups = source.key_groups(keys)
+    if key_groups is not None:
+        groups = [g for g in groups if key_groups[0] <= g <= key_groups[1]]
+    return keys, groups, (groups[0], groups[-1]) if groups else (0, 0)
 
 
 def key_condition(op: Operator, keys: list[tuple]):

@@ -1,10 +1,11 @@
 """The local engine: a table decoded in this process by the format layer, without Spark.
 
 A small read (a key lookup, a few rows, an operator state, a small table) pays no JVM start.
-It runs the very decoders the Spark Data Sources run in their tasks (Flink splits, statectl's
-RocksDB subtasks, its Parquet files, verified as the Spark path verifies them), and gives the
-same columns and rows as :class:`SavepointReader.table` with the types Spark shows. Splits
-are decoded one after another and a ``limit`` stops the decoding once it has its rows.
+It decodes the splits the Spark Data Source makes its partitions of, with the same table
+source's decoder (`readers.tablesource`: Flink splits, statectl's RocksDB subtasks, its
+Parquet files, verified as the Spark path verifies them), and gives the same columns and
+rows as :class:`SavepointReader.table` with the types Spark shows. Splits are decoded one
+after another and a ``limit`` stops the decoding once it has its rows.
 """
 
 from __future__ import annotations
@@ -14,33 +15,23 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from statectl.statefmt.canonical import files_for_range, keyed_schema, operator_state_schema, timers_schema
 from statectl.statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, Operator, Savepoint
-from statectl.statefmt.vocabulary import Format
 
-from .keyed import _key_filter
+from .keys import key_filter
 from .operator_state import columns as operator_state_columns
-from .resolve import KEYED, OPERATOR_STATE, TableChoice, check_operator_state
+from .resolve import KEYED, OPERATOR_STATE, TIMERS, TableChoice, check_operator_state
+from .sources import table_source
+from .tablesource import TableSource
 
 
 def local_table(sp: Savepoint, choice: TableChoice, limit: int | None = None) -> pa.Table:
     """The rows of *choice* (at most *limit*), as `SavepointReader.table` gives them."""
-    op = choice.operator
-    if choice.kind == OPERATOR_STATE:
-        state = check_operator_state(op, choice.states[0])
-        batches, wanted = _operator_state_batches(sp, op, state), operator_state_columns(state)
-        keep = None
-    else:
-        keys, groups, key_groups = _key_filter(sp, op, choice.keys, None)
-        timers = choice.kind != KEYED
-        batches = _keyed_batches(sp, op, timers, groups)
-        keep = _row_filter(op, keys, groups, choice.states if not timers else ())
-        names = list(choice.states) or [s.name for s in op.keyed.states]
-        wanted = op.keyed.key_names + ([NAMESPACE_COLUMN] if op.keyed.namespace_type is not None else [])
-        wanted += ["timestamp", "domain"] + (["service"] if op.format == Format.FLINK else []) if timers else \
-            [c for n in names for c in op.keyed.state(n).columns]
+    source = table_source(sp, choice.operator)
+    keys, groups, span = key_filter(source, choice.keys, None)
+    keep = _row_filter(choice.operator, keys, groups, choice.states if choice.kind == KEYED else ())
+    wanted = _columns(source, choice)
     out, rows = [], 0
-    for batch in batches:
+    for batch in _batches(source, choice.table, groups, span):
         if keep is not None:
             batch = batch.filter(keep(batch))
         batch = batch.select(wanted)
@@ -48,11 +39,28 @@ def local_table(sp: Savepoint, choice: TableChoice, limit: int | None = None) ->
         rows += batch.num_rows
         if limit is not None and rows >= limit:
             break
-    table = pa.Table.from_batches(out) if out else None
-    if table is None:
-        return _empty(sp, op, choice, wanted)
-    table = _spark_types(op, table)
+    if not out:  # no rows: the columns with the types a read would give
+        return _spark_types(source, source.schema(choice.table).empty_table().select(wanted))
+    table = _spark_types(source, pa.Table.from_batches(out))
     return table.slice(0, limit) if limit is not None else table
+
+
+def _batches(source: TableSource, table: str, groups, span) -> Iterator[pa.RecordBatch]:
+    """The batches of every split of the read, decoded one after another."""
+    for split in source.splits(table, groups, span):
+        yield from source.decode(split, table, groups)
+
+
+def _columns(source: TableSource, choice: TableChoice) -> list[str]:
+    """The columns `SavepointReader.table` shows for *choice*."""
+    op = choice.operator
+    if choice.kind == OPERATOR_STATE:
+        return operator_state_columns(check_operator_state(op, choice.states[0]))
+    wanted = op.keyed.key_names + ([NAMESPACE_COLUMN] if op.keyed.namespace_type is not None else [])
+    if choice.kind == TIMERS:
+        return wanted + list(source.timer_columns)
+    names = list(choice.states) or [s.name for s in op.keyed.states]
+    return wanted + [c for n in names for c in op.keyed.state(n).columns]
 
 
 def _row_filter(op: Operator, keys, groups, states):
@@ -84,85 +92,10 @@ def _row_filter(op: Operator, keys, groups, states):
     return keep
 
 
-def _keyed_batches(sp: Savepoint, op: Operator, timers: bool, groups) -> Iterator[pa.RecordBatch]:
-    table = "timers" if timers else "keyed"
-    wanted = None if groups is None else set(groups)
-    if op.format == Format.FLINK:
-        from statectl.statefmt.flink.model import flink_savepoint
-        from statectl.statefmt.flink.savepoint import read_split
-
-        info = flink_savepoint(sp.location).operator(op.operator_id)
-        if timers and info.timers_schema is None:
-            return
-        for split in info.keyed_splits_holding(wanted):
-            yield from read_split(split, table, wanted)
-    elif op.format == Format.ROCKSDB:
-        from statectl.statefmt.rocksdb.files import subtask_databases
-        from statectl.statefmt.rocksdb.rows import read_subtask
-
-        for lo, hi in sorted(subtask_databases(op)):
-            if wanted is not None and not any(lo <= g <= hi for g in wanted):
-                continue
-            yield from read_subtask(sp, op, (lo, hi), timers)
-    else:
-        schema = timers_schema(op.keyed) if timers else keyed_schema(op.keyed)
-        files = op.keyed.timers if timers else op.keyed.files
-        if wanted is not None:
-            files = files_for_range(files, min(wanted), max(wanted))
-        yield from _parquet_batches(sp, files, schema)
-
-
-def _operator_state_batches(sp: Savepoint, op: Operator, state) -> Iterator[pa.RecordBatch]:
-    if op.format == Format.FLINK:
-        from statectl.statefmt.flink.model import flink_savepoint
-        from statectl.statefmt.flink.savepoint import read_split
-
-        info = flink_savepoint(sp.location).operator(op.operator_id)
-        broadcast = info.operator_states[state.name].kind == "broadcast"
-        for split in info.operator_splits[:1] if broadcast else info.operator_splits:
-            yield from read_split(split, state.name)
-    else:
-        yield from _parquet_batches(sp, state.files, operator_state_schema(state))
-
-
-def _parquet_batches(sp: Savepoint, files, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    """statectl's own Parquet files, each verified (size, sha256, schema) before it is read."""
-    from statectl.statefmt.canonical import check_parquet
-    from statectl.statefmt.integrity import verify_file
-    from statectl.statefmt.savepoint import file_location
-
-    for f in files:
-        loc = file_location(sp, f.ref)
-        verify_file(loc, f)
-        with loc.open_input_file() as source:
-            pf = check_parquet(loc, source, schema, f)
-            for i in range(pf.num_row_groups):
-                yield from pf.read_row_group(i).to_batches()
-
-
-def _spark_types(op: Operator, table: pa.Table) -> pa.Table:
+def _spark_types(source: TableSource, table: pa.Table) -> pa.Table:
     """The types Spark shows (a Flink table's timestamps in microseconds, ...)."""
-    if op.format != Format.FLINK:
-        return table
-    from statectl.statefmt.flink.model import spark_schema
-
-    target = spark_schema(table.schema)
+    target = source.spark_types(table.schema)
     return table.cast(target) if target != table.schema else table
-
-
-def _empty(sp: Savepoint, op: Operator, choice: TableChoice, wanted: list[str]) -> pa.Table:
-    """No rows: the columns with the types a read would give."""
-    if op.format == Format.FLINK:
-        from statectl.statefmt.flink.model import flink_savepoint
-
-        info = flink_savepoint(sp.location).operator(op.operator_id)
-        table = choice.states[0] if choice.kind == OPERATOR_STATE else "keyed" if choice.kind == KEYED else "timers"
-        schema = info.table_schema(table)
-    elif choice.kind == OPERATOR_STATE:
-        schema = operator_state_schema(check_operator_state(op, choice.states[0]))
-    else:
-        schema = keyed_schema(op.keyed) if choice.kind == KEYED else timers_schema(op.keyed)
-    return _spark_types(op, schema.empty_table().select(wanted))
 
 
 LOCAL_BYTES = 32 * 1024 * 1024  # a table whose files hold at most this many bytes is read locally
@@ -189,14 +122,11 @@ def choose_engine(sp: Savepoint, choice: TableChoice, engine: str = "auto", wher
         return "local", "operator state is small"
     if limit is not None:
         return "local", f"--limit {limit} stops after its rows"
-    size = sum(f.size for f in _files_of(choice))
+    size = sum(f.size for f in _files_of(sp, choice))
     if size <= LOCAL_BYTES:
         return "local", f"the table's files hold {size:,} bytes (local up to {LOCAL_BYTES:,})"
     return "spark", f"the table's files hold {size:,} bytes (more than {LOCAL_BYTES:,})"
 
 
-def _files_of(choice: TableChoice):
-    op = choice.operator
-    if choice.kind == OPERATOR_STATE:
-        return check_operator_state(op, choice.states[0]).files
-    return op.keyed.files if choice.kind == KEYED or op.format != Format.CANONICAL else op.keyed.timers
+def _files_of(sp: Savepoint, choice: TableChoice):
+    return table_source(sp, choice.operator).table_files(choice.table)

@@ -1,79 +1,55 @@
-"""Native (RocksDB) savepoints into DataFrames: a Python Data Source, one partition per subtask.
+"""statectl's native (RocksDB) format as a table source: one split per subtask's database.
 
-Spark cannot read RocksDB files, so a Python Data Source decodes them
-(`statectl.statefmt.rocksdb.rows`) and yields Arrow batches with the canonical table's
-schema; the DataFrame is then the one a canonical savepoint gives. Files are
-verified (size, sha256) inside the tasks as they are fetched.
+Keyed state and timers lie in one RocksDB database per key-group range, decoded by
+`statectl.statefmt.rocksdb.rows` into batches of the canonical table's schema, so the
+tables are those a canonical savepoint gives. Spark cannot read RocksDB files: its tasks
+run the decoder through the Data Source, and the files are verified (size, sha256) as the
+tasks fetch them. Operator state is canonical Parquet, read as the canonical source does.
 """
 
 from __future__ import annotations
 
-from pyspark.sql.datasource import DataSourceReader, InputPartition
+from typing import Iterator
 
-from statectl.statefmt.canonical import keyed_schema, timers_schema
-from statectl.statefmt.model import Operator, Savepoint
+import pyarrow as pa
 
-from .datasource import DdlSource, source_reader
-from .files import spark_ddl
+from statectl.statefmt.model import DataFile
+from statectl.statefmt.vocabulary import Format
 
-SOURCE_NAME = "statectl_native"
-
-
-class SubtaskPartition(InputPartition):
-    def __init__(self, first: int, last: int):
-        super().__init__((first, last))
-        self.first, self.last = first, last
+from .canonical import CanonicalSource
+from .files import Split
+from .resolve import TIMERS
+from .tablesource import keyed_part
 
 
-class NativeReader(DataSourceReader):
-    def __init__(self, options):
-        self.location = options["savepoint"]
-        self.operator_id = options["operator_id"]
-        self.timers = options["table"] == "timers"
+class NativeSource(CanonicalSource):
+    """A keyed split is the key-group range ``(first, last)`` of one subtask's database."""
 
-    def _operator(self) -> tuple[Savepoint, Operator]:
-        from statectl.statefmt.ids import OperatorRef
-        from statectl.statefmt.savepoint import load
+    format = Format.ROCKSDB
 
-        sp = load(self.location)
-        return sp, sp.operator(OperatorRef(operator_id=self.operator_id))
+    def table_files(self, table: str) -> list[DataFile]:
+        if keyed_part(table):  # the databases hold both
+            return list(self.operator.keyed.files)
+        return super().table_files(table)
 
-    def partitions(self):
+    def splits(self, table: str, groups: list[int] | None = None,
+               span: tuple[int, int] | None = None) -> list:
+        if not keyed_part(table):
+            return super().splits(table, groups, span)
         from statectl.statefmt.rocksdb.files import subtask_databases
 
-        _, op = self._operator()
-        return [SubtaskPartition(lo, hi) for lo, hi in sorted(subtask_databases(op))]
+        return [(lo, hi) for lo, hi in sorted(subtask_databases(self.operator))
+                if groups is None or any(lo <= g <= hi for g in groups)]
 
-    def read(self, partition):
-        import pyarrow as pa
+    def checked_files(self, table: str, span: tuple[int, int] | None = None) -> list[Split]:
+        return [] if keyed_part(table) else super().checked_files(table, span)
 
+    def decode(self, split, table: str, groups: list[int] | None = None) -> Iterator[pa.RecordBatch]:
+        if not keyed_part(table):
+            return super().decode(split, table, groups)
         from statectl.statefmt.rocksdb.rows import read_subtask
 
-        sp, op = self._operator()
-        for batch in read_subtask(sp, op, (partition.first, partition.last), self.timers):
-            # Spark's declared schema has nullable top-level columns
-            yield pa.RecordBatch.from_arrays(batch.columns, schema=_nullable(batch.schema))
+        return read_subtask(self.savepoint, self.operator, split, table == TIMERS)
 
-
-class NativeSource(DdlSource):
-    """Options: ``savepoint`` (location), ``operator_id``, ``table`` (keyed or timers), ``ddl``."""
-
-    @classmethod
-    def name(cls) -> str:
-        return SOURCE_NAME
-
-    reader_class = NativeReader
-
-
-def _nullable(schema):
-    import pyarrow as pa
-
-    return pa.schema([pa.field(f.name, f.type, True) for f in schema])
-
-
-def native_table(spark, sp: Savepoint, op: Operator, timers: bool = False):
-    """The whole keyed (or timer) table of a native operator, as a DataFrame."""
-    schema = timers_schema(op.keyed) if timers else keyed_schema(op.keyed)
-    return (source_reader(spark, NativeSource, spark_ddl(schema))
-            .option("savepoint", sp.location).option("operator_id", op.operator_id)
-            .option("table", "timers" if timers else "keyed").load())
+    def parquet_read(self, table: str) -> bool:
+        return not keyed_part(table)

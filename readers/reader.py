@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-from statectl.statefmt.canonical import keyed_schema, operator_state_schema, timers_schema
 from statectl.statefmt.errors import UnknownStateError, UsageError, first_line
 from statectl.statefmt.fs import Location
 from statectl.statefmt.ids import OperatorRef
@@ -12,7 +11,7 @@ from statectl.statefmt.model import KEYED_PART, Operator, Savepoint
 from statectl.statefmt.savepoint import load
 from statectl.statefmt.types import quote_identifier
 from statectl.statefmt.validate import files_with_schemas
-from statectl.statefmt.vocabulary import Format, OperatorStateKind
+from statectl.statefmt.vocabulary import OperatorStateKind
 
 from .catalogue import View, catalogue_frame, views
 from .files import Split, spark_file_key, split_key, splits
@@ -29,6 +28,7 @@ from .resolve import (
     describe_states,
     find_operator,
 )
+from .sources import table_source
 from .verify import verify_splits
 
 OperatorName = OperatorRef | str
@@ -193,8 +193,9 @@ class SavepointReader:
         return op
 
     def _operator_state(self, operator: OperatorName, name: str, kind: str | None):
-        state = check_operator_state(self.operator(operator), name, kind)
-        return operator_state_table(self.spark, self.savepoint, state, self._verify)[0]
+        op = self.operator(operator)
+        state = check_operator_state(op, name, kind)
+        return operator_state_table(self.spark, self.savepoint, op, state, self._verify)[0]
 
     def _frame(self, choice: TableChoice, verify=None):
         op = choice.operator
@@ -204,7 +205,7 @@ class SavepointReader:
         if choice.kind == TIMERS:
             return timers_table(self.spark, self.savepoint, op, verify=verify, keys=choice.keys)
         state = check_operator_state(op, choice.states[0])
-        return operator_state_table(self.spark, self.savepoint, state, verify)
+        return operator_state_table(self.spark, self.savepoint, op, state, verify)
 
     def _view_frame(self, view: View):
         if view.choice is None:
@@ -212,15 +213,8 @@ class SavepointReader:
         return self._frame(view.choice)
 
     def _frame_splits(self, view: View) -> list[Split]:
-        """The splits a view reads (every file of its table), without Spark."""
-        op, sp = view.choice.operator, self.savepoint
-        if view.choice.kind == KEYED:
-            schema = keyed_schema(op.keyed) if op.format == Format.CANONICAL else None
-            return splits(sp, op.keyed.files, schema)
-        if view.choice.kind == TIMERS:
-            return splits(sp, op.keyed.timers, timers_schema(op.keyed))
-        state = check_operator_state(op, view.choice.states[0])
-        return splits(sp, state.files, operator_state_schema(state))
+        """The files a view's table checks before it is read (all of them), without Spark."""
+        return table_source(self.savepoint, view.choice.operator).checked_files(view.choice.table)
 
     def _verify(self, parts: list[Split]) -> None:
         todo = [p for p in parts if p.location.uri not in self._verified]

@@ -28,6 +28,11 @@ class TableChoice:
     keys: tuple | None = None  # KEYED, TIMERS: only these keys (see readers/keys.py)
 
     @property
+    def table(self) -> str:
+        """The table as a table source names it: KEYED, TIMERS or the operator state's name."""
+        return self.states[0] if self.kind == OPERATOR_STATE else self.kind
+
+    @property
     def description(self) -> str:
         if self.kind == KEYED:
             return f"keyed state of {self.operator.label}"

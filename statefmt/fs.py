@@ -34,6 +34,18 @@ def _filesystem_and_path(uri: str) -> tuple[pafs.FileSystem, str]:
 _LOCAL = pafs.LocalFileSystem()
 
 
+def _access_error(uri: str, e: OSError) -> StatectlError:
+    """One line for a filesystem's error, saying what to check for the object stores' usual ones."""
+    text = str(e)
+    if "ACCESS_DENIED" in text or "AccessDenied" in text:
+        return StatectlError(f"cannot read {uri}: access denied (check the credentials in "
+                             "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, and the bucket's policy)")
+    if "NETWORK_CONNECTION" in text:
+        return StatectlError(f"cannot reach the object store holding {uri} (check AWS_ENDPOINT_URL "
+                             f"or --s3-endpoint): {text.rsplit(': ', 1)[-1]}")
+    return StatectlError(f"cannot read {uri}: {text}")
+
+
 @dataclass(frozen=True)
 class Location:
     """A file or directory: the text a user gave (made absolute) and its filesystem."""
@@ -81,7 +93,7 @@ class Location:
         try:
             return fs.get_file_info(path)
         except OSError as e:
-            raise StatectlError(f"cannot read {self.uri}: {e}") from None
+            raise _access_error(self.uri, e) from None
 
     def exists(self) -> bool:
         return self.info().type != pafs.FileType.NotFound
@@ -115,7 +127,7 @@ class Location:
         except FileNotFoundError:
             raise MissingFileError(f"{self.uri}: file is missing") from None
         except OSError as e:
-            raise StatectlError(f"cannot read {self.uri}: {e}") from None
+            raise _access_error(self.uri, e) from None
 
     def iter_chunks(self) -> Iterator[bytes]:
         fs, path = self._resolve()

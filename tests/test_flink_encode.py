@@ -15,10 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from statectl.statefmt.bytecolumns import parts_of, scattered, varints
 from statectl.statefmt.errors import FlinkEncodeError
 from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.binding import derive_type, key_java_type, parse_type, type_text
-from statectl.statefmt.flink.encode import encode, parts_of, scattered, string_values, varints
+from statectl.statefmt.flink.encode import encode, string_values
 from statectl.statefmt.flink.handles import KeyGroupsStream
 from statectl.statefmt.flink.headers import read_keyed_header, read_operator_header
 from statectl.statefmt.flink.savepoint import open_flink_savepoint, read_stream
@@ -66,6 +67,17 @@ def test_scattered_puts_values_at_the_present_rows(rows):
     got = scattered(pa.array([r for r in rows if r is not None], pa.binary()), present)
     got.validate(full=True)
     assert got.type == pa.binary() and got.to_pylist() == rows
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(LONGS, max_size=4), min_size=1, max_size=10), st.data())
+def test_a_sliced_list_or_map_column_encodes_its_own_rows(lists, draw):
+    """A column that is a slice of a longer one (its list offsets do not start at 0)."""
+    start = draw.draw(st.integers(0, len(lists) - 1))
+    longs = pa.array(lists, pa.list_(pa.int64()))
+    maps = pa.array([[(str(i), v) for i, v in enumerate(row)] for row in lists], pa.map_(pa.string(), pa.int64()))
+    for t, column in ((text("List<Long>"), longs), (text("Map<String, Long>"), maps)):
+        assert encode(t, column.slice(start)).to_pylist() == encode(t, column).to_pylist()[start:]
 
 
 @settings(max_examples=80, deadline=None)

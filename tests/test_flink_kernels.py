@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from statectl.statefmt.flink.kernels import SHORT, concat_slices
+from statectl.statefmt.slicekernel import SHORT, concat_slices
 
 
 @settings(deadline=None)  # the first example loads the compiled kernel

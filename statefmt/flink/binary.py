@@ -9,6 +9,7 @@ from __future__ import annotations
 import struct
 
 from ..errors import FlinkFormatError
+from ..varint import VarintError, read_varint
 
 _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
@@ -126,20 +127,11 @@ class Reader:
 
     def varint(self) -> int:
         """An unsigned little-endian base-128 varint (Flink's StringValue lengths and chars)."""
-        result = shift = 0
-        data, pos, end = self.data, self.pos, self.end
-        while True:
-            if pos >= end:
-                raise self.error("ends early inside a variable-length number", pos)
-            b = data[pos]
-            pos += 1
-            result |= (b & 0x7F) << shift
-            if b < 0x80:
-                self.pos = pos
-                return result
-            shift += 7
-            if shift > 35:
-                raise self.error("variable-length number too long", pos)
+        try:
+            value, self.pos = read_varint(self.data, self.pos, self.end, max_shift=35)
+        except VarintError as e:
+            raise self.error(str(e), e.at) from None
+        return value
 
     def string_value(self) -> str | None:
         """Flink's `StringValue`: varint(length + 1) (0 = null), then one varint per UTF-16 unit."""

@@ -19,123 +19,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..bytecolumns import (big_endian, binary, fixed, flat, flat_elements, group_rows, join_rows, parts_of, slices,
+                           spread, varints)
 from ..errors import FlinkEncodeError
 from . import types as T
-from .types import Buf
 
 LONG_MIN = T.LONG_MIN
 INT_MIN = -(1 << 31)
-
-
-# --- building binary columns ---------------------------------------------------------------
-
-def binary(data: bytes | np.ndarray, offsets: np.ndarray) -> pa.Array:
-    """A binary column over *data* with *offsets* (n + 1 of them)."""
-    offsets = np.asarray(offsets, dtype=np.int64)
-    raw = data.tobytes() if isinstance(data, np.ndarray) else data
-    if offsets[-1] > 2**31 - 1:
-        return pa.Array.from_buffers(pa.large_binary(), len(offsets) - 1,
-                                     [None, pa.py_buffer(offsets), pa.py_buffer(raw)])
-    return pa.Array.from_buffers(pa.binary(), len(offsets) - 1,
-                                 [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(raw)])
-
-
-def fixed(m: np.ndarray) -> pa.Array:
-    """Rows of an (n, width) uint8 matrix as a binary column."""
-    n, width = m.shape
-    return binary(np.ascontiguousarray(m, dtype=np.uint8), np.arange(n + 1, dtype=np.int64) * width)
-
-
-def big_endian(values: np.ndarray, dtype: str) -> np.ndarray:
-    """An (n, width) matrix of *values* as big-endian *dtype* (e.g. ``>i8``)."""
-    v = np.ascontiguousarray(np.asarray(values).astype(dtype))
-    return v.view(np.uint8).reshape(len(v), np.dtype(dtype).itemsize)
-
-
-def scattered(values: pa.Array, present: np.ndarray) -> pa.Array:
-    """A binary column holding *values* in order at the rows where *present* is true, null elsewhere."""
-    if present.all():
-        return values
-    data, offsets = parts_of(values)
-    lengths = np.zeros(len(present), dtype=np.int64)
-    lengths[present] = np.diff(offsets)
-    spread = np.zeros(len(present) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=spread[1:])
-    valid = pa.array(present).buffers()[1]
-    return pa.Array.from_buffers(pa.binary(), len(present),
-                                 [valid, pa.py_buffer(spread.astype(np.int32)), pa.py_buffer(data)])
-
-
-def parts_of(a: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(data as uint8, int64 offsets) of a binary column."""
-    a = _flat(a)
-    if a.type != pa.large_binary():
-        a = a.cast(pa.large_binary())
-    if a.offset:
-        a = pa.concat_arrays([a])
-    offsets = np.frombuffer(a.buffers()[1], dtype=np.int64)[: len(a) + 1]
-    data = a.buffers()[2]
-    arr = np.frombuffer(data, dtype=np.uint8) if data is not None and offsets[-1] else np.zeros(0, np.uint8)
-    return arr, offsets
-
-
-def join_rows(parts: list[pa.Array]) -> pa.Array:
-    """Row *i* of the result is row *i* of every part, one after the other."""
-    if len(parts) == 1:
-        return parts[0]
-    n = len(parts[0])
-    datas, starts, ends, base = [], [], [], 0
-    for p in parts:
-        data, offsets = parts_of(p)
-        datas.append(data)
-        starts.append(offsets[:-1] + base)
-        ends.append(offsets[1:] + base)
-        base += len(data)
-    if n == 0:
-        return pa.array([], pa.binary())
-    buf = Buf(np.concatenate(datas).tobytes(), "<encoded>")
-    s = np.column_stack(starts).ravel()
-    e = np.column_stack(ends).ravel()
-    return buf.slices(s, e, parts=len(parts))
-
-
-def group_rows(elements: pa.Array, list_offsets: np.ndarray) -> pa.Array:
-    """Per list, its elements' bytes back to back (*list_offsets* index *elements*)."""
-    data, offsets = parts_of(elements)
-    return binary(data, offsets[np.asarray(list_offsets, dtype=np.int64)])
-
-
-def delimited(elements: pa.Array, list_offsets: np.ndarray, delimiter: int) -> pa.Array:
-    """Per list, its elements' bytes separated by *delimiter* (RocksDB's list state layout)."""
-    list_offsets = np.asarray(list_offsets, dtype=np.int64)
-    n_elem = len(elements)
-    if n_elem == 0:
-        return binary(b"", np.zeros(len(list_offsets), dtype=np.int64))
-    # every element but each list's last is followed by the delimiter
-    last = np.zeros(n_elem, dtype=bool)
-    counts = np.diff(list_offsets)
-    last[list_offsets[1:][counts > 0] - 1] = True
-    sep = binary(np.full(int((~last).sum()), delimiter, dtype=np.uint8),
-                 np.concatenate([[0], np.cumsum(~last)]))
-    joined = join_rows([elements, sep])
-    return group_rows(joined, list_offsets)
-
-
-def varints(values: np.ndarray) -> pa.Array:
-    """Unsigned little-endian base-128 varints, one per value (StringValue lengths and chars)."""
-    v = np.asarray(values, dtype=np.uint64)
-    n = len(v)
-    sizes = np.ones(n, dtype=np.int64)
-    for k in range(1, 5):
-        sizes += v >= (np.uint64(1) << np.uint64(7 * k))
-    m = np.zeros((n, 5), dtype=np.uint8)
-    for k in range(5):
-        chunk = ((v >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
-        m[:, k] = chunk | np.where(sizes > k + 1, 0x80, 0).astype(np.uint8)
-    keep = np.arange(5)[None, :] < sizes[:, None]
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    return binary(m[keep], offsets)
 
 
 # --- checks --------------------------------------------------------------------------------
@@ -158,10 +48,6 @@ def _numbers(values: pa.Array, target: pa.DataType, t: T.FlinkType, where: str) 
     return values.to_numpy(zero_copy_only=False)
 
 
-def _flat(values) -> pa.Array:
-    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-
-
 # --- the encoders --------------------------------------------------------------------------
 
 _SCALAR_DTYPES = {"long": (pa.int64(), ">i8"), "int": (pa.int32(), ">i4"), "short": (pa.int16(), ">i2"),
@@ -170,7 +56,7 @@ _SCALAR_DTYPES = {"long": (pa.int64(), ">i8"), "int": (pa.int32(), ">i4"), "shor
 
 def encode(t: T.FlinkType, values, where: str = "value") -> pa.Array:
     """Each row of *values* as *t*'s serializer writes it, as a binary column."""
-    values = _flat(values)
+    values = flat(values)
     encoder = _ENCODERS.get(type(t))
     if encoder is None:
         raise FlinkEncodeError(f"{where}: values of {t.describe()} cannot be written")
@@ -234,19 +120,10 @@ def _bytes(t, values, where):
     return join_rows([fixed(big_endian(lengths, ">i4")), values])
 
 
-def _collection(values, t, where):
-    """(list offsets relative to the flat values, the flat values) of a list or map column."""
-    _no_nulls(values, t, where)
-    if values.offset:
-        values = pa.concat_arrays([values])
-    offsets = np.asarray(values.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
-    first = offsets[0]
-    return offsets - first, first, offsets[-1]
-
-
 def _primitive_array(t: T.PrimitiveArray, values, where):
-    offsets, lo, hi = _collection(values, t, where)
-    elements = encode(t.element, values.values.slice(lo, hi - lo), f"{where} element")
+    _no_nulls(values, t, where)
+    (flat_values,), offsets = flat_elements(values, [values.values])
+    elements = encode(t.element, flat_values, f"{where} element")
     counts = fixed(big_endian(np.diff(offsets), ">i4"))
     return join_rows([counts, group_rows(elements, offsets)])
 
@@ -258,27 +135,22 @@ def _list(t: T.List, values, where):
 
 
 def _map(t: T.Map, values, where):
-    offsets, lo, hi = _collection(values, t, where)
-    entries = map_entries(t, values.keys.slice(lo, hi - lo), values.items.slice(lo, hi - lo), where)
+    _no_nulls(values, t, where)
+    (keys, items), offsets = flat_elements(values, [values.keys, values.items])
+    entries = map_entries(t, keys, items, where)
     counts = fixed(big_endian(np.diff(offsets), ">i4"))
     return join_rows([counts, group_rows(entries, offsets)])
 
 
 def null_flagged(t: T.FlinkType, values: pa.Array, where: str) -> pa.Array:
     """bool isNull, then the value when not null (map values, POJO fields, Nullable)."""
-    values = _flat(values)
+    values = flat(values)
     null = values.is_null().to_numpy(zero_copy_only=False)
     flags = fixed(null.astype(np.uint8).reshape(-1, 1))
     if not null.any():
         return join_rows([flags, encode(t, values, where)])
-    present = np.flatnonzero(~null)
     encoded = encode(t, values.filter(pa.array(~null)), where)
-    data, offsets = parts_of(encoded)
-    lengths = np.zeros(len(values), dtype=np.int64)
-    lengths[present] = np.diff(offsets)
-    full = np.zeros(len(values) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=full[1:])
-    return join_rows([flags, binary(data, full)])
+    return join_rows([flags, binary(*spread(encoded, ~null))])
 
 
 def map_entries(t: T.Map, keys: pa.Array, items: pa.Array, where: str) -> pa.Array:
@@ -314,7 +186,7 @@ def _pojo(t: T.Pojo, values, where):
     if null.any():
         data, offsets = parts_of(body)
         keep = np.diff(offsets) * ~null
-        body = Buf(data.tobytes(), "<encoded>").slices(offsets[:-1], offsets[:-1] + keep)
+        body = slices(data, offsets[:-1], offsets[:-1] + keep)
     return join_rows([flags, body])
 
 
@@ -335,12 +207,7 @@ def _row(t: T.Row, values, where):
             parts.append(encode(f, v, f"{where}.{n}"))
         else:
             enc = encode(f, v.filter(pa.array(valid)), f"{where}.{n}")
-            data, offsets = parts_of(enc)
-            lengths = np.zeros(len(v), dtype=np.int64)
-            lengths[valid] = np.diff(offsets)
-            full = np.zeros(len(v) + 1, dtype=np.int64)
-            np.cumsum(lengths, out=full[1:])
-            parts.append(binary(data, full))
+            parts.append(binary(*spread(enc, valid)))
     return join_rows(parts)
 
 

@@ -25,6 +25,7 @@ TC_BLOCKDATA, TC_ENDBLOCKDATA, TC_RESET, TC_BLOCKDATALONG, TC_EXCEPTION, TC_LONG
 TC_PROXYCLASSDESC, TC_ENUM = 0x7D, 0x7E
 SC_WRITE_METHOD, SC_SERIALIZABLE, SC_EXTERNALIZABLE, SC_BLOCK_DATA = 0x01, 0x02, 0x04, 0x08
 
+_NEW = object()  # an element not read before (not null, not a reference)
 _PRIMITIVES = {"B": "byte", "C": "ushort", "D": "double", "F": "float", "I": "int", "J": "long",
                "S": "short", "Z": "bool"}
 
@@ -92,12 +93,9 @@ class _Stream:
         if depth > MAX_DEPTH:
             raise self.r.error(f"Java object nested deeper than {MAX_DEPTH}")
         r = self.r
-        at = r.pos
-        tc = r.ubyte()
-        if tc == TC_NULL:
-            return None
-        if tc == TC_REFERENCE:
-            return self._reference(at)
+        at, tc, seen = self._start()
+        if seen is not _NEW:
+            return seen
         if tc == TC_STRING:
             return self._string(r.ushort())
         if tc == TC_LONGSTRING:
@@ -129,6 +127,17 @@ class _Stream:
             return self.content(depth)
         raise r.error(f"Java serialization element {tc:#04x} is not supported", at)
 
+    def _start(self) -> tuple[int, int, object]:
+        """(offset, type code, value) of the next element: the value is the element when it is
+        null or a reference back to one already read, else ``_NEW`` (its content follows)."""
+        at = self.r.pos
+        tc = self.r.ubyte()
+        if tc == TC_NULL:
+            return at, tc, None
+        if tc == TC_REFERENCE:
+            return at, tc, self._reference(at)
+        return at, tc, _NEW
+
     def _reference(self, at: int):
         h = self.r.int() - BASE_HANDLE
         if not 0 <= h < len(self.handles):
@@ -143,15 +152,11 @@ class _Stream:
 
     def class_desc(self, depth: int) -> ClassDesc | None:
         r = self.r
-        at = r.pos
-        tc = r.ubyte()
-        if tc == TC_NULL:
-            return None
-        if tc == TC_REFERENCE:
-            desc = self._reference(at)
-            if not isinstance(desc, ClassDesc):
+        at, tc, seen = self._start()
+        if seen is not _NEW:
+            if tc == TC_REFERENCE and not isinstance(seen, ClassDesc):
                 raise r.error("Java class descriptor reference to something else", at)
-            return desc
+            return seen
         if tc == TC_PROXYCLASSDESC:
             h = self._new_handle(None)
             names = [r.utf() for _ in range(self._count(2))]

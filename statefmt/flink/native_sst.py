@@ -83,7 +83,7 @@ class SstSnapshot:
         value) and the lengths of its parts (int64: key, value, key, ...), as
         :meth:`RocksDBSnapshot.interleaved` gives them (in one chunk: *batch_size* is
         accepted for that interface and not used)."""
-        from .kernels import concat_slices
+        from ..slicekernel import concat_slices
 
         found = self.live_entries(column_family, key_groups, max_parallelism)
         if found is None:

@@ -25,11 +25,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..bytecolumns import big_endian, binary, delimited, fixed, join_rows, parts_of
 from ..errors import FlinkEncodeError
+from ..vocabulary import StateKind
 from . import types as T
 from .binary import Reader
 from .binary_write import Writer
-from .encode import big_endian, binary, delimited, fixed, join_rows, parts_of
 from .streams import END_OF_KEY_GROUP, LIST_DELIMITER, META_FOLLOWS, prefix_bytes
 
 KEY_GROUP, KEY = "_key_group", "_k"
@@ -62,7 +63,7 @@ def row_schema(states: list[StreamState] | tuple[StreamState, ...]) -> pa.Schema
     fields = [(KEY_GROUP, pa.int32()), (KEY, pa.binary())]
     for i, state in enumerate(states):
         fields.append((value_column(i), pa.binary()))
-        if state.kind == "map":
+        if state.kind == StateKind.MAP:
             fields.append((user_key_column(i), pa.binary()))
         if state.ordered:
             fields.append((order_column(i), pa.int64()))
@@ -134,13 +135,13 @@ class KeyedStreamBuilder:
         heads = np.flatnonzero(~same)
         kinds = np.array([self.states[i].kind for i in sid[heads]])
         repeated = np.diff(np.append(heads, n)) > 1
-        single = repeated & (kinds != "list") & (kinds != "timers")
+        single = repeated & (kinds != StateKind.LIST) & (kinds != "timers")
         if single.any():
             self._repeated(int(heads[np.flatnonzero(single)[0]]), sid, keys, kg)
         # one entry per run: a list's elements joined, anything else its one value
         run_offsets = np.append(heads, n)
         joined = values.take(pa.array(heads))  # a repeated timer is kept once
-        is_list = kinds == "list"
+        is_list = kinds == StateKind.LIST
         if is_list.any():
             lists = delimited(values, run_offsets, LIST_DELIMITER)
             joined = pc.if_else(pa.array(is_list), lists, joined)
@@ -186,7 +187,7 @@ class KeyedStreamBuilder:
             pick = None if not values.null_count else np.flatnonzero(values.is_valid().to_numpy(zero_copy_only=False))
             g, k, v = (kg, keys, values) if pick is None else (kg[pick], keys.take(pick), values.take(pick))
             order = None
-            if state.kind == "map":
+            if state.kind == StateKind.MAP:
                 user_keys = rows.column(user_key_column(i)).chunk(0)
                 k = join_rows([k, user_keys if pick is None else user_keys.take(pick)])
                 order = pc.sort_indices(pa.table({"g": g, "k": k}), [("g", "ascending"), ("k", "ascending")])
@@ -215,7 +216,7 @@ class KeyedStreamBuilder:
             shown = repr(self.key.read(Reader(raw, "key")))
         except Exception:
             shown = raw.hex()
-        what = "a map key appears twice for key" if state.kind == "map" else "two rows for key"
+        what = "a map key appears twice for key" if state.kind == StateKind.MAP else "two rows for key"
         raise FlinkEncodeError(f"{state.what}: {what} {shown} (key group {int(kg[row])}); "
                                f"a {state.kind} state holds one value per key")
 

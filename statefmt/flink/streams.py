@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import FlinkFormatError, UnsupportedFlinkFeature
+from ..vocabulary import OperatorStateKind, StateKind
 from .headers import KeyedHeader, StateMeta
 from . import types as T
 from .types import Buf
@@ -126,14 +127,14 @@ def decode_canonical_state(meta: StateMeta, key: T.FlinkType, raw: RawEntries) -
         keyns = buf.slices(raw.key_starts + 8, raw.key_ends)
         return StateRows(raw.key_groups, keyns, pa.array(ts))
     ns = meta.namespace
-    if meta.kind == "map":
+    if meta.kind == StateKind.MAP:
         split = _split_key(key, ns, buf, raw.key_starts)
         keyns = buf.slices(raw.key_starts, split)
         user_keys, _ = meta.value.key.column(buf, split, raw.key_ends)
         values, _ = T.null_flagged(meta.value.value, buf, raw.value_starts, raw.value_ends)
         return _group_map(raw.key_groups, keyns, user_keys, values, meta)
     keyns = buf.slices(raw.key_starts, raw.key_ends)
-    if meta.kind == "list":
+    if meta.kind == StateKind.LIST:
         values = _delimited(meta.value.element, buf, raw.value_starts, raw.value_ends)
     else:
         values, _ = meta.value.column(buf, raw.value_starts, raw.value_ends)
@@ -200,6 +201,14 @@ def decode_heap_native(buf: Buf, header: KeyedHeader, blocks: list[tuple[int, in
     value starts (fixed-width parts are stepped over, others skipped by their
     type); the columns are then decoded with those offsets, all entries at once.
     """
+    return {sid: _heap_state_rows(buf, header.states[sid], *marks)
+            for sid, marks in _heap_entry_starts(buf, header, blocks).items()}
+
+
+def _heap_entry_starts(buf: Buf, header: KeyedHeader, blocks: list[tuple[int, int, int]]
+                       ) -> dict[int, tuple[list, list, list, list]]:
+    """Per state id: its (key group, entry count) pairs, and where each entry's three parts
+    start (a timer's timestamp, key, namespace; else namespace, key, value)."""
     data, source = buf.data, buf.source
     n_states = len(header.states)
     key_skip = header.key.skipper(buf)
@@ -250,20 +259,21 @@ def decode_heap_native(buf: Buf, header: KeyedHeader, blocks: list[tuple[int, in
         except (IndexError, struct.error):
             raise FlinkFormatError(f"{source}: stream ends early in key group {key_group} "
                                    f"at offset {buf.base + min(pos, end)}") from None
-    out = {}
-    for sid, (kgs, first, second, third) in marks.items():
-        meta = header.states[sid]
-        kg = np.repeat(*map(np.asarray, zip(*kgs))).astype(np.int32)
-        a, b_, c = (np.asarray(x, dtype=np.int64) for x in (first, second, third))
-        if meta.kind == "timers":
-            ts = T.as_dtype(buf.gather(a, 8), ">i8").astype("<i8") ^ np.int64(T.LONG_MIN)
-            out[sid] = StateRows(kg, buf.slices(a + 8, c), pa.array(ts))
-        else:
-            # the row identity is key + namespace: here they come as namespace, key
-            keyns = buf.slices(np.column_stack([b_, a]).ravel(), np.column_stack([c, b_]).ravel(), parts=2)
-            values, _ = meta.value.column(buf, c)
-            out[sid] = StateRows(kg, keyns, values)
-    return out
+    return marks
+
+
+def _heap_state_rows(buf: Buf, meta: StateMeta, kgs: list, first: list, second: list, third: list
+                     ) -> StateRows:
+    """One state's rows, decoded from where its entries' parts start."""
+    kg = np.repeat(*map(np.asarray, zip(*kgs))).astype(np.int32)
+    a, b_, c = (np.asarray(x, dtype=np.int64) for x in (first, second, third))
+    if meta.kind == "timers":
+        ts = T.as_dtype(buf.gather(a, 8), ">i8").astype("<i8") ^ np.int64(T.LONG_MIN)
+        return StateRows(kg, buf.slices(a + 8, c), pa.array(ts))
+    # the row identity is key + namespace: here they come as namespace, key
+    keyns = buf.slices(np.column_stack([b_, a]).ravel(), np.column_stack([c, b_]).ravel(), parts=2)
+    values, _ = meta.value.column(buf, c)
+    return StateRows(kg, keyns, values)
 
 
 def _concat_rows(rows: list[StateRows]) -> StateRows:
@@ -279,7 +289,7 @@ def _concat_rows(rows: list[StateRows]) -> StateRows:
 def decode_operator_state(meta: StateMeta, buf: Buf, offsets: tuple[int, ...]) -> tuple[pa.Array | None, pa.Array]:
     """(keys or None, values) of one operator state in one subtask's stream."""
     starts = np.asarray(offsets, dtype=np.int64)
-    if meta.kind == "broadcast":
+    if meta.kind == OperatorStateKind.BROADCAST:
         if len(starts) != 1:
             raise FlinkFormatError(f"{buf.source}: broadcast state {meta.name!r} has {len(starts)} offsets, not 1")
         counts = T.collection_sizes(buf, starts)

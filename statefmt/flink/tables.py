@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, TTL_SUFFIX
+from ..vocabulary import TimerDomain
 from .headers import StateMeta
 from .rowdata import RowData
 from .streams import StateRows
@@ -101,7 +102,7 @@ def timer_service(name: str) -> tuple[str, str]:
     """(domain, service) of a timer state name such as ``_timer_state/event_user-timers``."""
     rest = name[len(TIMER_PREFIX):] if name.startswith(TIMER_PREFIX) else name
     domain, _, service = rest.partition("_")
-    return ("event" if domain == "event" else "processing"), (service or rest)
+    return (TimerDomain.EVENT if domain == TimerDomain.EVENT else TimerDomain.PROCESSING), (service or rest)
 
 
 # --- keys and namespaces from the row identity -------------------------------------------

@@ -20,6 +20,7 @@ from typing import Any, Callable
 from ..errors import DataFileError, UsageError
 from ..keygroups import timestamp_micros
 from ..types import DataType, type_str
+from ..varint import VarintError, read_varint
 from ..vocabulary import TimerDomain
 
 _INT_WIDTH = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "date32": 4}
@@ -42,16 +43,10 @@ def put_varint(n: int, out: bytearray) -> None:
 
 
 def get_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    n = shift = 0
-    while True:
-        if pos >= len(buf) or shift > 63:
-            raise DataFileError("corrupt state entry: truncated or overlong length")
-        b = buf[pos]
-        pos += 1
-        n |= (b & 0x7F) << shift
-        if b < 0x80:
-            return n, pos
-        shift += 7
+    try:
+        return read_varint(buf, pos)
+    except VarintError:
+        raise DataFileError("corrupt state entry: truncated or overlong length") from None
 
 
 def sortable_int(value: int, width: int) -> bytes:
@@ -198,24 +193,33 @@ def _nullable(enc: Encoder, dec: Decoder) -> tuple[Encoder, Decoder]:
     return nenc, ndec
 
 
-def _list_codec(element: DataType) -> tuple[Encoder, Decoder]:
-    eenc, edec = _nullable(*codec_for(element))
-
+def _counted_codec(item_enc: Encoder, item_dec: Decoder, items_of: Callable[[Any], list]
+                   ) -> tuple[Encoder, Decoder]:
+    """A varint count, then each item (a list's elements, a map's entries)."""
     def enc(v, out):
-        if not isinstance(v, (list, tuple)):
-            raise UsageError(f"expected a list, got {v!r}")
-        put_varint(len(v), out)
-        for e in v:
-            eenc(e, out)
+        items = items_of(v)
+        put_varint(len(items), out)
+        for item in items:
+            item_enc(item, out)
 
     def dec(buf, pos):
         n, pos = get_varint(buf, pos)
         items = []
         for _ in range(n):
-            e, pos = edec(buf, pos)
-            items.append(e)
+            item, pos = item_dec(buf, pos)
+            items.append(item)
         return items, pos
     return enc, dec
+
+
+def _list_items(v) -> list | tuple:
+    if not isinstance(v, (list, tuple)):
+        raise UsageError(f"expected a list, got {v!r}")
+    return v
+
+
+def _list_codec(element: DataType) -> tuple[Encoder, Decoder]:
+    return _counted_codec(*_nullable(*codec_for(element)), _list_items)
 
 
 def map_pairs(v) -> list:
@@ -231,24 +235,18 @@ def _map_codec(key: DataType, value: DataType) -> tuple[Encoder, Decoder]:
     kenc, kdec = codec_for(key)
     venc, vdec = _nullable(*codec_for(value))
 
-    def enc(v, out):
-        pairs = map_pairs(v)
-        put_varint(len(pairs), out)
-        for k, x in pairs:
-            if k is None:
-                raise UsageError("map keys may not be null")
-            kenc(k, out)
-            venc(x, out)
+    def enc_entry(pair, out):
+        k, x = pair
+        if k is None:
+            raise UsageError("map keys may not be null")
+        kenc(k, out)
+        venc(x, out)
 
-    def dec(buf, pos):
-        n, pos = get_varint(buf, pos)
-        pairs = []
-        for _ in range(n):
-            k, pos = kdec(buf, pos)
-            x, pos = vdec(buf, pos)
-            pairs.append((k, x))
-        return pairs, pos
-    return enc, dec
+    def dec_entry(buf, pos):
+        k, pos = kdec(buf, pos)
+        x, pos = vdec(buf, pos)
+        return (k, x), pos
+    return _counted_codec(enc_entry, dec_entry, map_pairs)
 
 
 def _struct_codec(fields: list) -> tuple[Encoder, Decoder]:

@@ -13,69 +13,26 @@ wide decimals) use the scalar codec, value by value.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import bytecolumns as B
+from ..bytecolumns import flat_elements, join
 from ..errors import UsageError
 from ..types import DataType
 from ..vocabulary import TimerDomain
 from .codec import KeyLayout, ValueCodec
 
 BIN = pa.large_binary()
+# the shared builders, every column large_binary
+binary, fixed, constant, varints, group_rows = (
+    partial(f, large=True) for f in (B.binary, B.fixed, B.constant, B.varints, B.group_rows))
 _EMPTY = pa.scalar(b"", BIN)
 _INT_WIDTH = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "date32": 4}
 _DOMAINS = tuple(TimerDomain)  # as codec.timer_key numbers them
-
-
-# --- building binary arrays --------------------------------------------------------------
-
-def _validity(valid: np.ndarray | None) -> tuple[pa.Buffer | None, int]:
-    if valid is None or valid.all():
-        return None, 0
-    return pa.py_buffer(np.packbits(valid, bitorder="little")), int((~valid).sum())
-
-
-def _binary(offsets: np.ndarray, data, valid: np.ndarray | None = None) -> pa.Array:
-    """A large_binary array from its offsets (n + 1, into *data*) and data bytes."""
-    if not isinstance(data, pa.Buffer):
-        data = pa.py_buffer(np.ascontiguousarray(data, dtype=np.uint8))
-    bitmap, nulls = _validity(valid)
-    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-    return pa.Array.from_buffers(BIN, len(offsets) - 1, [bitmap, pa.py_buffer(offsets), data], nulls)
-
-
-def _parts(arr: pa.Array) -> tuple[np.ndarray, pa.Buffer]:
-    """The offsets (n + 1, into the data buffer) and the data buffer of a large_binary array."""
-    _, offsets, data = arr.buffers()
-    offsets = np.frombuffer(offsets, dtype=np.int64)[arr.offset:arr.offset + len(arr) + 1]
-    return offsets, data if data is not None else pa.py_buffer(b"")
-
-
-def fixed(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
-    """Each row of a 1-d numpy array as its bytes (``values.itemsize`` per row)."""
-    values = np.ascontiguousarray(values)
-    width = values.dtype.itemsize
-    return _binary(np.arange(len(values) + 1, dtype=np.int64) * width, values.view(np.uint8), valid)
-
-
-def constant(value: bytes, n: int) -> pa.Array:
-    """*value* n times."""
-    return _binary(np.arange(n + 1, dtype=np.int64) * len(value),
-                   np.frombuffer(value * n, dtype=np.uint8))
-
-
-def join(*parts: pa.Array) -> pa.Array:
-    """The parts concatenated row by row (null where any part is null)."""
-    if len(parts) == 1:
-        return parts[0]
-    return pc.binary_join_element_wise(*parts, _EMPTY)
-
-
-def runs(elements: pa.Array, offsets: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
-    """Row i: elements ``offsets[i]`` to ``offsets[i+1]`` concatenated (no copy: new offsets)."""
-    element_offsets, data = _parts(elements)
-    return _binary(element_offsets[offsets], data, valid)
 
 
 def sortable_ints(values: np.ndarray, width: int, valid: np.ndarray | None = None) -> pa.Array:
@@ -83,21 +40,6 @@ def sortable_ints(values: np.ndarray, width: int, valid: np.ndarray | None = Non
     unsigned = np.asarray(values).astype(f"i{width}").view(f"u{width}")
     unsigned = unsigned ^ np.array(1 << (8 * width - 1), dtype=f"u{width}")
     return fixed(unsigned.astype(f">u{width}"), valid)
-
-
-def varints(values: np.ndarray) -> pa.Array:
-    """Unsigned LEB128 of every value (codec.put_varint)."""
-    v = np.asarray(values).astype(np.uint64)
-    nbytes = np.ones(len(v), dtype=np.int64)
-    for k in range(1, 10):
-        nbytes += v >= np.uint64(1 << (7 * k))
-    width = int(nbytes.max()) if len(v) else 1
-    column = np.arange(width)
-    groups = ((v[:, None] >> (column.astype(np.uint64) * np.uint64(7))) & np.uint64(0x7F)).astype(np.uint8)
-    groups |= np.where(column[None, :] < nbytes[:, None] - 1, 0x80, 0).astype(np.uint8)
-    offsets = np.zeros(len(v) + 1, dtype=np.int64)
-    np.cumsum(nbytes, out=offsets[1:])
-    return _binary(offsets, groups[column[None, :] < nbytes[:, None]])
 
 
 # --- values ------------------------------------------------------------------------------
@@ -136,7 +78,7 @@ def encode(arr: pa.Array, t: DataType) -> pa.Array:
             return _map(arr, arg["key"], arg["value"], valid)
         if tag == "struct":
             fields = [nullable(arr.field(i), f["type"]) for i, f in enumerate(arg)]
-            return _binary(*_parts(join(*fields)), valid)
+            return binary(*B.parts_of(join(*fields)), valid)
     return _scalar(arr, t)
 
 
@@ -152,14 +94,7 @@ def _decimal(arr: pa.Array, valid) -> pa.Array:
     raw = np.frombuffer(arr.buffers()[1], dtype=np.uint8).reshape(-1, 16)
     raw = raw[arr.offset:arr.offset + len(arr), ::-1].copy()
     raw[:, 0] ^= 0x80
-    return _binary(np.arange(len(arr) + 1, dtype=np.int64) * 16, raw.reshape(-1), valid)
-
-
-def _elements(arr, children):
-    """The flat slice of *children* under *arr*'s rows, and the rows' offsets into it."""
-    offsets = np.asarray(arr.offsets, dtype=np.int64)
-    first, last = int(offsets[0]), int(offsets[-1])
-    return [c.slice(first, last - first) for c in children], offsets - first
+    return binary(raw.reshape(-1), np.arange(len(arr) + 1, dtype=np.int64) * 16, valid)
 
 
 def _counted(runs_of_rows: pa.Array, offsets: np.ndarray) -> pa.Array:
@@ -167,15 +102,15 @@ def _counted(runs_of_rows: pa.Array, offsets: np.ndarray) -> pa.Array:
 
 
 def _list(arr, element: DataType, valid) -> pa.Array:
-    (values,), offsets = _elements(arr, [arr.values])
-    return _counted(runs(nullable(values, element), offsets, valid), offsets)
+    (values,), offsets = flat_elements(arr, [arr.values])
+    return _counted(group_rows(nullable(values, element), offsets, valid), offsets)
 
 
 def _map(arr, key: DataType, value: DataType, valid) -> pa.Array:
     # Arrow maps have no null keys, so the scalar codec's check cannot fail here
-    (keys, items), offsets = _elements(arr, [arr.keys, arr.items])
+    (keys, items), offsets = flat_elements(arr, [arr.keys, arr.items])
     entries = join(encode(keys, key), nullable(items, value))
-    return _counted(runs(entries, offsets, valid), offsets)
+    return _counted(group_rows(entries, offsets, valid), offsets)
 
 
 def _scalar(arr: pa.Array, t: DataType) -> pa.Array:
@@ -188,11 +123,11 @@ def list_entries(arr: pa.Array, element: DataType) -> pa.Array:
     (no count, FORMAT.md §11.3); null for a null or empty list, which has no entry."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    (values,), offsets = _elements(arr, [arr.values])
+    (values,), offsets = flat_elements(arr, [arr.values])
     keep = np.diff(offsets) > 0
     if arr.null_count:
         keep &= arr.is_valid().to_numpy(zero_copy_only=False)
-    return runs(nullable(values, element), offsets, keep)
+    return group_rows(nullable(values, element), offsets, keep)
 
 
 def map_entries(arr: pa.Array, key: DataType, value: DataType
@@ -201,7 +136,7 @@ def map_entries(arr: pa.Array, key: DataType, value: DataType
     row each comes from, the encoded map key (to follow the row's key), the *nullable* value."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    (keys, items), offsets = _elements(arr, [arr.keys, arr.items])
+    (keys, items), offsets = flat_elements(arr, [arr.keys, arr.items])
     row = np.repeat(np.arange(len(arr)), np.diff(offsets))
     user_keys, values = encode(keys, key), nullable(items, value)
     if arr.null_count:

@@ -27,7 +27,11 @@ DELETION, VALUE, MERGE, SINGLE_DELETION = 0x0, 0x1, 0x2, 0x7
 
 @_njit
 def _varint(data, pos, end):
-    """(value, next position); next position -1 when the varint runs past *end*."""
+    """(value, next position); next position -1 when the varint runs past *end*.
+
+    The compiled copy of :func:`statectl.statefmt.varint.read_varint`: nopython code cannot
+    call that one, nor raise its error.
+    """
     result = np.int64(0)
     shift = 0
     while pos < end and shift <= 63:

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..errors import SstFormatError, UnsupportedSstFeature
 from ..fs import Location
+from ..varint import VarintError, read_varint
 
 __all__ = ["SstFile", "Entries", "read_entries", "SstFormatError", "UnsupportedSstFeature"]
 
@@ -68,20 +69,12 @@ class Entries:
 
 def _handle(data: bytes, pos: int) -> tuple[int, int, int]:
     """(offset, size, next position) of a varint-encoded block handle."""
-    out = []
-    for _ in range(2):
-        value, shift = 0, 0
-        while True:
-            if pos >= len(data) or shift > 63:
-                raise ValueError("block handle runs past its bytes")
-            b = data[pos]
-            pos += 1
-            value |= (b & 0x7F) << shift
-            if b < 0x80:
-                break
-            shift += 7
-        out.append(value)
-    return out[0], out[1], pos
+    try:
+        offset, pos = read_varint(data, pos)
+        size, pos = read_varint(data, pos)
+    except VarintError:
+        raise ValueError("block handle runs past its bytes") from None
+    return offset, size, pos
 
 
 def _varint_value(data: bytes) -> int:

@@ -20,9 +20,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from statectl.statefmt.bytecolumns import big_endian, binary, fixed, join_rows, scattered
 from statectl.statefmt.errors import FlinkEncodeError
 from statectl.statefmt.flink import types as T
-from statectl.statefmt.flink.encode import big_endian, binary, encode, fixed, join_rows, null_flagged, scattered
+from statectl.statefmt.flink.encode import encode, null_flagged
 from statectl.statefmt.flink.keyhash import flink_key_groups
 from statectl.statefmt.flink.savepoint_write import KeyedStreamFile
 from statectl.statefmt.flink.stream_write import (KEY, KEY_GROUP, KeyedStreamBuilder, StreamState,
