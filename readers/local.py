@@ -129,7 +129,7 @@ def _parquet_batches(sp: Savepoint, files, schema: pa.Schema) -> Iterator[pa.Rec
     """statectl's own Parquet files, each verified (size, sha256, schema) before it is read."""
     from statectl.statefmt.canonical import check_parquet
     from statectl.statefmt.integrity import verify_file
-    from statectl.statefmt.savepoint import file_location
+    from statectl.statefmt.locations import file_location
 
     for f in files:
         loc = file_location(sp, f.ref)

@@ -33,7 +33,7 @@ class NativeReader(DataSourceReader):
 
     def _operator(self) -> tuple[Savepoint, Operator]:
         from statectl.statefmt.ids import OperatorRef
-        from statectl.statefmt.savepoint import load
+        from statectl.statefmt.formats import load
 
         sp = load(self.location)
         return sp, sp.operator(OperatorRef(operator_id=self.operator_id))

@@ -57,7 +57,7 @@ def _flink(sp: Savepoint, op: Operator, report: DeepReport) -> None:
 def _parquet(sp: Savepoint, op: Operator, report: DeepReport, skip) -> None:
     import pyarrow.parquet as pq
 
-    from .savepoint import file_location
+    from .locations import file_location
 
     for f in op.data_files():
         if (op.operator_id, f.ref.path) in skip:

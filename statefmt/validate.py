@@ -25,7 +25,8 @@ from .fs import Location
 from .integrity import verify_file
 from .model import KEY_GROUP_COLUMN, DataFile, Operator, Savepoint
 from .vocabulary import Format
-from .savepoint import file_location, load
+from .formats import load
+from .locations import file_location
 
 
 @dataclass

@@ -612,7 +612,10 @@ def write_flink(operators, output: str, spark, max_parallelism: int | None = Non
     """
     from statectl.statefmt.flink.model import flink_savepoint, load_flink
 
-    from .flink_modify import keep_operators, previous_files, remove_replaced
+    from statectl.statefmt.formats import previous_files
+    from statectl.statefmt.locations import remove_replaced
+
+    from .flink_modify import keep_operators
 
     out = check_output(output, [base] if base is not None else [], overwrite=overwrite)
     if spark is None:

@@ -20,7 +20,7 @@ from ..errors import IntegrityError, MissingFileError
 from ..fs import Location
 from ..integrity import ALGORITHM
 from ..model import DataFile, FileRef, LineageEntry, Operator, Savepoint
-from ..savepoint import file_location
+from ..locations import file_location
 
 # Files of a checkpoint that reopening does not need.
 _SKIPPED = ("LOCK", "LOG")
