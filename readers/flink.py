@@ -1,6 +1,6 @@
 """Flink savepoints into DataFrames: a Python Data Source, one partition per split.
 
-A split (`statefmt.flink.savepoint.FlinkSplit`: one subtask stream, or a
+A split (`statefmt.flink.describe.FlinkSplit`: one subtask stream, or a
 key-group range of one) is pickled into its partition and decoded in the
 executor by `read_split`; the driver only reads `_metadata` and stream headers.
 The batches have the format layer's table schema, with the types Spark takes
@@ -37,9 +37,9 @@ class FlinkReader(DataSourceReader):
         self.key_groups = None if groups is None else json.loads(groups)
 
     def partitions(self):
-        from statectl.statefmt.flink.model import flink_savepoint
+        from statectl.statefmt.flink.savepoint import open_flink_savepoint
 
-        op = flink_savepoint(self.location).operator(self.operator_id)
+        op = open_flink_savepoint(self.location).operator(self.operator_id)
         if self.table in ("keyed", "timers"):
             chosen = op.keyed_splits_holding(self.key_groups)
         else:
@@ -94,7 +94,7 @@ def flink_keyed_table(spark, sp: Savepoint, op: Operator, timers: bool = False, 
     from statectl.statefmt.flink.model import flink_savepoint
 
     table = "timers" if timers else "keyed"
-    schema = flink_savepoint(sp.location).operator(op.operator_id).table_schema(table)
+    schema = flink_savepoint(sp).operator(op.operator_id).table_schema(table)
     return _frame(spark, sp, op, table, schema, key_groups)
 
 
@@ -103,6 +103,6 @@ def flink_operator_state(spark, sp: Savepoint, op: Operator, name: str):
     (the union once), broadcast one copy."""
     from statectl.statefmt.flink.model import flink_savepoint
 
-    info = flink_savepoint(sp.location).operator(op.operator_id)
+    info = flink_savepoint(sp).operator(op.operator_id)
     broadcast = info.operator_states[name].kind == "broadcast"
     return _frame(spark, sp, op, name, info.table_schema(name), one_copy=broadcast)

@@ -37,7 +37,7 @@ def key_groups(sp: Savepoint, op: Operator, keys: list[tuple]) -> list[int]:
         from statectl.statefmt.flink.rowdata import RowData
         from statectl.statefmt.flink.rowdata_write import row_key_group
 
-        info = flink_savepoint(sp.location).operator(op.operator_id)
+        info = flink_savepoint(sp).operator(op.operator_id)
         if isinstance(info.key_type, RowData):  # a SQL operator's key row
             try:
                 return sorted({row_key_group(k, info.key_type.fields, op.max_parallelism) for k in keys})

@@ -91,7 +91,7 @@ def _keyed_batches(sp: Savepoint, op: Operator, timers: bool, groups) -> Iterato
         from statectl.statefmt.flink.model import flink_savepoint
         from statectl.statefmt.flink.savepoint import read_split
 
-        info = flink_savepoint(sp.location).operator(op.operator_id)
+        info = flink_savepoint(sp).operator(op.operator_id)
         if timers and info.timers_schema is None:
             return
         for split in info.keyed_splits_holding(wanted):
@@ -117,7 +117,7 @@ def _operator_state_batches(sp: Savepoint, op: Operator, state) -> Iterator[pa.R
         from statectl.statefmt.flink.model import flink_savepoint
         from statectl.statefmt.flink.savepoint import read_split
 
-        info = flink_savepoint(sp.location).operator(op.operator_id)
+        info = flink_savepoint(sp).operator(op.operator_id)
         broadcast = info.operator_states[state.name].kind == "broadcast"
         for split in info.operator_splits[:1] if broadcast else info.operator_splits:
             yield from read_split(split, state.name)
@@ -155,7 +155,7 @@ def _empty(sp: Savepoint, op: Operator, choice: TableChoice, wanted: list[str]) 
     if op.format == Format.FLINK:
         from statectl.statefmt.flink.model import flink_savepoint
 
-        info = flink_savepoint(sp.location).operator(op.operator_id)
+        info = flink_savepoint(sp).operator(op.operator_id)
         table = choice.states[0] if choice.kind == OPERATOR_STATE else "keyed" if choice.kind == KEYED else "timers"
         schema = info.table_schema(table)
     elif choice.kind == OPERATOR_STATE:

@@ -620,7 +620,7 @@ def write_flink(operators, output: str, spark, max_parallelism: int | None = Non
     out = check_output(output, [base] if base is not None else [], overwrite=overwrite)
     if spark is None:
         raise UsageError("writing operators from data needs a Spark session")
-    fsp = flink_savepoint(base.location) if base is not None else None
+    fsp = flink_savepoint(base) if base is not None else None
     kept_ops = [op for op in fsp.metadata.operators if op.operator_id in kept] if fsp is not None else []
     session = WriteSession(spark, out, on_job)
     now_ms = int(time.time() * 1000)

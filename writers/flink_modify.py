@@ -52,7 +52,7 @@ def write_flink_modification(base: Savepoint, removed: list[str], renamed: dict[
     """Write the Flink savepoint *base* without the operators *removed* (ids) and with the
     uids *renamed* ({operator id: new uid}) to *output*."""
     out = check_output(output, [base], overwrite=overwrite)
-    fsp = flink_savepoint(base.location)
+    fsp = flink_savepoint(base)
     kept, actions = _derive(fsp.metadata, removed, renamed)
     session = WriteSession(None, out)
     session.start()

@@ -23,7 +23,7 @@ from .handles import (AbsoluteFile, IncrementalRocksDB, InlineStream, KeyGroupsS
                       RelativeFile, SegmentFile, StreamHandle)
 from .lineage import checkpoint_roots, lineage_roots
 from .metadata import FlinkOperator, SubtaskState
-from .savepoint import stream_location
+from .streamio import stream_location
 
 StreamMap = Callable[[StreamHandle], StreamHandle]
 
