@@ -21,10 +21,11 @@ from ..model import (NAMESPACE_COLUMN, DataFile, Field, FileRef, KeyedSection,
 from ..types import from_arrow
 from ..vocabulary import Format
 from . import tables as TB
-from .lineage import lineage_roots
 from .describe import FlinkOperatorInfo, FlinkSavepoint
+from .lineage import lineage_roots
 from .savepoint import open_flink_savepoint
 from .streamio import METADATA
+
 
 def flink_savepoint(sp: Savepoint) -> FlinkSavepoint:
     """The Flink description the model *sp* carries (opened from its location for a model

@@ -19,8 +19,8 @@ from typing import Iterable
 from ..errors import IntegrityError, MissingFileError
 from ..fs import Location
 from ..integrity import ALGORITHM
-from ..model import DataFile, FileRef, LineageEntry, Operator, Savepoint
 from ..locations import file_location
+from ..model import DataFile, FileRef, LineageEntry, Operator, Savepoint
 
 # Files of a checkpoint that reopening does not need.
 _SKIPPED = ("LOCK", "LOG")
