@@ -63,7 +63,7 @@ def read(
     from statectl.readers import SavepointReader, find_operator
     from statectl.readers.resolve import choose_table
     from statectl.statefmt.ids import OperatorRef
-    from statectl.statefmt.savepoint import load
+    from statectl.statefmt.formats import load
 
     sp = load(savepoint)
     check_frame_output(fmt, output, [sp], overwrite)
@@ -124,7 +124,7 @@ def sql(
 ) -> None:
     """Run a Spark SQL query over every state of a savepoint."""
     from statectl.readers import SavepointReader
-    from statectl.statefmt.savepoint import load
+    from statectl.statefmt.formats import load
 
     from statectl.readers.statements import check_read_only
 

@@ -45,7 +45,8 @@ def bootstrap(
     json_: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
 ) -> None:
     """Write a savepoint from data files (Parquet, CSV, JSON lines) described by a spec."""
-    from statectl.statefmt.savepoint import check_output, load
+    from statectl.statefmt.formats import load
+    from statectl.statefmt.savepoint import check_output
     from statectl.writers import SavepointWriter
     from statectl.writers.savepoint_writer import check_base_format
     from statectl.writers.spec import load_spec

@@ -10,7 +10,8 @@ from statectl.backends import HeapBackend, RocksDBBackend, commit_snapshots
 from statectl.statefmt.canonical import keyed_schema, read_file, timers_schema
 from statectl.statefmt.errors import LimitError, UsageError
 from statectl.statefmt.keygroups import key_group_for_key, subtask_for_key_group
-from statectl.statefmt.savepoint import file_location, load
+from statectl.statefmt.formats import load
+from statectl.statefmt.locations import file_location
 
 BACKENDS = [HeapBackend, RocksDBBackend]
 MAX_P = 16

@@ -7,7 +7,7 @@ import pytest
 
 from statectl.backends import HeapBackend, RocksDBBackend
 from restore_checks import BOOT_TIMERS, ROWS_DDL, boot_states, expected, restored, rows
-from statectl.statefmt.savepoint import load
+from statectl.statefmt.formats import load
 from statectl.writers import KeyedData, OperatorData, SavepointWriter
 
 

@@ -19,7 +19,8 @@ from statectl.statefmt.errors import UsageError
 from statectl.statefmt.fs import Location
 from statectl.statefmt.keygroups import key_group_for_key, key_group_range
 from statectl.statefmt.model import KEY_GROUP_COLUMN, OperatorState
-from statectl.statefmt.savepoint import file_location, load
+from statectl.statefmt.formats import load
+from statectl.statefmt.locations import file_location
 
 
 def _read_all(sp, files, schema):

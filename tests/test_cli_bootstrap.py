@@ -16,7 +16,7 @@ from collections import defaultdict
 import pyarrow.parquet as pq
 import pytest
 
-from statectl.statefmt.savepoint import load
+from statectl.statefmt.formats import load
 from tests.conftest import REPO, statectl
 from tests.savepoint_rows import files_below, keyed_rows, state_rows, timer_rows, tree_digest
 

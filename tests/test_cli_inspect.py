@@ -9,7 +9,8 @@ import pytest
 
 from builders import build_full_savepoint
 from conftest import statectl
-from statectl.statefmt.savepoint import commit, load, shallow_copy
+from statectl.statefmt.formats import load
+from statectl.statefmt.savepoint import commit, shallow_copy
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from statectl.statefmt.errors import FlinkFormatError, UnsafeReferenceError
 from statectl.statefmt.flink.metadata import parse_metadata
 from statectl.statefmt.flink.savepoint import open_flink_savepoint
 from statectl.statefmt.resolve import resolve_reference
-from statectl.statefmt.savepoint import load
+from statectl.statefmt.formats import load
 
 FIXTURE = Path(__file__).parent / "fixtures" / "flink-dev" / "long-hashmap-canonical" / "savepoint"
 PROC_STREAM = "bc780fd0-df7b-44c3-82d9-5de05e45083a"  # lk-proc subtask 0, 17835 bytes

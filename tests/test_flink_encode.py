@@ -22,7 +22,8 @@ from statectl.statefmt.flink.binding import derive_type, key_java_type, parse_ty
 from statectl.statefmt.flink.encode import encode, string_values
 from statectl.statefmt.flink.handles import KeyGroupsStream
 from statectl.statefmt.flink.headers import read_keyed_header, read_operator_header
-from statectl.statefmt.flink.savepoint import open_flink_savepoint, read_stream
+from statectl.statefmt.flink.savepoint import open_flink_savepoint
+from statectl.statefmt.flink.streamio import read_stream
 from statectl.statefmt.flink.snapshot_write import keyed_header, operator_header
 from statectl.statefmt.flink.types import Buf
 from tests.flink_expect import FIXTURE_NAMES, FIXTURES

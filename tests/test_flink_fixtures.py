@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from statectl.statefmt.flink.savepoint import (FlinkSplit, keyed_table, open_flink_savepoint,
-                                               operator_state_table, read_split, timers_table)
+from statectl.statefmt.flink.describe import FlinkSplit
+from statectl.statefmt.flink.savepoint import (keyed_table, open_flink_savepoint, operator_state_table, read_split,
+                                               timers_table)
 
 from statectl.statefmt.flink.tables import key_fields
 from tests.flink_expect import (FIXTURE_NAMES, FIXTURES, check_broadcast, check_keyed, check_list_state,

@@ -21,8 +21,9 @@ from statectl.statefmt.flink import handles
 from statectl.statefmt.flink.metadata import parse_metadata
 from statectl.statefmt.flink.native_sst import SstSnapshot
 from statectl.statefmt.flink.rocksdb_native import open_rocksdb_snapshot
-from statectl.statefmt.flink.savepoint import native_files, open_flink_savepoint, split_base
-from statectl.statefmt.savepoint import load
+from statectl.statefmt.flink.savepoint import open_flink_savepoint
+from statectl.statefmt.flink.streamio import native_files, split_base
+from statectl.statefmt.formats import load
 from tests.cli_runner import statectl
 from tests.flink_expect import check_operators, check_table, views_of
 from tests.test_flink_releases import _cli_rows, _readers_rows

@@ -280,7 +280,7 @@ def test_python_api(tmp_path):
 def test_diff_of_a_renamed_copy(spark, tmp_path):
     """`statectl diff` matches the renamed operator by its files and finds its content equal."""
     from statectl.readers.diff import diff_savepoints
-    from statectl.statefmt.savepoint import load
+    from statectl.statefmt.formats import load
 
     base = copy_of(LONG, tmp_path)
     modify(base, tmp_path / "out", "--rename", "lk-proc=proc")

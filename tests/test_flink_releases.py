@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from statectl.readers import open_savepoint
 from statectl.statefmt.flink.savepoint import open_flink_savepoint
-from statectl.statefmt.savepoint import load
+from statectl.statefmt.formats import load
 from tests.cli_runner import statectl
 from tests.flink_expect import check_operators, check_table, union_query, views_of
 from tests.test_flink_job import COMPRESSED, INCREMENTAL, METADATA_VERSION, SHAPES

@@ -21,7 +21,7 @@ import pytest
 from statectl.readers import open_savepoint
 from statectl.statefmt.flink.savepoint import (keyed_table, open_flink_savepoint, operator_state_table,
                                                timers_table)
-from statectl.statefmt.savepoint import load
+from statectl.statefmt.formats import load
 
 PROBE = Path(__file__).parent / "fixtures" / "flink-sql-probe"
 FORMATS = ("hashmap-canonical", "hashmap-native", "rocksdb-canonical", "rocksdb-native")

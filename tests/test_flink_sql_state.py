@@ -16,7 +16,7 @@ import pytest
 
 import flink_job
 from statectl.statefmt.flink.savepoint import keyed_table, open_flink_savepoint, timers_table
-from statectl.statefmt.savepoint import load
+from statectl.statefmt.formats import load
 
 SHAPES = [(v, shape) for v in flink_job.SQL_VERSIONS for shape in flink_job.SQL_SHAPES]
 _made: dict[str, list] = {}

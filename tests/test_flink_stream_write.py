@@ -15,7 +15,8 @@ from statectl.statefmt.flink.binding import LIST_SERIALIZER, MAP_SERIALIZER, par
 from statectl.statefmt.flink.headers import StateMeta
 from statectl.statefmt.flink.keyhash import flink_key_groups
 from statectl.statefmt.flink.headers import read_keyed_header
-from statectl.statefmt.flink.savepoint import open_flink_savepoint, read_split, read_stream
+from statectl.statefmt.flink.savepoint import open_flink_savepoint, read_split
+from statectl.statefmt.flink.streamio import read_stream
 from statectl.statefmt.flink.streams import prefix_bytes, scan_canonical
 from statectl.statefmt.flink.types import Buf
 from statectl.statefmt.flink.savepoint_write import KeyedStreamFile, commit_flink, flink_operator

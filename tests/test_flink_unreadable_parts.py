@@ -16,7 +16,7 @@ import pytest
 
 from statectl.statefmt.flink.savepoint import keyed_table, open_flink_savepoint, operator_state_table
 from statectl.statefmt.model import KEYED_PART
-from statectl.statefmt.savepoint import load
+from statectl.statefmt.formats import load
 
 FIXTURE = Path(__file__).parent / "fixtures" / "flink-dev" / "long-hashmap-canonical" / "savepoint"
 PROC_STREAM = "bc780fd0-df7b-44c3-82d9-5de05e45083a"  # lk-proc subtask 0

@@ -15,7 +15,7 @@ from statectl.backends import RocksDBBackend, commit_snapshots
 from statectl.readers import SavepointReader
 from statectl.readers.local import choose_engine, local_table
 from statectl.readers.resolve import KEYED, OPERATOR_STATE, TIMERS, TableChoice
-from statectl.statefmt.savepoint import load
+from statectl.statefmt.formats import load
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FLINK = sorted(FIXTURES.glob("flink-dev/*/savepoint")) + sorted(p for p in FIXTURES.glob("flink-sql-probe/*")

@@ -22,7 +22,8 @@ from statectl.statefmt.ids import OperatorRef, operator_id_for_uid
 from statectl.statefmt.metadata import decode, encode
 from statectl.statefmt.model import DataFile, FileRef, LineageEntry
 from statectl.statefmt.refs import check_relative_path
-from statectl.statefmt.savepoint import commit, load, prune_lineage, shallow_copy
+from statectl.statefmt.formats import load
+from statectl.statefmt.savepoint import commit, prune_lineage, shallow_copy
 
 
 @pytest.fixture(scope="module")

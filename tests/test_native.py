@@ -22,7 +22,8 @@ from statectl.backends import HeapBackend, RocksDBBackend, commit_snapshots
 from statectl.statefmt.canonical import keyed_schema, read_file
 from statectl.statefmt.errors import IntegrityError, MetadataError
 from statectl.statefmt.metadata import decode
-from statectl.statefmt.savepoint import file_location, load
+from statectl.statefmt.formats import load
+from statectl.statefmt.locations import file_location
 from statectl.statefmt.validate import validate
 
 

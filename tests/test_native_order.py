@@ -16,7 +16,7 @@ from statectl.readers import open_savepoint
 from statectl.statefmt.rocksdb.codec import KeyLayout, ValueCodec, key_group_prefix, timer_key
 from statectl.statefmt.rocksdb.database import TIMERS_CF, open_snapshot_db, opened_snapshot, state_cf
 from statectl.statefmt.rocksdb.files import subtask_databases
-from statectl.statefmt.savepoint import load
+from statectl.statefmt.formats import load
 from statectl.statefmt.errors import DuplicateKeyError
 from statectl.statefmt.keygroups import key_group_for_key
 from statectl.statefmt.rocksdb import columnar

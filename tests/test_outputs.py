@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from statectl.statefmt.savepoint import load
+from statectl.statefmt.formats import load
 from statectl.statefmt.validate import validate
 
 from builders import build_full_savepoint

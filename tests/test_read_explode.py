@@ -11,7 +11,7 @@ import pytest
 
 from readers_savepoints import build_base
 from statectl.readers import SavepointReader
-from statectl.statefmt.savepoint import load
+from statectl.statefmt.formats import load
 
 FLINK = Path(__file__).parent / "fixtures" / "flink-dev" / "pojo-rocksdb-canonical" / "savepoint"
 

@@ -22,7 +22,7 @@ from statectl.statefmt.errors import (
     UsageError,
 )
 from statectl.statefmt.ids import OperatorRef, operator_id_for_uid
-from statectl.statefmt.savepoint import load
+from statectl.statefmt.formats import load
 
 OPERATORS = f"src, proc, win, rules, {HIDDEN_ID} (no uid)"
 

@@ -12,7 +12,8 @@ from statectl.statefmt.canonical import read_file
 from statectl.statefmt.errors import LimitError, UnknownOperatorError, UnknownStateError, UsageError
 from statectl.statefmt.keygroups import key_group_for_key, key_group_range, subtask_for_key_group
 from statectl.statefmt.model import KEY_GROUP_COLUMN
-from statectl.statefmt.savepoint import file_location, load
+from statectl.statefmt.formats import load
+from statectl.statefmt.locations import file_location
 from statectl.statefmt.validate import validate
 from statectl.writers import (
     BroadcastState,

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 import flink_job
 from cli_runner import statectl
 from statectl.readers import open_savepoint
-from statectl.statefmt.savepoint import load
+from statectl.statefmt.formats import load
 from test_flink_modify import digest
 
 REPO = Path(__file__).resolve().parent.parent

@@ -14,7 +14,8 @@ from statectl.statefmt.errors import UnsafeReferenceError
 from statectl.statefmt.fs import Location
 from statectl.statefmt.refs import check_lineage_location
 from statectl.statefmt.resolve import resolve_reference
-from statectl.statefmt.savepoint import file_location, load
+from statectl.statefmt.formats import load
+from statectl.statefmt.locations import file_location
 from statectl.statefmt.validate import validate
 
 from conftest import statectl

@@ -15,7 +15,7 @@ from pyspark import cloudpickle
 
 from statectl.readers import open_savepoint
 from statectl.statefmt.errors import MissingFileError, SavepointExistsError, UnknownOperatorError
-from statectl.statefmt.savepoint import load
+from statectl.statefmt.formats import load
 from statectl.statefmt.validate import validate
 from tests.savepoint_rows import files_below, keyed_rows, state_rows, timer_rows, tree_digest
 from statectl.writers import (

@@ -16,7 +16,7 @@ from restore_checks import BOOT_TIMERS, ROWS_DDL, boot_states, expected, restore
 from statectl.backends import HeapBackend, RocksDBBackend
 from statectl.statefmt.errors import UsageError
 from statectl.statefmt.rocksdb.files import subtask_databases
-from statectl.statefmt.savepoint import load
+from statectl.statefmt.formats import load
 from statectl.statefmt.validate import validate
 from tests.conftest import REPO, statectl
 from statectl.writers import (

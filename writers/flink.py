@@ -613,12 +613,15 @@ def write_flink(operators, output: str, spark, max_parallelism: int | None = Non
     """
     from statectl.statefmt.flink.model import flink_savepoint, load_flink
 
-    from .flink_modify import keep_operators, previous_files, remove_replaced
+    from statectl.statefmt.formats import previous_files
+    from statectl.statefmt.locations import remove_replaced
+
+    from .flink_modify import keep_operators
 
     out = check_output(output, [base] if base is not None else [], overwrite=overwrite)
     if spark is None:
         raise UsageError("writing operators from data needs a Spark session")
-    fsp = flink_savepoint(base.location) if base is not None else None
+    fsp = flink_savepoint(base) if base is not None else None
     kept_ops = [op for op in fsp.metadata.operators if op.operator_id in kept] if fsp is not None else []
     session = WriteSession(spark, out, on_job)
     now_ms = int(time.time() * 1000)

@@ -20,17 +20,16 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow.fs as pafs
 
 from statectl.statefmt.errors import StatectlError, UsageError
-from statectl.statefmt.flink.lineage import commit_metadata, flink_savepoint_id, lineage_file_name
-from statectl.statefmt.flink.metadata import FlinkMetadata, FlinkOperator, is_flink_metadata, parse_metadata
+from statectl.statefmt.flink.lineage import commit_metadata
+from statectl.statefmt.flink.metadata import FlinkMetadata, FlinkOperator
 from statectl.statefmt.flink.metadata_write import encode_metadata
 from statectl.statefmt.flink.model import flink_savepoint, load_flink
-from statectl.statefmt.flink.handles import RelativeFile
-from statectl.statefmt.flink.savepoint import METADATA
-from statectl.statefmt.flink.shallow import FileCopy, lineage_needed, pointer_copy, self_contained, streams
+from statectl.statefmt.flink.shallow import lineage_needed, pointer_copy, self_contained
+from statectl.statefmt.formats import previous_files
 from statectl.statefmt.fs import Location
+from statectl.statefmt.locations import FileCopy, remove_replaced
 from statectl.statefmt.ids import operator_id_for_uid
 from statectl.statefmt.model import Operator, Savepoint
-from statectl.statefmt.refs import check_relative_path
 from statectl.statefmt.savepoint import check_output
 
 from .copying import THREADS, copy_name
@@ -53,7 +52,7 @@ def write_flink_modification(base: Savepoint, removed: list[str], renamed: dict[
     """Write the Flink savepoint *base* without the operators *removed* (ids) and with the
     uids *renamed* ({operator id: new uid}) to *output*."""
     out = check_output(output, [base], overwrite=overwrite)
-    fsp = flink_savepoint(base.location)
+    fsp = flink_savepoint(base)
     kept, actions = _derive(fsp.metadata, removed, renamed)
     session = WriteSession(None, out)
     session.start()
@@ -139,36 +138,3 @@ def copy_into(out: Location, copies: list[FileCopy]) -> int:
 
     with ThreadPoolExecutor(THREADS) as pool:
         return sum(pool.map(one, copies))
-
-
-def remove_replaced(out: Location, previous: set[str], referenced: set[str]) -> None:
-    """After the commit of an overwrite: the files of the old savepoint at *out* (*previous*)
-    the new one does not reference."""
-    for path in previous - referenced - {METADATA}:
-        try:
-            check_relative_path(path)
-        except StatectlError:
-            continue  # not a file of the old savepoint's folder: never touched
-        out.child(path).delete_file()
-
-
-def previous_files(out: Location) -> set[str]:
-    """The files of the savepoint already at *out* (removed after the commit when not used)."""
-    meta = out.child(METADATA)
-    if not meta.exists():
-        return set()
-    data = meta.read_bytes()
-    if not is_flink_metadata(data[:4]):
-        from statectl.statefmt.metadata import decode
-
-        try:
-            old = decode(data, source=str(meta))
-        except StatectlError:
-            return set()
-        return {f.ref.path for _, f in old.data_files() if not f.ref.is_shared}
-    try:
-        old_meta = parse_metadata(data, str(meta))
-    except StatectlError:
-        return set()
-    files = {s.relative_path for op in old_meta.operators for s in streams(op) if isinstance(s, RelativeFile)}
-    return files | {lineage_file_name(flink_savepoint_id(data))}

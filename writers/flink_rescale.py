@@ -21,7 +21,7 @@ from .flink_source import operator_binding, operator_data, operator_spec
 
 def check_flink_rescale(base: Savepoint, choices) -> None:
     """Refuse, in one line each and without Spark, what a Flink rescale cannot write."""
-    fsp = flink_savepoint(base.location)
+    fsp = flink_savepoint(base)
     for choice in choices:
         op = fsp.operator(choice.operator.operator_id)
         if op.uid is None:
@@ -39,7 +39,7 @@ def write_flink_rescale(spark, base: Savepoint, choices, output: str, self_conta
     """Write *base* with the chosen operators rescaled to *output*; what :func:`write_flink` returns."""
     from .flink import write_flink
 
-    fsp = flink_savepoint(base.location)
+    fsp = flink_savepoint(base)
     chosen = {c.operator.operator_id for c in choices}
     operators = []
     for choice in choices:

@@ -15,7 +15,8 @@ from __future__ import annotations
 from statectl.statefmt.errors import FlinkEncodeError, UsageError
 from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.binding import key_java_type, type_text
-from statectl.statefmt.flink.savepoint import FlinkOperatorInfo, FlinkSavepoint, read_split
+from statectl.statefmt.flink.describe import FlinkOperatorInfo, FlinkSavepoint
+from statectl.statefmt.flink.savepoint import read_split
 from statectl.statefmt.flink.tables import key_fields, operator_list_schema, timer_service
 from statectl.statefmt.model import TTL_SUFFIX
 
@@ -196,7 +197,7 @@ def on_flink_base(base, data: OperatorData) -> OperatorData:
     from statectl.statefmt.ids import operator_id_for_uid
 
     try:
-        op = flink_savepoint(base.location).operator(operator_id_for_uid(data.uid))
+        op = flink_savepoint(base).operator(operator_id_for_uid(data.uid))
     except UnknownOperatorError:
         return data
     try:

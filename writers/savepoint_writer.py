@@ -17,11 +17,11 @@ from typing import Protocol
 from statectl.statefmt.errors import UnknownOperatorError, UsageError
 from statectl.statefmt.ids import OperatorRef, operator_id_for_uid
 from statectl.statefmt.keygroups import check_max_parallelism, check_parallelism, default_max_parallelism
+from statectl.statefmt.formats import load
 from statectl.statefmt.model import Operator, Savepoint
 from statectl.statefmt.savepoint import (
     check_output,
     commit,
-    load,
     merge_lineage,
     new_savepoint_id,
     now_iso,
