@@ -16,7 +16,7 @@ import pytest
 
 from statectl.backends import HeapBackend
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 JOB = REPO / "examples" / "job" / "job.py"
 sys.path.insert(0, str(JOB.parent))
 from make_events import make_events  # noqa: E402

@@ -13,7 +13,7 @@ import pytest
 from statectl.cli.output import human_bytes
 from tests.conftest import statectl
 from tests.flink_expect import FIXTURES, expected_of
-from tests.test_flink_errors import KEYED_HANDLE_AT, PROC_STREAM, edit_metadata
+from tests.statefmt.flink.test_flink_errors import KEYED_HANDLE_AT, PROC_STREAM, edit_metadata
 
 LONG = FIXTURES / "long-hashmap-canonical" / "savepoint"
 INLINE = FIXTURES / "int-hashmap-native" / "savepoint"

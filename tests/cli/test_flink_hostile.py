@@ -36,7 +36,7 @@ from statectl.statefmt.flink.metadata import parse_metadata
 from statectl.statefmt.flink.metadata_write import encode_metadata
 from untrusted_helpers import assert_one_error_line, snapshot
 
-FIXTURE = Path(__file__).parent / "fixtures" / "flink-dev" / "long-hashmap-canonical" / "savepoint"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "flink-dev" / "long-hashmap-canonical" / "savepoint"
 PROC_STREAM = "bc780fd0-df7b-44c3-82d9-5de05e45083a"  # lk-proc subtask 0, 17835 bytes
 KEYED_HANDLE_AT = 0xCA  # lk-proc subtask 0's keyed handle type byte in _metadata
 OPERATORS_AT = 20  # the number of operators (no master states before it)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import flink_job
-import tests.test_flink_sql_state as sql_state
+import test_flink_sql_state as sql_state
 from flink_metadata_scan import scan
 from statectl.statefmt.flink import handles
 from statectl.statefmt.flink.metadata import parse_metadata
@@ -23,9 +23,9 @@ from statectl.statefmt.flink.native_sst import SstSnapshot
 from statectl.statefmt.flink.rocksdb_native import open_rocksdb_snapshot
 from statectl.statefmt.flink.savepoint import native_files, open_flink_savepoint, split_base
 from statectl.statefmt.savepoint import load
+from test_flink_releases import _cli_rows, _readers_rows
 from tests.cli_runner import statectl
 from tests.flink_expect import check_operators, check_table, views_of
-from tests.test_flink_releases import _cli_rows, _readers_rows
 
 VERSION = "2.3.0"
 # The DataStream job's savepoints: the default knobs (every state group of `all`, Long keys, the
@@ -222,7 +222,7 @@ def test_sql_info_and_validate(sql_snapshot):
 
 @pytest.fixture
 def ops(sql_snapshot):
-    """tests/test_flink_sql_state.py's view of the ForSt SQL savepoint; its tests, bound below
+    """tests/flink_job/test_flink_sql_state.py's view of the ForSt SQL savepoint; its tests, bound below
     as test_sql_*, compare every SQL operator's state with expected.json."""
     return sql_state.Operators(sql_snapshot)
 

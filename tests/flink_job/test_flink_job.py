@@ -10,28 +10,10 @@ import pytest
 
 import flink_job
 from flink_metadata_scan import scan
+from flink_shapes import COMPRESSED, INCREMENTAL, METADATA_VERSION, SHAPES
 
-# _metadata version each release writes (observed: MetadataV4Serializer up to 1.20, V6 in 2.x).
-METADATA_VERSION = {"1.17.2": 4, "1.20.3": 4, "2.3.0": 6}
-
-# Savepoint shapes made for every release, in one JVM per release; each is restored with the
-# other backend when canonical, the same backend when native (Flink restores native only so).
-SHAPES = {
-    "rocksdb-canonical": dict(backend="rocksdb", format="canonical", key_type="string",
-                              max_parallelism=256, parallelism=3, inline_threshold=0, seed=90210,
-                              keys=25, events=420),
-    "hashmap-native": dict(backend="hashmap", format="native", key_type="tuple", seed=4242,
-                           keys=24, events=360, partitions=4),
-    "rocksdb-native": dict(backend="rocksdb", format="native", key_type="int", states="scalars",
-                           seed=31337, keys=16, events=300, partitions=4, inline_threshold=0),
-}
 # The keyed state handle each shape's savepoint holds (type byte; flink_metadata_scan.NAMES).
 KEYED_HANDLE = {"rocksdb-canonical": 7, "hashmap-native": 12, "rocksdb-native": 11}
-# Every release: an incremental RocksDB retained checkpoint and a snappy-compressed savepoint.
-INCREMENTAL = dict(checkpoint="incremental", backend="rocksdb", key_type="long", max_parallelism=256,
-                      parallelism=3, inline_threshold=0)
-COMPRESSED = dict(compression=True, backend="hashmap", format="canonical", inline_threshold=0,
-                     key_type="string", seed=77)
 RESTORE_WITH = {"rocksdb-canonical": "hashmap", "hashmap-native": "hashmap", "rocksdb-native": "rocksdb"}
 
 

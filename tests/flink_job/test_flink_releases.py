@@ -19,12 +19,8 @@ from statectl.statefmt.flink.savepoint import open_flink_savepoint
 from statectl.statefmt.savepoint import load
 from tests.cli_runner import statectl
 from tests.flink_expect import check_operators, check_table, union_query, views_of
-from tests.test_flink_job import COMPRESSED, INCREMENTAL, METADATA_VERSION, SHAPES
+from tests.flink_shapes import COMPRESSED, HASHMAP_CANONICAL, INCREMENTAL, METADATA_VERSION, SHAPES
 
-# Canonical from the heap backend (SHAPES has it from RocksDB): Long keys, every state group,
-# the default inline threshold (small streams inline in _metadata).
-HASHMAP_CANONICAL = dict(backend="hashmap", format="canonical", key_type="long", seed=2718, keys=20,
-                         events=300)
 EXTRAS = {"rocksdb-incremental-checkpoint": INCREMENTAL, "hashmap-canonical-snappy": COMPRESSED}
 # The snapshot of each release read through the CLI (`statectl sql`); the rest use the readers API.
 CLI_SHAPE = {"1.17.2": "rocksdb-native", "1.20.3": "hashmap-canonical", "2.3.0": "rocksdb-incremental-checkpoint"}

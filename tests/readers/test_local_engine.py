@@ -17,7 +17,7 @@ from statectl.readers.local import choose_engine, local_table
 from statectl.readers.resolve import KEYED, OPERATOR_STATE, TIMERS, TableChoice
 from statectl.statefmt.savepoint import load
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 FLINK = sorted(FIXTURES.glob("flink-dev/*/savepoint")) + sorted(p for p in FIXTURES.glob("flink-sql-probe/*")
                                                                  if p.is_dir())
 

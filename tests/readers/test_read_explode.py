@@ -13,7 +13,7 @@ from readers_savepoints import build_base
 from statectl.readers import SavepointReader
 from statectl.statefmt.savepoint import load
 
-FLINK = Path(__file__).parent / "fixtures" / "flink-dev" / "pojo-rocksdb-canonical" / "savepoint"
+FLINK = Path(__file__).parents[1] / "fixtures" / "flink-dev" / "pojo-rocksdb-canonical" / "savepoint"
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from builders import build_full_savepoint
-from test_backends import (
+from tests.backends.test_backends import (
     BACKENDS,
     MAX_P,
     _canon,

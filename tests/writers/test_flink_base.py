@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from tests.cli_runner import statectl, statectl_process
-from tests.test_flink_modify import digest
+from tests.writers.test_flink_modify import digest
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 import flink_job  # noqa: E402
 
 VERSION = "2.3.0"

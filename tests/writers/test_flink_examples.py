@@ -17,10 +17,10 @@ from statectl.readers import open_savepoint
 from statectl.statefmt.flink.savepoint import open_flink_savepoint, read_split
 from tests.cli_runner import statectl
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 import flink_job  # noqa: E402
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 VERSION = "2.3.0"
 
 # The states examples/spec-flink.yaml writes, as a job restoring them declares them.

@@ -1,6 +1,6 @@
 """`statectl modify` on Flink savepoints: metadata only, untouched state as shallow pointer copies
 (absolute file handles into the base, lineage beside `_metadata`), `--self-contained` copies, the
-base never written. Restores by a real Flink: tests/test_flink_modify_restore.py."""
+base never written. Restores by a real Flink: tests/writers/test_flink_modify_restore.py."""
 
 from __future__ import annotations
 
@@ -18,12 +18,12 @@ from statectl.statefmt.flink.savepoint import keyed_table, open_flink_savepoint,
 from statectl.statefmt.flink.shallow import streams
 from statectl.statefmt.ids import operator_id_for_uid
 from statectl.writers import SavepointWriter
+from tests.cli.test_flink_cli import error_line
 from tests.cli_runner import statectl_process
 from tests.conftest import statectl
 from tests.flink_expect import FIXTURES
-from tests.test_flink_cli import error_line
-from tests.test_flink_job import INCREMENTAL, SHAPES
-from tests.test_flink_metadata import older
+from tests.flink_shapes import INCREMENTAL, SHAPES
+from tests.statefmt.flink.test_flink_metadata import older
 
 LONG = FIXTURES / "long-hashmap-canonical" / "savepoint"  # inline streams and relative files
 MIXED = FIXTURES / "long-rocksdb-canonical" / "savepoint"  # one file, the rest inline

@@ -18,9 +18,8 @@ import pytest
 import flink_job
 from tests.cli_runner import statectl_process
 from tests.conftest import statectl
-from tests.test_flink_job import INCREMENTAL, SHAPES
-from tests.test_flink_modify import digest
-from tests.test_flink_releases import HASHMAP_CANONICAL
+from tests.flink_shapes import HASHMAP_CANONICAL, INCREMENTAL, SHAPES
+from tests.writers.test_flink_modify import digest
 
 VERSION = "2.3.0"
 PREFIX = "p-"

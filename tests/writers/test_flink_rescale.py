@@ -26,11 +26,10 @@ from statectl.statefmt.flink.tables import key_fields
 from statectl.statefmt.errors import UsageError
 from statectl.writers.flink_source import operator_binding
 from tests.cli_runner import statectl
-from tests.test_flink_job import SHAPES
-from tests.test_flink_modify import digest
-from tests.test_flink_releases import HASHMAP_CANONICAL
+from tests.flink_shapes import HASHMAP_CANONICAL, SHAPES
+from tests.writers.test_flink_modify import digest
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 import flink_job  # noqa: E402
 
 VERSION = "2.3.0"

@@ -25,10 +25,9 @@ from statectl.statefmt.flink.savepoint import open_flink_savepoint
 from statectl.statefmt.flink.savepoint_write import CANONICAL_TRAILER
 from tests.cli_runner import statectl
 from tests.flink_rewrite import spec_from_flink_savepoint
-from tests.test_flink_job import SHAPES
-from tests.test_flink_releases import HASHMAP_CANONICAL
+from tests.flink_shapes import HASHMAP_CANONICAL, SHAPES
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 import flink_job  # noqa: E402
 
 VERSION = "2.3.0"

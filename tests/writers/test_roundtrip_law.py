@@ -28,7 +28,7 @@ from statectl.readers import open_savepoint
 from statectl.statefmt.savepoint import load
 from test_flink_modify import digest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO / "examples" / "spec.yaml"
 
 FLINK_23 = {f"2.3.0-{b}-{f}": dict(backend=b, format=f) for b in ("hashmap", "rocksdb")

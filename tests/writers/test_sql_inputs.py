@@ -1,5 +1,5 @@
 """Spec inputs `{sql: ...}` over a base in statectl's own format: read, fix and write back in one
-`bootstrap --base` (the Flink side, with real Flink restores, is tests/test_flink_base.py)."""
+`bootstrap --base` (the Flink side, with real Flink restores, is tests/writers/test_flink_base.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.conftest import REPO, statectl
-from tests.test_flink_modify import digest
+from tests.writers.test_flink_modify import digest
 
 FIX = """
 operators:

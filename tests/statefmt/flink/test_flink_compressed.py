@@ -15,7 +15,7 @@ from statectl.statefmt.flink.handles import RelativeFile
 from statectl.statefmt.flink.savepoint import (keyed_table, open_flink_savepoint, operator_state_table,
                                                timers_table)
 
-FIXTURES = Path(__file__).parent / "fixtures" / "flink-dev"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "flink-dev"
 IDENTIFIER = b"\xff\x06\x00\x00sNaPpY"
 
 

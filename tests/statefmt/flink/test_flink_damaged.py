@@ -24,7 +24,7 @@ from statectl.statefmt.flink.savepoint import open_flink_savepoint
 from statectl.statefmt.resolve import resolve_reference
 from statectl.statefmt.savepoint import load
 
-FIXTURE = Path(__file__).parent / "fixtures" / "flink-dev" / "long-hashmap-canonical" / "savepoint"
+FIXTURE = Path(__file__).parents[2] / "fixtures" / "flink-dev" / "long-hashmap-canonical" / "savepoint"
 PROC_STREAM = "bc780fd0-df7b-44c3-82d9-5de05e45083a"  # lk-proc subtask 0, 17835 bytes
 OFFSETS_AT = 0xCA + 9  # lk-proc subtask 0's key-group offsets in _metadata (type byte, start, count)
 

@@ -25,8 +25,7 @@ from statectl.statefmt.flink.savepoint import open_flink_savepoint, read_stream
 from statectl.statefmt.flink.snapshot_write import keyed_header, operator_header
 from statectl.statefmt.flink.types import Buf
 from tests.flink_expect import FIXTURE_NAMES, FIXTURES
-from tests.test_flink_job import SHAPES
-from tests.test_flink_releases import HASHMAP_CANONICAL
+from tests.flink_shapes import HASHMAP_CANONICAL, SHAPES
 
 
 def decoded(t: T.FlinkType, values: pa.Array) -> pa.Array:

@@ -12,7 +12,7 @@ from statectl.statefmt.errors import FlinkFormatError, MissingFileError, NotASav
 from statectl.statefmt.flink.metadata import is_flink_metadata, parse_metadata
 from statectl.statefmt.flink.savepoint import keyed_table, open_flink_savepoint
 
-FIXTURES = Path(__file__).parent / "fixtures" / "flink-dev"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "flink-dev"
 PROC_STREAM = "bc780fd0-df7b-44c3-82d9-5de05e45083a"  # lk-proc subtask 0, 17835 bytes
 KEYED_HANDLE_AT = 0xCA  # lk-proc subtask 0's keyed handle type byte in _metadata
 

@@ -12,7 +12,7 @@ import pytest
 from statectl.statefmt.flink.handles import AbsoluteFile, SegmentFile
 from statectl.statefmt.flink.savepoint import keyed_table, open_flink_savepoint, timers_table
 
-FIXTURES = Path(__file__).parent / "fixtures" / "flink-dev"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "flink-dev"
 
 
 def utf(s: str) -> bytes:

@@ -25,7 +25,7 @@ from statectl.statefmt.flink.keyhash import (
     type_name,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures" / "flink-dev"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "flink-dev"
 # The key type each scenario's job declared (README: "Key type ...").
 KEY_TYPES = {
     "long-hashmap-canonical": "Long",

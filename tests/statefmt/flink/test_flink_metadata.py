@@ -10,7 +10,7 @@ import pytest
 
 from statectl.statefmt.flink.metadata import parse_metadata
 
-FIXTURES = Path(__file__).parent / "fixtures" / "flink-dev"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "flink-dev"
 TRAILER_START = b"\xac\xed\x00\x05"  # Java serialization
 
 

@@ -20,12 +20,11 @@ from statectl.statefmt.flink.metadata import FlinkMetadata, parse_metadata
 from statectl.statefmt.flink.metadata_write import (encode_keyed_handle, encode_metadata,
                                                     encode_operator_handle, encode_stream_handle,
                                                     operator_id_bytes)
-from tests.test_flink_handles import absolute, rewrite, segment
-from tests.test_flink_job import COMPRESSED, INCREMENTAL, METADATA_VERSION, SHAPES
-from tests.test_flink_metadata import older
-from tests.test_flink_releases import HASHMAP_CANONICAL
+from tests.flink_shapes import COMPRESSED, HASHMAP_CANONICAL, INCREMENTAL, METADATA_VERSION, SHAPES
+from tests.statefmt.flink.test_flink_handles import absolute, rewrite, segment
+from tests.statefmt.flink.test_flink_metadata import older
 
-FIXTURES = Path(__file__).parent / "fixtures" / "flink-dev"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "flink-dev"
 FIXTURE_NAMES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
 
 

@@ -15,9 +15,9 @@ from statectl.statefmt.flink import savepoint as S
 from statectl.statefmt.flink.handles import IncrementalRocksDB
 from statectl.statefmt.flink.native_sst import SstSnapshot
 from statectl.statefmt.flink.rocksdb_native import open_rocksdb_snapshot
-from tests.test_flink_job import INCREMENTAL, METADATA_VERSION, SHAPES
+from tests.flink_shapes import INCREMENTAL, METADATA_VERSION, SHAPES
 
-FIXTURES = Path(__file__).parent / "fixtures" / "flink-dev"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "flink-dev"
 JOB_SHAPES = {"rocksdb-native": SHAPES["rocksdb-native"], "rocksdb-incremental-checkpoint": INCREMENTAL}
 
 

@@ -20,7 +20,7 @@ from statectl.statefmt.errors import (
 from statectl.statefmt.flink.keyhash import flink_key_group
 from statectl.statefmt.flink.rocksdb_native import key_group_prefix_bytes, open_rocksdb_snapshot
 
-FIXTURES = Path(__file__).parent / "fixtures" / "flink-dev"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "flink-dev"
 NATIVE = {"long-rocksdb-native": "Long", "tuple-rocksdb-native": ("String", "Integer")}
 
 

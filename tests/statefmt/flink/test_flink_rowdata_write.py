@@ -27,7 +27,7 @@ from statectl.statefmt.flink.serializers import read_top_snapshot
 from statectl.statefmt.flink.sqltypes import SqlType
 from statectl.statefmt.flink.types import Buf
 
-PROBE = Path(__file__).parent / "fixtures" / "flink-sql-probe"
+PROBE = Path(__file__).parents[2] / "fixtures" / "flink-sql-probe"
 ENCODED = ["scalars", "scalars_not_null", "strings", "binaries", "all_null", "wide_56", "wide_57",
            "wide_70", "empty_row", "intervals"]
 KIND = {None: 0, **{k: i for i, k in enumerate(ROW_KINDS) if i}}

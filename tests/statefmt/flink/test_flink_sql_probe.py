@@ -23,7 +23,7 @@ from statectl.statefmt.flink.savepoint import (keyed_table, open_flink_savepoint
                                                timers_table)
 from statectl.statefmt.savepoint import load
 
-PROBE = Path(__file__).parent / "fixtures" / "flink-sql-probe"
+PROBE = Path(__file__).parents[2] / "fixtures" / "flink-sql-probe"
 FORMATS = ("hashmap-canonical", "hashmap-native", "rocksdb-canonical", "rocksdb-native")
 STATEFUL = {
     "GroupAggregate[40]": {"accState": "value"},

@@ -120,7 +120,7 @@ def test_rocksdb_entries_interleaved_and_decoded():
     the very entries of entries(), and their key groups from the prefixes."""
     from statectl.statefmt.flink.rocksdb_native import open_rocksdb_snapshot
     from statectl.statefmt.flink.streams import raw_from_interleaved
-    from tests.test_flink_rocksdb_native import _snapshots
+    from tests.statefmt.flink.test_flink_rocksdb_native import _snapshots
 
     files = _snapshots("long-rocksdb-native")[("lk-proc", 86)]
     with open_rocksdb_snapshot(files) as snap:

@@ -18,7 +18,7 @@ from statectl.statefmt.flink.savepoint import keyed_table, open_flink_savepoint,
 from statectl.statefmt.model import KEYED_PART
 from statectl.statefmt.savepoint import load
 
-FIXTURE = Path(__file__).parent / "fixtures" / "flink-dev" / "long-hashmap-canonical" / "savepoint"
+FIXTURE = Path(__file__).parents[2] / "fixtures" / "flink-dev" / "long-hashmap-canonical" / "savepoint"
 PROC_STREAM = "bc780fd0-df7b-44c3-82d9-5de05e45083a"  # lk-proc subtask 0
 UNION_STREAM = "13f46333-32ce-4529-93c1-8a0f19ff2bf4"  # one of lk-union-op's operator streams
 LONG = b"LongSerializer$LongSerializerSnapshot"

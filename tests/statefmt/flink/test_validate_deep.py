@@ -14,7 +14,7 @@ import flink_job
 from test_flink_compressed import compress_keyed
 from statectl.statefmt.flink.savepoint import open_flink_savepoint
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[2] / "fixtures"
 LONG = FIXTURES / "flink-dev" / "long-hashmap-canonical" / "savepoint"
 NATIVE = FIXTURES / "flink-dev" / "long-rocksdb-native" / "savepoint"
 PROC_STREAM = "bc780fd0-df7b-44c3-82d9-5de05e45083a"
