@@ -14,10 +14,11 @@ import typer
 
 from statectl.statefmt.errors import UsageError, first_line
 
+from .frames import write_frame
+from .progress import scan_progress
+from .results import FRAME_FORMATS, check_frame_output
 from .spark import MASTER_HELP as _MASTER_HELP
 from .spark import spark_errors, start_spark
-from .output import FRAME_FORMATS, check_frame_output, write_frame
-from .progress import scan_progress
 
 _FORMAT_HELP = f"Output format: {', '.join(FRAME_FORMATS)}. parquet needs --output."
 
@@ -88,7 +89,7 @@ def read(
     if verbose:
         print(f"engine: {chosen} ({why})", file=sys.stderr)
     if chosen == "local":
-        from .output import write_table
+        from .arrow_tables import write_table
 
         table = local_table(sp, choice, None if flattened else limit)
         if flattened is not None:
