@@ -30,7 +30,9 @@ from statectl.statefmt.model import (
     Operator,
     Savepoint,
 )
-from statectl.statefmt.savepoint import data_file_path, file_location, load
+from statectl.statefmt.formats import load
+from statectl.statefmt.locations import file_location
+from statectl.statefmt.savepoint import data_file_path
 from statectl.statefmt.types import type_str, validate_type
 from statectl.statefmt.vocabulary import Format, OperatorStateKind, StateKind, TimerDomain
 from statectl.statefmt.rocksdb.codec import KEY_GROUP_BYTES, KeyLayout, key_group_of, key_group_prefix

@@ -14,7 +14,7 @@ from statectl.statefmt.errors import UsageError
 from statectl.statefmt.fs import Location
 from statectl.statefmt.keygroups import even_split
 from statectl.statefmt.model import OperatorState, Savepoint
-from statectl.statefmt.savepoint import file_location
+from statectl.statefmt.locations import file_location
 from statectl.statefmt.types import type_str, validate_type
 from statectl.statefmt.vocabulary import OperatorStateKind
 

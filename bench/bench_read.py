@@ -34,7 +34,9 @@ from statectl.statefmt.build import write_keyed_files  # noqa: E402
 from statectl.statefmt.fs import Location  # noqa: E402
 from statectl.statefmt.ids import operator_id_for_uid  # noqa: E402
 from statectl.statefmt.model import Field, KeyedSection, KeyedStateDescriptor, Operator, Savepoint  # noqa: E402
-from statectl.statefmt.savepoint import commit, file_location, load, new_savepoint_id, now_iso  # noqa: E402
+from statectl.statefmt.formats import load  # noqa: E402
+from statectl.statefmt.locations import file_location  # noqa: E402
+from statectl.statefmt.savepoint import commit, new_savepoint_id, now_iso  # noqa: E402
 
 UID = "counter"
 STATES = (

@@ -48,7 +48,7 @@ def main() -> None:
     parser.add_argument("--driver-memory", default="6g")
     args = parser.parse_args()
 
-    from statectl.statefmt.savepoint import file_location
+    from statectl.statefmt.locations import file_location
     from statectl.writers.rescale import rescale
 
     spark = session("bench-rescale", driver_memory=args.driver_memory,

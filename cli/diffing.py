@@ -35,7 +35,7 @@ def diff(
 ) -> None:
     """Compare two savepoints: operators, parallelism, states, then every table key by key."""
     from statectl.readers.diff import diff_savepoints
-    from statectl.statefmt.savepoint import load
+    from statectl.statefmt.formats import load
 
     from .output import output_for
     from .summary import diff_summary

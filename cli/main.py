@@ -56,7 +56,7 @@ def info(
     json_: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
 ) -> None:
     """Show what a savepoint holds: operators, states, types, files and sizes."""
-    from statectl.statefmt.savepoint import load
+    from statectl.statefmt.formats import load
 
     from .summary import savepoint_summary
 

@@ -7,19 +7,28 @@ checks) is settled before Spark starts, so mistakes fail fast and without a JVM.
 from __future__ import annotations
 
 import sys
-
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 
 from statectl.statefmt.errors import UsageError, first_line
 
+from .frames import write_frame
+from .progress import scan_progress
+from .results import FRAME_FORMATS, check_frame_output
 from .spark import MASTER_HELP as _MASTER_HELP
 from .spark import spark_errors, start_spark
-from .output import FRAME_FORMATS, check_frame_output, write_frame
-from .progress import scan_progress
 
 _FORMAT_HELP = f"Output format: {', '.join(FRAME_FORMATS)}. parquet needs --output."
+
+# The arguments `read` and `sql` share: the savepoint, where and how the rows go, the Spark master.
+Savepoint = Annotated[str, typer.Argument(help="Savepoint directory (a path or URI).")]
+Format = Annotated[str, typer.Option("--format", "-f", help=_FORMAT_HELP)]
+Output = Annotated[Optional[str], typer.Option("--output", "-o",
+                                               help="Write to this file (directory for parquet).")]
+Limit = Annotated[Optional[int], typer.Option("--limit", min=0, help="At most this many rows.")]
+Overwrite = Annotated[bool, typer.Option("--overwrite", help="Replace an existing --output.")]
+Master = Annotated[Optional[str], typer.Option("--master", help=_MASTER_HELP)]
 
 
 def register(app: typer.Typer) -> None:
@@ -28,7 +37,7 @@ def register(app: typer.Typer) -> None:
 
 
 def read(
-    savepoint: str = typer.Argument(..., help="Savepoint directory (a path or URI)."),
+    savepoint: Savepoint,
     uid: Optional[str] = typer.Option(None, "--uid", help="The operator's uid."),
     operator_id: Optional[str] = typer.Option(
         None, "--operator-id", help="The operator's id (32 hex digits), when its uid is unknown."),
@@ -43,13 +52,12 @@ def read(
         None, "--key", help="Only this key (repeatable): a string key as is, a number or boolean "
         "as written, a tuple key as a JSON array, e.g. '[\"a\", 1]'. Reads only the key "
         "groups that can hold the keys."),
-    fmt: str = typer.Option("table", "--format", "-f", help=_FORMAT_HELP),
-    output: Optional[str] = typer.Option(None, "--output", "-o",
-                                         help="Write to this file (directory for parquet)."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=0, help="At most this many rows."),
+    fmt: Format = "table",
+    output: Output = None,
+    limit: Limit = None,
     where: Optional[str] = typer.Option(None, "--where", help="Keep rows matching a Spark SQL "
                                         "condition, e.g. \"count > 10\"."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --output."),
+    overwrite: Overwrite = False,
     engine: str = typer.Option(
         "auto", "--engine", help="local: decode in this process, no Spark; spark; auto (default): local "
         "for a --key lookup, --limit, an operator state or a small table (without --master), else Spark."),
@@ -57,46 +65,71 @@ def read(
     explode: bool = typer.Option(False, "--explode", help="One row per element of a list state (with "
                                  "`index`) or entry of a map state (with `map_key`); the state "
                                  "chosen with --state when the table has several."),
-    master: Optional[str] = typer.Option(None, "--master", help=_MASTER_HELP),
+    master: Master = None,
 ) -> None:
     """Read one operator's keyed table, timers, or an operator state."""
-    from statectl.readers import SavepointReader, find_operator
-    from statectl.readers.resolve import choose_table
-    from statectl.statefmt.ids import OperatorRef
-    from statectl.statefmt.savepoint import load
+    from statectl.readers.local import choose_engine
+    from statectl.statefmt.formats import load
 
     sp = load(savepoint)
     check_frame_output(fmt, output, [sp], overwrite)
-    if sum(x is not None for x in (uid, operator_id, name)) != 1:
-        raise UsageError("name the operator with exactly one of --uid, --operator-id or --name; "
-                         f"operators: {sp.operator_labels()}")
-    op = find_operator(sp, OperatorRef(uid=uid, operator_id=operator_id, name=name))
-    choice = choose_table(op, state, timers)
-    if key:
-        choice = with_keys(sp, choice, key)
-    flattened = None
-    if explode:
-        import dataclasses
-
-        from statectl.readers.explode import exploded_state
-
-        flattened = exploded_state(choice)
-        choice = dataclasses.replace(choice, states=(flattened.name,))
-    from statectl.readers.local import choose_engine, local_table
-
+    op = _operator(sp, uid, operator_id, name)
+    choice, flattened = _table_choice(sp, op, state, timers, key, explode)
     chosen, why = choose_engine(sp, choice, engine, where, limit, master)
     if verbose:
         print(f"engine: {chosen} ({why})", file=sys.stderr)
     if chosen == "local":
-        from .output import write_table
+        _read_locally(sp, op, choice, flattened, fmt, output, limit, overwrite)
+    else:
+        _read_with_spark(sp, op, choice, flattened, where, master, fmt, output, limit, overwrite)
 
-        table = local_table(sp, choice, None if flattened else limit)
-        if flattened is not None:
-            from statectl.readers.explode import explode_table
 
-            table = explode_table(table, op, flattened)
-        write_table(table, fmt, output, limit, overwrite)
-        return
+def _operator(sp, uid: str | None, operator_id: str | None, name: str | None):
+    """The operator named by exactly one of ``--uid``, ``--operator-id`` and ``--name``."""
+    from statectl.readers import find_operator
+    from statectl.statefmt.ids import OperatorRef
+
+    if sum(x is not None for x in (uid, operator_id, name)) != 1:
+        raise UsageError("name the operator with exactly one of --uid, --operator-id or --name; "
+                         f"operators: {sp.operator_labels()}")
+    return find_operator(sp, OperatorRef(uid=uid, operator_id=operator_id, name=name))
+
+
+def _table_choice(sp, op, state, timers: bool, key, explode: bool):
+    """The table to read (restricted to ``--key``'s keys) and, with ``--explode``, the list or
+    map state flattened into it (else None)."""
+    from statectl.readers.resolve import choose_table
+
+    choice = choose_table(op, state, timers)
+    if key:
+        choice = with_keys(sp, choice, key)
+    if not explode:
+        return choice, None
+    import dataclasses
+
+    from statectl.readers.explode import exploded_state
+
+    flattened = exploded_state(choice)
+    return dataclasses.replace(choice, states=(flattened.name,)), flattened
+
+
+def _read_locally(sp, op, choice, flattened, fmt, output, limit, overwrite) -> None:
+    """The table decoded in this process (the local engine), no Spark."""
+    from statectl.readers.local import local_table
+
+    from .arrow_tables import write_table
+
+    table = local_table(sp, choice, None if flattened else limit)
+    if flattened is not None:
+        from statectl.readers.explode import explode_table
+
+        table = explode_table(table, op, flattened)
+    write_table(table, fmt, output, limit, overwrite)
+
+
+def _read_with_spark(sp, op, choice, flattened, where, master, fmt, output, limit, overwrite) -> None:
+    from statectl.readers import SavepointReader
+
     with spark_errors():
         spark = start_spark(master)
         with scan_progress(spark, f"reading {choice.description}"):
@@ -111,22 +144,20 @@ def read(
 
 
 def sql(
-    savepoint: str = typer.Argument(..., help="Savepoint directory (a path or URI)."),
+    savepoint: Savepoint,
     query: str = typer.Argument(..., help="A Spark SQL query over the savepoint's views: "
                                 "`<uid>` keyed table, `<uid>.timers`, `<uid>.<state>` "
                                 "operator state, `catalogue` (quote dotted names in backticks)."),
-    fmt: str = typer.Option("table", "--format", "-f", help=_FORMAT_HELP),
-    output: Optional[str] = typer.Option(None, "--output", "-o",
-                                         help="Write to this file (directory for parquet)."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=0, help="At most this many rows."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --output."),
-    master: Optional[str] = typer.Option(None, "--master", help=_MASTER_HELP),
+    fmt: Format = "table",
+    output: Output = None,
+    limit: Limit = None,
+    overwrite: Overwrite = False,
+    master: Master = None,
 ) -> None:
     """Run a Spark SQL query over every state of a savepoint."""
     from statectl.readers import SavepointReader
-    from statectl.statefmt.savepoint import load
-
     from statectl.readers.statements import check_read_only
+    from statectl.statefmt.formats import load
 
     check_read_only(query)
     sp = load(savepoint)
@@ -141,13 +172,10 @@ def filtered(df, where: str):
     """*df* filtered by a SQL condition; a condition Spark cannot parse or resolve is a UsageError."""
     from pyspark.errors import PySparkException
 
-
     try:
         return df.filter(where)
     except PySparkException as e:
         raise UsageError(f"--where {where!r}: {first_line(e)}") from None
-
-
 
 
 def with_keys(sp, choice, texts: list[str]):

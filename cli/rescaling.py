@@ -35,7 +35,8 @@ def rescale(
     operator list and union state are dealt out again. Other operators are shallow copies.
     A Flink savepoint is written as a canonical Flink savepoint, keys placed by Flink's hash.
     """
-    from statectl.statefmt.savepoint import check_output, load
+    from statectl.statefmt.formats import load
+    from statectl.statefmt.savepoint import check_output
     from statectl.writers.rescale import Rescale
 
     source = load(savepoint)

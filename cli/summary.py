@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from statectl.statefmt.model import DataFile, Operator, Savepoint
-from statectl.statefmt.savepoint import file_location
+from statectl.statefmt.locations import file_location
 from statectl.statefmt.types import type_str
 
 

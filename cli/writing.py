@@ -51,7 +51,7 @@ def bootstrap(
     json_: bool = SUMMARY_JSON,
 ) -> None:
     """Write a savepoint from data files (Parquet, CSV, JSON lines) described by a spec."""
-    from statectl.statefmt.savepoint import load
+    from statectl.statefmt.formats import load
     from statectl.writers import SavepointWriter
     from statectl.writers.spec import load_spec
 

@@ -20,7 +20,7 @@ but counts and ``limit`` sample rows per category reaches the driver:
 Layout is not content: the physical format, the files and the key-group
 assignment of rows never make a difference; parallelism and max parallelism are
 metadata differences (see ``SavepointDiff.same_content``). Nothing here knows a
-format: a savepoint is whatever :func:`statectl.statefmt.savepoint.load` returns.
+format: a savepoint is whatever :func:`statectl.statefmt.formats.load` returns.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 
 from statectl.statefmt.ids import OperatorRef
 from statectl.statefmt.model import NAMESPACE_COLUMN, Operator, Savepoint
-from statectl.statefmt.savepoint import file_location, load
+from statectl.statefmt.formats import load
+from statectl.statefmt.locations import file_location
 from statectl.statefmt.types import type_str
 from statectl.statefmt.vocabulary import OperatorStateKind, StateKind
 

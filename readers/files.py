@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from statectl.statefmt.fs import Location
 from statectl.statefmt.model import DataFile, Savepoint
-from statectl.statefmt.savepoint import file_location
+from statectl.statefmt.locations import file_location
 from statectl.statefmt.types import from_arrow, quote_identifier, to_spark_ddl
 
 _GLOB_CHARS = re.compile(r"([\\{}\[\]*?])")

@@ -1,6 +1,6 @@
 """Apache Flink savepoints as a table source: one split per subtask stream (or key-group range).
 
-A split (`statefmt.flink.savepoint.FlinkSplit`) is self-contained: a Spark task decodes it
+A split (`statefmt.flink.describe.FlinkSplit`) is self-contained: a Spark task decodes it
 with `read_split` without `_metadata`, so the driver alone reads `_metadata` and the stream
 headers. The batches have the format layer's table schema; Spark is shown the types it takes
 (`statefmt.flink.model.spark_arrow_type`). Flink files carry no checksums: only their sizes
@@ -28,10 +28,10 @@ class FlinkSource(TableSource):
 
     @property
     def info(self):
-        """The Flink description of the operator (`statefmt.flink.savepoint.FlinkOperatorInfo`)."""
+        """The Flink description of the operator (`statefmt.flink.describe.FlinkOperatorInfo`)."""
         from statectl.statefmt.flink.model import flink_savepoint
 
-        return flink_savepoint(self.location).operator(self.operator_id)
+        return flink_savepoint(self.savepoint).operator(self.operator_id)
 
     def schema(self, table: str) -> pa.Schema:
         return self.info.table_schema(table)

@@ -8,7 +8,7 @@ from statectl.statefmt.errors import UnknownStateError, UsageError, first_line
 from statectl.statefmt.fs import Location
 from statectl.statefmt.ids import OperatorRef
 from statectl.statefmt.model import KEYED_PART, Operator, Savepoint
-from statectl.statefmt.savepoint import load
+from statectl.statefmt.formats import load
 from statectl.statefmt.types import quote_identifier
 from statectl.statefmt.validate import files_with_schemas
 from statectl.statefmt.vocabulary import OperatorStateKind

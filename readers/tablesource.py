@@ -33,7 +33,7 @@ def keyed_part(table: str) -> bool:
 def load_operator(location: str, operator_id: str) -> tuple[Savepoint, Operator]:
     """The savepoint at *location* and its operator *operator_id*, loaded."""
     from statectl.statefmt.ids import OperatorRef
-    from statectl.statefmt.savepoint import load
+    from statectl.statefmt.formats import load
 
     sp = load(location)
     return sp, sp.operator(OperatorRef(operator_id=operator_id))

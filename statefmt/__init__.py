@@ -3,7 +3,9 @@
 - statectl's own family: :mod:`.canonical` (Parquet, the default) and
   :mod:`.rocksdb` (each subtask's RocksDB database), sharing :mod:`.model`,
   :mod:`.metadata`, :mod:`.savepoint` and :mod:`.keygroups`;
-- Apache Flink's savepoints: `statectl.statefmt.flink`, a second family beside it.
+- Apache Flink's savepoints: `statectl.statefmt.flink`, a second family beside it;
+- :mod:`.formats`, the seam: which format a savepoint is (sniffed once from its
+  `_metadata`), and each format's load, commit and operator copies.
 
 Pure Python and pyarrow; never imports Spark, nor anything above it (the
 job-side backends in `statectl.backends` are a client of these formats), so
@@ -23,7 +25,7 @@ _EXPORTS = {
                                        "subtask_for_key_group")},
     **{name: ".model" for name in ("DataFile", "Field", "FileRef", "KeyedSection", "KeyedStateDescriptor",
                                    "LineageEntry", "Operator", "OperatorState", "Savepoint")},
-    **{name: ".savepoint" for name in ("commit", "file_location", "load")},
+    "commit": ".savepoint", "file_location": ".locations", "load": ".formats",
 }
 
 __all__ = [*_EXPORTS, "__version__"]

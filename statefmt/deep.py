@@ -39,7 +39,7 @@ def _flink(sp: Savepoint, op: Operator, report: DeepReport) -> None:
     from .flink.model import flink_savepoint
     from .flink.savepoint import read_split
 
-    info = flink_savepoint(sp.location).operator(op.operator_id)
+    info = flink_savepoint(sp).operator(op.operator_id)
     work = [(split, table) for split in info.keyed_splits for table in ("keyed", "timers")
             if table == "keyed" or info.timers_schema is not None]
     work += [(split, name) for name in info.operator_states for split in info.operator_splits]
@@ -57,7 +57,7 @@ def _flink(sp: Savepoint, op: Operator, report: DeepReport) -> None:
 def _parquet(sp: Savepoint, op: Operator, report: DeepReport, skip) -> None:
     import pyarrow.parquet as pq
 
-    from .savepoint import file_location
+    from .locations import file_location
 
     for f in op.data_files():
         if (op.operator_id, f.ref.path) in skip:

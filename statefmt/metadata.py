@@ -245,12 +245,8 @@ def _decode_keyed(k: dict, where: str, max_p: int, lineage_ids: set[str],
     for i, raw in enumerate(_get(k, "states", where, list)):
         s = _obj(raw, f"{where}.states[{i}]")
         w = f"{where}.states[{i}]"
-        kind = _get(s, "kind", w, str)
-        if kind not in StateKind.words():
-            raise MetadataError(f"{w}.kind must be one of {', '.join(StateKind.words())}")
+        kind = _kind(s, w, StateKind, "user_key_type", StateKind.MAP)
         user_key = s.get("user_key_type")
-        if (kind == StateKind.MAP) != (user_key is not None):
-            raise MetadataError(f"{w}: user_key_type is required for map state and only there")
         states.append(KeyedStateDescriptor(
             name=_get(s, "name", w, str),
             kind=kind,
@@ -271,13 +267,19 @@ def _decode_keyed(k: dict, where: str, max_p: int, lineage_ids: set[str],
     return KeyedSection(tuple(key), tuple(states), files, timers, ns)
 
 
-def _decode_operator_state(s: dict, where: str, lineage_ids: set[str]) -> OperatorState:
+def _kind(s: dict, where: str, kinds, key_field: str, keyed_kind: str) -> str:
+    """A state's kind, one of *kinds*; *key_field* is given for *keyed_kind* and only there."""
     kind = _get(s, "kind", where, str)
-    if kind not in OperatorStateKind.words():
-        raise MetadataError(f"{where}.kind must be one of {', '.join(OperatorStateKind.words())}")
+    if kind not in kinds.words():
+        raise MetadataError(f"{where}.kind must be one of {', '.join(kinds.words())}")
+    if (kind == keyed_kind) != (s.get(key_field) is not None):
+        raise MetadataError(f"{where}: {key_field} is required for {keyed_kind} state and only there")
+    return kind
+
+
+def _decode_operator_state(s: dict, where: str, lineage_ids: set[str]) -> OperatorState:
+    kind = _kind(s, where, OperatorStateKind, "key_type", OperatorStateKind.BROADCAST)
     key_type = s.get("key_type")
-    if (kind == OperatorStateKind.BROADCAST) != (key_type is not None):
-        raise MetadataError(f"{where}: key_type is required for broadcast state and only there")
     return OperatorState(
         name=_get(s, "name", where, str),
         kind=kind,

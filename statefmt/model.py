@@ -230,6 +230,9 @@ class Savepoint:
     lineage: tuple[LineageEntry, ...] = ()
     format_version: int = FORMAT_VERSION
     location: str | None = field(default=None, compare=False)  # where it was read from
+    # The format's own parsed description of the savepoint at *location*, for its readers and
+    # writers (a Flink savepoint's `FlinkSavepoint`); not part of the model's value.
+    description: object = field(default=None, compare=False, repr=False)
 
     def operator(self, ref: OperatorRef | str) -> Operator:
         """The operator named by *ref*: an :class:`OperatorRef`, or a string taken as a uid.
@@ -288,6 +291,10 @@ class Savepoint:
         raise KeyError(savepoint_id)
 
     def replace(self, **changes) -> "Savepoint":
+        """This savepoint changed; moved to another location, it no longer carries the
+        description of the savepoint at its old one."""
+        if changes.get("location", self.location) != self.location:
+            changes.setdefault("description", None)
         return dataclasses.replace(self, **changes)
 
 

@@ -1,4 +1,8 @@
-"""Opening savepoints, locating their files, shallow copies, and the atomic commit."""
+"""statectl's own savepoints: opening one, shallow copies, output checks and the atomic commit.
+
+Both own physical formats (canonical Parquet and RocksDB) share this `_metadata`
+document; :mod:`.formats` chooses between it and Apache Flink's.
+"""
 
 from __future__ import annotations
 
@@ -6,41 +10,28 @@ import dataclasses
 import datetime as dt
 import uuid
 
-from .errors import (
-    MissingFileError,
-    NotASavepointError,
-    SavepointExistsError,
-    StatectlError,
-    UnsafeReferenceError,
-)
+from .errors import SavepointExistsError, StatectlError, UnsafeReferenceError
 from .fs import Location
+from .locations import METADATA_FILE, remove_replaced
 from .metadata import decode, encode
-from .flink.metadata import is_flink_metadata
 from .model import DataFile, FileRef, LineageEntry, Operator, Savepoint
 from .refs import check_lineage_location
-from .resolve import resolve_reference
-
-METADATA_FILE = "_metadata"
 
 
-def load(location: str | Location) -> Savepoint:
-    """Read and check a savepoint's `_metadata`; the result knows its location."""
-    loc = Location.of(location)
-    meta = loc.child(METADATA_FILE)
-    if not meta.exists():
-        if loc.is_dir():
-            raise NotASavepointError(
-                f"{loc}: no {METADATA_FILE} file, so not a savepoint "
-                "(or a write that never finished)"
-            )
-        raise NotASavepointError(f"{loc}: no such savepoint directory")
-    data = meta.read_bytes()
-    if is_flink_metadata(data[:4]):
-        from .flink.model import load_flink
-
-        return load_flink(loc)
-    sp = decode(data, source=str(meta)).replace(location=loc.uri)
+def load_statectl(loc: Location, data: bytes) -> Savepoint:
+    """The savepoint of statectl's own format at *loc*, from its `_metadata` *data*, checked."""
+    sp = decode(data, source=str(loc.child(METADATA_FILE))).replace(location=loc.uri)
     return check_lineage(sp)
+
+
+def named_files(data: bytes, source: str) -> set[str]:
+    """The files inside its own folder that a committed own `_metadata` names (none when
+    *data* is not a readable document: nothing of it is removed)."""
+    try:
+        sp = decode(data, source=source)
+    except StatectlError:
+        return set()
+    return {f.ref.path for _, f in sp.data_files() if not f.ref.is_shared}
 
 
 def _users_of(sp: Savepoint, savepoint_id: str) -> str:
@@ -76,31 +67,6 @@ def check_lineage(sp: Savepoint) -> Savepoint:
                     f"{e.savepoint_id}")
         entries.append(LineageEntry(e.savepoint_id, location))
     return sp.replace(lineage=tuple(entries)) if entries else sp
-
-
-def file_location(sp: Savepoint, ref: FileRef) -> Location:
-    """Where the file named by *ref* lies, for a savepoint read from disk.
-
-    Goes through :func:`resolve.resolve_reference`: the file must stay inside its
-    savepoint (a symlink leading out is refused, naming the operator).
-    """
-    if sp.location is None:
-        raise StatectlError("the savepoint has no location yet")
-    if ref.location is not None:  # a Flink file handle, checked by resolve_reference when loaded
-        return Location(ref.location)
-    root = sp.location
-    if ref.savepoint is not None:
-        try:
-            root = sp.lineage_entry(ref.savepoint).location
-        except KeyError:
-            raise MissingFileError(
-                f"{ref.path}: savepoint {ref.savepoint} is not in the lineage") from None
-    try:
-        return resolve_reference(root, ref.path)
-    except UnsafeReferenceError as e:
-        owner = next((op.label for op, f in sp.data_files() if f.ref == ref), None)
-        where = f"operator {owner}" if owner else "file reference"
-        raise UnsafeReferenceError(f"{where}: {str(e).split(': ', 1)[-1]}") from None
 
 
 def new_savepoint_id() -> str:
@@ -267,22 +233,15 @@ def commit(sp: Savepoint, location: str | Location, overwrite: bool = False) -> 
     does not reference are removed.
     """
     loc = Location.of(location)
-    previous = None
     meta = loc.child(METADATA_FILE)
+    previous: set[str] = set()
     if meta.exists():
         if not overwrite:
             raise SavepointExistsError(f"{loc} already holds a savepoint; choose a new output")
-        try:
-            previous = decode(meta.read_bytes(), source=str(meta))
-        except StatectlError:
-            previous = None  # not a readable savepoint: nothing of it is removed
+        previous = named_files(meta.read_bytes(), str(meta))
     if any(e.location == loc.uri for e in sp.lineage):
         raise StatectlError(f"{loc}: a savepoint cannot reference itself as its base")
     loc.make_dirs()
     meta.write_bytes_atomically(encode(sp))
-    if previous is not None:
-        kept = {f.ref.path for _, f in sp.data_files() if not f.ref.is_shared}
-        for _, f in previous.data_files():
-            if not f.ref.is_shared and f.ref.path not in kept:
-                loc.child(f.ref.path).delete_file()
+    remove_replaced(loc, previous, (f.ref.path for _, f in sp.data_files() if not f.ref.is_shared))
     return sp.replace(location=loc.uri)

@@ -20,12 +20,13 @@ import pyarrow.compute as pc
 
 from .canonical import check_parquet, keyed_schema, operator_state_schema, timers_schema
 from .errors import DataFileError, MissingFileError, StatectlError
+from .formats import load
 from .keygroups import key_group_for_key
 from .fs import Location
 from .integrity import verify_file
+from .locations import file_location
 from .model import KEY_GROUP_COLUMN, DataFile, Operator, Savepoint
 from .vocabulary import Format
-from .savepoint import file_location, load
 
 
 @dataclass

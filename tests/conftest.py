@@ -1,4 +1,11 @@
-"""Fixtures shared by the suite: one Spark session for all tests, and the CLI runners."""
+"""Fixtures shared by the suite: one Spark session for all tests, and the CLI runners.
+
+The test files sit in folders named like the package's (statefmt/, statefmt/flink/, backends/,
+readers/, writers/, cli/), flink_job/ holds the tests of the suite's real-Flink harness, and the
+package-wide ones stay here. The shared helpers (flink_job.py, cli_runner.py, ...) stay here too:
+this folder is on sys.path (pytest puts a rootdir conftest's folder there), so every test
+imports them by name. Test folders have no __init__.py; test file basenames are unique.
+"""
 
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ import os
 
 from statectl.statefmt.canonical import keyed_schema, operator_state_schema, read_file, timers_schema
 from statectl.statefmt.keygroups import key_group_for_key, key_group_range, subtask_for_key_group
-from statectl.statefmt.savepoint import file_location, load
+from statectl.statefmt.formats import load
+from statectl.statefmt.locations import file_location
 
 
 def _read(sp, files, schema) -> list[dict]:

@@ -113,3 +113,61 @@ def test_readers_and_writers_do_not_import_the_backends():
                    if name.startswith(("statectl.readers", "statectl.writers"))
                    for target in targets if target.startswith("statectl.backends"))
     assert wrong == []
+
+
+# --- the layering inside statefmt --------------------------------------------------------
+# Base modules: what every format builds on; they import only each other.
+STATEFMT = "statectl.statefmt"
+BASE = {f"{STATEFMT}.{m}" for m in (
+    "errors", "refs", "fs", "resolve", "ids", "types", "vocabulary", "keygroups", "scratch", "jit",
+    "model", "integrity", "locations", "metadata", "canonical",
+    "varint", "bytecolumns", "slicekernel")}  # the byte toolkit both families share
+# What a format family's subpackage may import from its parent package, beyond its own modules.
+SUBPACKAGE_MAY_IMPORT = {
+    f"{STATEFMT}.rocksdb": BASE,
+    # a lineage location may hold a savepoint of statectl's own (`metadata`); Flink's native
+    # snapshots are read with statectl's SST reader
+    f"{STATEFMT}.flink": BASE | {f"{STATEFMT}.rocksdb.sstread", f"{STATEFMT}.rocksdb.sstkernels"},
+}
+# The only modules that know both families: the seam, and the checks that decode every format.
+BOTH_FAMILIES = {f"{STATEFMT}.{m}" for m in ("formats", "deep", "validate")}
+
+
+def _statefmt_edges():
+    return [(name, target) for name, targets in _graph().items() if name.startswith(STATEFMT)
+            for target in sorted(targets)]
+
+
+def _subpackage(name: str) -> str | None:
+    return next((p for p in SUBPACKAGE_MAY_IMPORT if name.startswith(p + ".")), None)
+
+
+def test_statefmt_base_modules_import_only_base_modules():
+    wrong = sorted((name, target) for name, target in _statefmt_edges()
+                   if name in BASE and target not in BASE)
+    assert wrong == []
+
+
+def test_statefmt_subpackages_import_only_the_base_of_their_parent():
+    wrong = []
+    for name, target in _statefmt_edges():
+        package = _subpackage(name)
+        if package is None or target.startswith(package + "."):
+            continue
+        if target not in SUBPACKAGE_MAY_IMPORT[package]:
+            wrong.append((name, target))
+    assert sorted(wrong) == []
+
+
+def test_the_own_format_imports_nothing_of_flink():
+    flink = f"{STATEFMT}.flink"
+    wrong = sorted((name, target) for name, target in _statefmt_edges()
+                   if not name.startswith(flink) and name not in BOTH_FAMILIES
+                   and (target == flink or target.startswith(flink + ".")))
+    assert wrong == []
+
+
+def test_no_import_circle_in_statefmt():
+    graph = {name: {t for t in targets if t.startswith(STATEFMT)}
+             for name, targets in _graph().items() if name.startswith(STATEFMT)}
+    assert _cycles(graph) == []

@@ -17,7 +17,7 @@ from statectl.statefmt.errors import StatectlError
 from statectl.statefmt.fs import Location
 from statectl.statefmt.integrity import verify_file
 from statectl.statefmt.model import DataFile, FileRef, Savepoint
-from statectl.statefmt.savepoint import file_location
+from statectl.statefmt.locations import file_location
 
 _TOKEN = re.compile(r"-w[0-9a-f]{12}")
 THREADS = 8

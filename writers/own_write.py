@@ -54,7 +54,7 @@ class OwnWrite:
         return files, size
 
     def staged(self) -> Staged:
-        return Staged(savepoint=self.savepoint)
+        return Staged.own(self.savepoint)
 
     def reports(self, sp: Savepoint) -> list[OperatorReport]:
         return self.operator_reports

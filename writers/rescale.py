@@ -40,7 +40,8 @@ from statectl.statefmt.keygroups import (
     key_group_sql,
 )
 from statectl.statefmt.model import KEY_GROUP_COLUMN, KEYED_PART, DataFile, Operator, OperatorState, Savepoint
-from statectl.statefmt.savepoint import file_location, load
+from statectl.statefmt.formats import load
+from statectl.statefmt.locations import file_location
 from statectl.statefmt.types import quote_identifier
 from statectl.statefmt.vocabulary import Format, OperatorStateKind
 

@@ -19,11 +19,12 @@ from typing import Protocol
 
 from statectl.statefmt.errors import UsageError
 from statectl.statefmt.ids import OperatorRef, operator_id_for_uid
+from statectl.statefmt.flink.model import flink_savepoint
+from statectl.statefmt.formats import load
+from statectl.statefmt.fs import Location
 from statectl.statefmt.keygroups import check_max_parallelism
 from statectl.statefmt.model import Operator, Savepoint
-from statectl.statefmt.flink.model import flink_savepoint
-from statectl.statefmt.fs import Location
-from statectl.statefmt.savepoint import check_output, load
+from statectl.statefmt.savepoint import check_output
 from statectl.statefmt.vocabulary import Format
 
 from .commit import Staged, commit_staged
@@ -221,7 +222,7 @@ class SavepointWriter:
         """The plan kind of this write: statectl's own format, or the Flink family's."""
         if self._modifies_flink():
             from .flink.modify import FlinkModification
-            return FlinkModification(flink_savepoint(self.base.location), self.removed_ids, self.renamed)
+            return FlinkModification(flink_savepoint(self.base), self.removed_ids, self.renamed)
         removed = [self._label(i) for i in self.removed_ids]
         if self.format != Format.FLINK:
             # a Flink base with every operator in the spec is only an input: nothing of it is kept
@@ -240,7 +241,7 @@ class SavepointWriter:
         if self.renamed:
             raise UsageError("renaming operators of a Flink savepoint while writing others is not "
                              "supported; rename them with statectl modify first")
-        fsp = flink_savepoint(self.base.location)
+        fsp = flink_savepoint(self.base)
         written = {operator_id_for_uid(uid) for uid in self.new} | set(self.rebuilt)
         kept = [op for op in fsp.metadata.operators if op.operator_id not in written
                 and op.operator_id not in self.removed_ids]

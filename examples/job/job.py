@@ -28,7 +28,7 @@ import sys
 
 from statectl.backends import HeapBackend, RocksDBBackend, commit_snapshots
 from statectl.statefmt.errors import StatectlError
-from statectl.statefmt.savepoint import load
+from statectl.statefmt.formats import load
 
 UID = "user-activity"
 PARALLELISM = 2

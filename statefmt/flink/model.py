@@ -5,8 +5,8 @@ Operators are marked with the physical format :data:`Format.FLINK`; keyed states
 their serializer class, TTL and size; data files their size and no checksum.
 Types are the Arrow types of `tables.py` in statectl's type grammar
 (:func:`spark_arrow_type` says how the few Flink types without a statectl type
-are presented). The Flink description itself is kept per location
-(:func:`flink_savepoint`), for the readers that decode splits.
+are presented). The model carries the Flink description itself
+(:func:`flink_savepoint`), for the readers that decode splits and the writers.
 """
 
 from __future__ import annotations
@@ -21,26 +21,24 @@ from ..model import (NAMESPACE_COLUMN, DataFile, Field, FileRef, KeyedSection,
 from ..types import from_arrow
 from ..vocabulary import Format
 from . import tables as TB
+from .describe import FlinkOperatorInfo, FlinkSavepoint
 from .lineage import lineage_roots
-from .savepoint import METADATA, FlinkOperatorInfo, FlinkSavepoint, open_flink_savepoint
+from .savepoint import open_flink_savepoint
+from .streamio import METADATA
 
-_cache: dict[tuple[str, int, int], FlinkSavepoint] = {}
 
-
-def flink_savepoint(location: str | Location) -> FlinkSavepoint:
-    """The opened Flink savepoint at *location*, read once per `_metadata` version."""
-    loc = Location.of(location)
-    info = loc.child(METADATA).info()
-    key = (loc.uri, info.size, info.mtime_ns or 0)
-    if key not in _cache:
-        _cache.clear()  # one savepoint at a time is what the commands use
-        _cache[key] = open_flink_savepoint(loc)
-    return _cache[key]
+def flink_savepoint(sp: Savepoint) -> FlinkSavepoint:
+    """The Flink description the model *sp* carries (opened from its location for a model
+    made without one)."""
+    if isinstance(sp.description, FlinkSavepoint):
+        return sp.description
+    return open_flink_savepoint(sp.location)
 
 
 def load_flink(location: str | Location) -> Savepoint:
-    """The :class:`Savepoint` model of the Flink savepoint or checkpoint at *location*."""
-    fsp = flink_savepoint(location)
+    """The :class:`Savepoint` model of the Flink savepoint or checkpoint at *location*,
+    carrying its Flink description."""
+    fsp = open_flink_savepoint(location)
     mtime = fsp.location.child(METADATA).info().mtime
     created = mtime.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if mtime else ""
     return Savepoint(
@@ -50,6 +48,7 @@ def load_flink(location: str | Location) -> Savepoint:
         lineage=fsp.lineage,
         format_version=fsp.metadata.version,
         location=fsp.location.uri,
+        description=fsp,
     )
 
 

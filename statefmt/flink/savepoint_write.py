@@ -17,7 +17,7 @@ from ..ids import operator_id_for_uid
 from .handles import KeyGroupsStream, OperatorStateInfo, OperatorStream, RelativeFile
 from .metadata import FlinkMetadata, FlinkOperator, SubtaskState
 from .metadata_write import encode_metadata
-from .savepoint import METADATA
+from .streamio import METADATA
 
 METADATA_VERSION = 6
 CHECKPOINT_ID = 1

@@ -16,13 +16,14 @@ import dataclasses
 from typing import Callable
 
 from ..fs import Location
+from ..locations import FileCopy
 from ..model import LineageEntry
 from ..refs import split_options
 from .handles import (AbsoluteFile, IncrementalRocksDB, InlineStream, KeyGroupsStream, OperatorStream,
                       RelativeFile, SegmentFile, StreamHandle)
 from .lineage import checkpoint_roots, lineage_roots
 from .metadata import FlinkOperator, SubtaskState
-from .savepoint import stream_location
+from .streamio import stream_location
 
 StreamMap = Callable[[StreamHandle], StreamHandle]
 
@@ -95,16 +96,6 @@ def lineage_needed(base: Location, base_id: str, base_lineage: tuple[LineageEntr
             if entry is not None:
                 needed.setdefault(entry.savepoint_id, entry)
     return tuple(needed.values())
-
-
-@dataclasses.dataclass(frozen=True)
-class FileCopy:
-    """One file to copy into the new savepoint: bytes [start, start + size) of *source*."""
-    source: Location
-    start: int
-    size: int
-    whole: bool  # the whole file (copied by the filesystem), not a segment of a merged one
-    name: str  # its relative path in the new savepoint
 
 
 def self_contained(base: Location, ops: list[FlinkOperator], name_for: Callable[[str, set[str]], str]

@@ -19,8 +19,8 @@ from typing import Iterable
 from ..errors import IntegrityError, MissingFileError
 from ..fs import Location
 from ..integrity import ALGORITHM
+from ..locations import file_location
 from ..model import DataFile, FileRef, LineageEntry, Operator, Savepoint
-from ..savepoint import file_location
 
 # Files of a checkpoint that reopening does not need.
 _SKIPPED = ("LOCK", "LOG")

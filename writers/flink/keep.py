@@ -11,8 +11,9 @@ import pyarrow.fs as pafs
 
 from statectl.statefmt.errors import StatectlError
 from statectl.statefmt.flink.metadata import FlinkOperator
-from statectl.statefmt.flink.shallow import FileCopy, lineage_needed, pointer_copy, self_contained
+from statectl.statefmt.flink.shallow import lineage_needed, pointer_copy, self_contained
 from statectl.statefmt.fs import Location
+from statectl.statefmt.locations import FileCopy
 
 from ..copying import THREADS, copy_name
 

@@ -25,7 +25,7 @@ from .source import check_uid, operator_binding, operator_data
 
 def check_flink_rescale(base: Savepoint, choices) -> None:
     """Refuse, in one line each and without Spark, what a Flink rescale cannot write."""
-    fsp = flink_savepoint(base.location)
+    fsp = flink_savepoint(base)
     for choice in choices:
         op = fsp.operator(choice.operator.operator_id)
         check_uid(op)

@@ -17,7 +17,8 @@ import dataclasses
 from statectl.statefmt.errors import FlinkEncodeError, UnknownOperatorError, UsageError
 from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.binding import key_java_type, parse_type, type_text
-from statectl.statefmt.flink.savepoint import FlinkOperatorInfo, FlinkSavepoint, read_split
+from statectl.statefmt.flink.describe import FlinkOperatorInfo, FlinkSavepoint
+from statectl.statefmt.flink.savepoint import read_split
 from statectl.statefmt.flink.tables import key_fields, operator_list_schema, timer_service
 from statectl.statefmt.ids import operator_id_for_uid
 from statectl.statefmt.model import TTL_SUFFIX

@@ -69,8 +69,7 @@ class FlinkWrite:
     def staged(self) -> Staged:
         kept = [_retagged(op, self.kept_max_parallelism) for op in (self.kept.operators if self.kept else ())]
         files = {f for op, _ in self.written for f in _files_of(op)} | (self.kept.files if self.kept else set())
-        return Staged(flink_metadata=self.metadata(self._operators(kept)),
-                      lineage=self.kept.lineage if self.kept else (), files=frozenset(files))
+        return Staged.flink(self.metadata(self._operators(kept)), self.kept.lineage if self.kept else (), files)
 
     def reports(self, sp: Savepoint) -> list[OperatorReport]:
         written = {r.operator_id: r for _, r in self.written}

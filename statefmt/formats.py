@@ -1,0 +1,184 @@
+"""The format seam: which format a savepoint is, chosen once, and what each format does.
+
+A :class:`SavepointFormat` sniffs its `_metadata` from the first bytes, loads the
+:class:`Savepoint` model, names the files a committed `_metadata` holds in its
+folder, commits (lineage, then `_metadata`, then removal of the files it replaced)
+and copies operators of a base (pointer copies, or self-contained). Registered in
+:data:`FORMATS`, like PyIceberg's ``io`` scheme -> implementation registry:
+
+- statectl's own ``canonical`` and ``rocksdb`` formats share one `_metadata` document
+  (`docs/FORMAT.md`); each operator names its physical format, so sniffing finds the
+  family and :func:`for_operator` the format of one operator;
+- Apache Flink's savepoints and checkpoints (``flink``, `docs/FLINK.md`).
+
+A new format implements the protocol and joins :data:`FORMATS`; nothing above
+`statefmt` branches on it. This is the only module of `statefmt` that knows both
+families; the Flink one is imported when a Flink savepoint is met.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol, Sequence
+
+from .errors import NotASavepointError, StatectlError
+from .fs import Location
+from .ids import OperatorRef
+from .locations import METADATA_FILE, FileCopy, remove_replaced
+from .model import LineageEntry, Operator, Savepoint
+from .savepoint import commit as commit_statectl
+from .savepoint import load_statectl, merge_lineage, named_files, shallow_copy
+from .vocabulary import Format
+
+NameFor = Callable[[str, "set[str]"], str]  # (file name, names taken) -> the copy's name
+
+
+@dataclass(frozen=True)
+class OperatorCopies:
+    """Operators of a base as a new savepoint holds them, in their format's own terms
+    (:class:`Operator` for statectl's formats, ``FlinkOperator`` for Flink's), with the
+    lineage their files lie in and the files to copy beside the new `_metadata`."""
+    operators: tuple
+    lineage: tuple[LineageEntry, ...] = ()
+    copies: tuple[FileCopy, ...] = ()
+
+
+@dataclass(frozen=True)
+class FlinkCommit:
+    """A new Flink savepoint to commit: its `_metadata` bytes, its lineage (a shallow copy's
+    bases) and the relative files this write put beside it."""
+    metadata: bytes
+    lineage: tuple[LineageEntry, ...] = ()
+    files: frozenset[str] = frozenset()
+
+
+class SavepointFormat(Protocol):
+    name: str  # a :class:`Format` word
+
+    def sniff(self, head: bytes) -> bool:
+        """Whether a `_metadata` starting with *head* (its first bytes) is of this format."""
+
+    def load(self, location: Location, data: bytes) -> Savepoint:
+        """The model of the savepoint at *location* whose `_metadata` is *data*, checked."""
+
+    def named_files(self, data: bytes, source: str) -> set[str]:
+        """The files inside its own folder the committed `_metadata` *data* names."""
+
+    def commit(self, out: Location, document, *, overwrite: bool = False) -> Savepoint:
+        """Commit *document* at *out* (every data file already in place): lineage, then
+        `_metadata`, atomically, then (with *overwrite*) the files of the savepoint it
+        replaced that it does not name. Returns the committed savepoint's model."""
+
+    def copy_operators(self, base: Savepoint, operator_ids: Sequence[str],
+                       name_for: NameFor | None = None) -> OperatorCopies:
+        """The operators *operator_ids* of *base* as pointer copies (their files referenced
+        where they lie), or with *name_for* self-contained (the files to copy, named by it)."""
+
+
+@dataclass(frozen=True)
+class StatectlFormat:
+    """statectl's own format family: one `_metadata` document for both physical formats.
+    Sniffed last: its decoder names what is wrong with anything that is not Flink's."""
+    name: str
+
+    def sniff(self, head: bytes) -> bool:
+        return True
+
+    def load(self, location: Location, data: bytes) -> Savepoint:
+        return load_statectl(location, data)
+
+    def named_files(self, data: bytes, source: str) -> set[str]:
+        return named_files(data, source)
+
+    def commit(self, out: Location, document: Savepoint, *, overwrite: bool = False) -> Savepoint:
+        return commit_statectl(document, out, overwrite)
+
+    def copy_operators(self, base: Savepoint, operator_ids: Sequence[str],
+                       name_for: NameFor | None = None) -> OperatorCopies:
+        """Pointer copies. Self-contained ones are made savepoint-wide after planning (the
+        copies verified against their checksums: `writers.copying.make_self_contained`)."""
+        if name_for is not None:
+            raise StatectlError(f"{self.name}: operators are made self-contained with the whole savepoint")
+        pairs = [shallow_copy(base, base.operator(OperatorRef(operator_id=i))) for i in operator_ids]
+        return OperatorCopies(tuple(op for op, _ in pairs), merge_lineage(*(e for _, e in pairs)))
+
+
+class FlinkFormat:
+    """Apache Flink's savepoints and retained checkpoints (`statefmt/flink`)."""
+    name = Format.FLINK
+
+    def sniff(self, head: bytes) -> bool:
+        from .flink.metadata import is_flink_metadata
+
+        return is_flink_metadata(head)
+
+    def load(self, location: Location, data: bytes) -> Savepoint:
+        from .flink.model import load_flink
+
+        return load_flink(location)
+
+    def named_files(self, data: bytes, source: str) -> set[str]:
+        from .flink.commit import named_files as flink_named_files
+
+        return flink_named_files(data, source)
+
+    def commit(self, out: Location, document: FlinkCommit, *, overwrite: bool = False) -> Savepoint:
+        from .flink.lineage import commit_metadata
+        from .flink.model import load_flink
+
+        previous = previous_files(out) if overwrite else set()
+        lineage_name = commit_metadata(out, document.metadata, document.lineage)
+        remove_replaced(out, previous, document.files | ({lineage_name} if lineage_name else set()))
+        return load_flink(out)
+
+    def copy_operators(self, base: Savepoint, operator_ids: Sequence[str],
+                       name_for: NameFor | None = None) -> OperatorCopies:
+        from .flink.model import flink_savepoint
+        from .flink.shallow import lineage_needed, pointer_copy, self_contained
+
+        fsp = flink_savepoint(base)
+        kept = [op for op in fsp.metadata.operators if op.operator_id in operator_ids]
+        if name_for is not None:
+            ops, copies = self_contained(fsp.location, kept, name_for)
+            return OperatorCopies(tuple(ops), (), tuple(copies))
+        return OperatorCopies(tuple(pointer_copy(fsp.location, op) for op in kept),
+                              lineage_needed(fsp.location, fsp.savepoint_id, fsp.lineage, kept) if kept else ())
+
+
+FORMATS: dict[str, SavepointFormat] = {  # sniffed in this order
+    f.name: f for f in (FlinkFormat(), StatectlFormat(Format.CANONICAL), StatectlFormat(Format.ROCKSDB))}
+
+
+def sniff(head: bytes) -> SavepointFormat:
+    """The format of a `_metadata` starting with *head*."""
+    return next(f for f in FORMATS.values() if f.sniff(head))
+
+
+def for_operator(op: Operator) -> SavepointFormat:
+    """The format of one operator of a loaded savepoint."""
+    return FORMATS[op.format]
+
+
+def load(location: str | Location) -> Savepoint:
+    """Read and check a savepoint's `_metadata`, of whichever format; the result knows its location."""
+    loc = Location.of(location)
+    meta = loc.child(METADATA_FILE)
+    if not meta.exists():
+        if loc.is_dir():
+            raise NotASavepointError(
+                f"{loc}: no {METADATA_FILE} file, so not a savepoint "
+                "(or a write that never finished)"
+            )
+        raise NotASavepointError(f"{loc}: no such savepoint directory")
+    data = meta.read_bytes()
+    return sniff(data[:4]).load(loc, data)
+
+
+def previous_files(out: Location) -> set[str]:
+    """The files of the savepoint already at *out*, of either family (removed after the
+    commit of an overwrite when the new one does not name them)."""
+    meta = out.child(METADATA_FILE)
+    if not meta.exists():
+        return set()
+    data = meta.read_bytes()
+    return sniff(data[:4]).named_files(data, str(meta))
