@@ -1,5 +1,5 @@
 """A Flink savepoint as a bootstrap spec: each operator's entry and tables from the product's
-`writers.flink_source.operator_spec` (a `flink:` binding taken from its own serializers), the
+`writers.flink.source.operator_spec` (a `flink:` binding taken from its own serializers), the
 tables saved as Parquet inputs, so `bootstrap --format flink` writes it again."""
 
 from __future__ import annotations

@@ -231,7 +231,7 @@ def test_own_canonical_round_trip_over_random_max_parallelisms(spark, own_canoni
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
     "statectl cannot rescale a Flink 1.x savepoint: its _metadata (version 4) holds no uids, "
     "rescale refuses operators known only by OperatorID, and modify --rename cannot give them "
-    "one in version 4 (writers/flink_modify.py keeps uid=None below version 5)"))
+    "one in version 4 (writers/flink/modify.py keeps uid=None below version 5)"))
 def test_flink_1x_savepoints_round_trip(spark, bases, tmp_path):
     name = "1.20.3-hashmap-canonical"
     sp, _, m0 = bases[name]
