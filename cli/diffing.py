@@ -37,11 +37,12 @@ def diff(
     from statectl.readers.diff import diff_savepoints
     from statectl.statefmt.formats import load
 
+    from .listing import opened
     from .output import output_for
     from .summary import diff_summary
 
     with _exit_code_2():
-        sp_a, sp_b = load(a), load(b)  # bad paths fail before Spark starts
+        sp_a, sp_b = load(opened(a)), load(opened(b))  # bad paths fail before Spark starts
         with spark_errors():
             result = diff_savepoints(start_spark(master), sp_a, sp_b, limit=limit)
     output_for(json_).savepoint_diff(diff_summary(result))

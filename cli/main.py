@@ -15,6 +15,7 @@ import typer
 from statectl.statefmt import __version__
 from statectl.statefmt.errors import StatectlError
 
+from .listing import Checkpoint, opened
 from .options import OPTIONS, debug_enabled
 from .output import output_for, print_error
 
@@ -52,28 +53,32 @@ def main(
 
 @app.command()
 def info(
-    savepoint: str = typer.Argument(..., help="Savepoint directory (a path or URI)."),
+    savepoint: str = typer.Argument(..., help="Savepoint directory (a path or URI), or a folder of "
+                                    "snapshots (the newest is shown)."),
     json_: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
+    checkpoint: Checkpoint = None,
 ) -> None:
     """Show what a savepoint holds: operators, states, types, files and sizes."""
     from statectl.statefmt.formats import load
 
     from .summary import savepoint_summary
 
-    output_for(json_).savepoint_info(savepoint_summary(load(savepoint)))
+    output_for(json_).savepoint_info(savepoint_summary(load(opened(savepoint, checkpoint))))
 
 
 @app.command()
 def validate(
-    savepoint: str = typer.Argument(..., help="Savepoint directory (a path or URI)."),
+    savepoint: str = typer.Argument(..., help="Savepoint directory (a path or URI), or a folder of "
+                                    "snapshots (the newest is checked)."),
     json_: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
     deep: bool = typer.Option(False, "--deep", help="Also decode every stream and file, in this process "
                               "(finds damaged bytes that sizes cannot show: Flink keeps no checksums)."),
+    checkpoint: Checkpoint = None,
 ) -> None:
     """Check every file reference, size, checksum and schema. Exit 1 if anything is wrong."""
     from statectl.statefmt.validate import validate as run_validation
 
-    report = run_validation(savepoint, deep=deep)
+    report = run_validation(opened(savepoint, checkpoint), deep=deep)
     doc = {
         "location": report.location,
         "valid": report.valid,
@@ -89,6 +94,7 @@ def validate(
 
 
 from .diffing import register as _register_diffing  # noqa: E402
+from .listing import register as _register_listing  # noqa: E402
 from .reading import register as _register_reading  # noqa: E402
 from .rescaling import register as _register_rescaling  # noqa: E402
 from .writing import register as _register_writing  # noqa: E402
@@ -97,6 +103,7 @@ _register_reading(app)
 _register_writing(app)
 _register_rescaling(app)
 _register_diffing(app)
+_register_listing(app)
 
 
 def run() -> None:

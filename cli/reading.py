@@ -14,6 +14,7 @@ import typer
 from statectl.statefmt.errors import UsageError, first_line
 
 from .frames import write_frame
+from .listing import Checkpoint, opened
 from .progress import scan_progress
 from .results import FRAME_FORMATS, check_frame_output
 from .spark import MASTER_HELP as _MASTER_HELP
@@ -22,7 +23,8 @@ from .spark import spark_errors, start_spark
 _FORMAT_HELP = f"Output format: {', '.join(FRAME_FORMATS)}. parquet needs --output."
 
 # The arguments `read` and `sql` share: the savepoint, where and how the rows go, the Spark master.
-Savepoint = Annotated[str, typer.Argument(help="Savepoint directory (a path or URI).")]
+Savepoint = Annotated[str, typer.Argument(help="Savepoint directory (a path or URI), or a folder of "
+                                          "snapshots (the newest is read).")]
 Format = Annotated[str, typer.Option("--format", "-f", help=_FORMAT_HELP)]
 Output = Annotated[Optional[str], typer.Option("--output", "-o",
                                                help="Write to this file (directory for parquet).")]
@@ -66,12 +68,13 @@ def read(
                                  "`index`) or entry of a map state (with `map_key`); the state "
                                  "chosen with --state when the table has several."),
     master: Master = None,
+    checkpoint: Checkpoint = None,
 ) -> None:
     """Read one operator's keyed table, timers, or an operator state."""
     from statectl.readers.local import choose_engine
     from statectl.statefmt.formats import load
 
-    sp = load(savepoint)
+    sp = load(opened(savepoint, checkpoint))
     check_frame_output(fmt, output, [sp], overwrite)
     op = _operator(sp, uid, operator_id, name)
     choice, flattened = _table_choice(sp, op, state, timers, key, explode)
@@ -153,6 +156,7 @@ def sql(
     limit: Limit = None,
     overwrite: Overwrite = False,
     master: Master = None,
+    checkpoint: Checkpoint = None,
 ) -> None:
     """Run a Spark SQL query over every state of a savepoint."""
     from statectl.readers import SavepointReader
@@ -160,7 +164,7 @@ def sql(
     from statectl.statefmt.formats import load
 
     check_read_only(query)
-    sp = load(savepoint)
+    sp = load(opened(savepoint, checkpoint))
     check_frame_output(fmt, output, [sp], overwrite)
     with spark_errors():
         spark = start_spark(master)

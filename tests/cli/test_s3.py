@@ -133,6 +133,9 @@ def test_flink_savepoint_on_s3(s3):
     ok(run, "modify", remote, s3.uri("flink/own-copy"), "--self-contained")
     assert len(s3.keys("flink/own-copy")) == len(s3.keys("flink/native"))
     assert rows(run, s3.uri("flink/own-copy"), "--uid", "lk-proc") == expected
+    listed = json.loads(ok(run, "ls", s3.uri("flink"), "--json"))
+    assert sorted(s["location"] for s in listed["snapshots"]) == \
+        [s3.uri("flink/native"), s3.uri("flink/own-copy"), s3.uri("flink/renamed")]
 
 
 def _on_store(folder: Path, local_root: Path, remote_root: str) -> None:

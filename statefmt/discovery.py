@@ -1,0 +1,116 @@
+"""Snapshots under a folder: the savepoints and retained checkpoints a job's folders hold.
+
+A job's checkpoint folder holds ``chk-N/`` folders (each a checkpoint once its `_metadata`
+is written; one without is still being written, or was abandoned) beside ``shared/`` and
+``taskowned/``; a savepoint folder holds ``savepoint-…/`` folders. A snapshot is any folder
+within :data:`DEPTH` levels whose `_metadata` loads, whatever its format. Newest first:
+the time its `_metadata` records (Flink's: the file's modification time), then the
+checkpoint number.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .errors import NotASavepointError, StatectlError
+from .formats import load
+from .fs import Location
+from .locations import METADATA_FILE
+from .model import Savepoint
+
+DEPTH = 3
+_CHECKPOINT = re.compile(r"chk-(\d+)")
+_NOT_SNAPSHOTS = {"shared", "taskowned"}  # a checkpoint folder's files of several checkpoints
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    location: str
+    savepoint_id: str
+    kind: str  # savepoint | checkpoint
+    checkpoint: int | None  # N of a chk-N folder
+    incremental: bool  # some of its files lie outside its folder (shared, or a base's)
+    family: str  # flink | statectl
+    formats: tuple[str, ...]  # the operators' physical formats
+    created_at: str
+    bytes: int
+    operators: int
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    location: str
+    reason: str
+
+
+def find_snapshots(folder: str | Location) -> tuple[list[Snapshot], list[Unreadable]]:
+    """The snapshots under *folder* (newest first), and the `_metadata` files that do not load."""
+    root = Location.of(folder)
+    if not root.is_dir():
+        raise NotASavepointError(f"{root}: no such directory")
+    found, unreadable = [], []
+    for where in _metadata_folders(root):
+        try:
+            found.append(_snapshot(load(where)))
+        except StatectlError as e:
+            unreadable.append(Unreadable(where.uri, str(e)))
+    found.sort(key=lambda s: (s.created_at, s.checkpoint or -1), reverse=True)
+    return found, unreadable
+
+
+def _metadata_folders(root: Location) -> list[Location]:
+    folders = []
+    for path in root.list_files():
+        parts = path.split("/")
+        if parts[-1] != METADATA_FILE or len(parts) > DEPTH + 1 or _NOT_SNAPSHOTS & set(parts[:-1]):
+            continue
+        folders.append(root.child("/".join(parts[:-1])) if len(parts) > 1 else root)
+    return folders
+
+
+def _snapshot(sp: Savepoint) -> Snapshot:
+    name = sp.location.rstrip("/").rsplit("/", 1)[-1]
+    number = _CHECKPOINT.fullmatch(name)
+    files = [f for _, f in sp.data_files()]
+    formats = tuple(sorted({str(op.format) for op in sp.operators}))
+    return Snapshot(
+        location=sp.location, savepoint_id=sp.savepoint_id,
+        kind="checkpoint" if number else "savepoint", checkpoint=int(number.group(1)) if number else None,
+        incremental=any(_outside(sp, f.ref) for f in files),
+        family="flink" if sp.savepoint_id.startswith("flink-") else "statectl",
+        formats=formats, created_at=sp.created_at, bytes=sum(f.size for f in files),
+        operators=len(sp.operators))
+
+
+def _outside(sp: Savepoint, ref) -> bool:
+    if ref.is_shared:
+        return True
+    return ref.location is not None and not ref.location.startswith(sp.location.rstrip("/") + "/") \
+        and not ref.location.startswith("file:" + sp.location.rstrip("/") + "/")
+
+
+def choose_snapshot(folder: str, checkpoint: int | None = None) -> tuple[str, str | None]:
+    """The savepoint a reading command opens for *folder*, and a note naming the choice:
+    *folder* itself when it holds `_metadata`, else the newest complete snapshot under it
+    (or checkpoint *checkpoint*)."""
+    loc = Location.of(folder)
+    if loc.child(METADATA_FILE).exists():
+        if checkpoint is not None:
+            raise NotASavepointError(f"{folder} is one snapshot: --checkpoint chooses among the snapshots "
+                                     "under a folder")
+        return folder, None
+    if not loc.is_dir():
+        return folder, None  # the load says what is wrong
+    found, _ = find_snapshots(loc)
+    if checkpoint is not None:
+        found = [s for s in found if s.checkpoint == checkpoint]
+        if not found:
+            raise NotASavepointError(f"{folder}: no complete checkpoint chk-{checkpoint} under it "
+                                     "(statectl ls lists what is there)")
+    if not found:
+        return folder, None
+    chosen = found[0]
+    return chosen.location, f"note: using {chosen.location} ({chosen.kind}, {chosen.created_at}), " \
+        f"the newest of {len(found)} snapshot(s) under {folder}" if checkpoint is None else \
+        f"note: using {chosen.location} ({chosen.kind} {checkpoint}, {chosen.created_at})"
