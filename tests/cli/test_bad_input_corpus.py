@@ -280,7 +280,10 @@ CASES = [
     # --- command-line arguments ---
     Case("no such savepoint", ("info", "{tmp}/nope"), "no such savepoint directory"),
     Case("savepoint is a file", ("info", "{tmp}/base/_metadata"), "_metadata: no such savepoint directory"),
-    Case("directory without metadata", ("info", "{tmp}"), "no _metadata file, so not a savepoint"),
+    Case("directory without metadata", ("info", "{tmp}/d"), "no _metadata file, so not a savepoint",
+         lambda root: ((root / "d" / "chk-3").mkdir(parents=True), (root / "d" / "chk-3" / "a").write_text("x"))),
+    Case("checkpoint not under a folder", ("info", "{tmp}", "--checkpoint", "3"), "no complete checkpoint chk-3 under it"),
+    Case("checkpoint of one savepoint", ("info", "{base}", "--checkpoint", "3"), "is one snapshot: --checkpoint chooses"),
     Case("missing argument", ("read",), "Missing argument 'savepoint'"),
     Case("unknown option", ("info", "{base}", "--colour"), "No such option: --colour"),
     Case("unknown command", ("frobnicate",), "No such command 'frobnicate'"),
