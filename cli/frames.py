@@ -87,11 +87,11 @@ def _csv_lines(df):
 
 
 def _frame_parquet(df, output: str, overwrite: bool = False) -> None:
-    from statectl.readers.files import hadoop_uri, spark_can_open
+    from statectl.readers.files import hadoop_scheme, spark_can_open
     from statectl.statefmt.errors import UsageError
     from statectl.statefmt.fs import Location
 
-    scheme = hadoop_uri(Location.of(output)).split("://", 1)[0]
+    scheme = hadoop_scheme(Location.of(output))
     if not spark_can_open(df.sparkSession, scheme):
         raise UsageError(f"{output}: Spark writes Parquet to {scheme}:// through a Hadoop filesystem this "
                          "Spark does not have (for s3a: the hadoop-aws jars); write to a local path, or "

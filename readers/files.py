@@ -48,6 +48,11 @@ def hadoop_uri(loc: Location) -> str:
     return f"{_HADOOP_SCHEMES.get(scheme, scheme)}://{rest}"
 
 
+def hadoop_scheme(loc: Location) -> str:
+    """The scheme Spark's (Hadoop) filesystems know *loc* by (``file``, ``s3a``, ...)."""
+    return hadoop_uri(loc).split("://", 1)[0]
+
+
 def spark_path(loc: Location) -> str:
     """A path for ``spark.read``: glob characters escaped, since Spark globs its paths."""
     return _GLOB_CHARS.sub(r"\\\1", hadoop_uri(loc))
@@ -100,4 +105,4 @@ def spark_can_open(spark, scheme: str) -> bool:
 
 def spark_opens(spark, parts: list[Split]) -> bool:
     """Whether Spark's own filesystems can open every file of *parts*."""
-    return all(spark_can_open(spark, s) for s in {hadoop_uri(p.location).split("://", 1)[0] for p in parts})
+    return all(spark_can_open(spark, s) for s in {hadoop_scheme(p.location) for p in parts})
