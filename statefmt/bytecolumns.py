@@ -31,6 +31,21 @@ def flat_elements(arr: pa.Array, children: list[pa.Array]) -> tuple[list[pa.Arra
     return [c.slice(first, last - first) for c in children], offsets - first
 
 
+def struct_fields(values: pa.Array, names: list[str], what: str, where: str) -> list[pa.Array]:
+    """The fields *names* of a struct column, with the struct's nulls; an encoder's one error
+    (at *where*, naming the Flink type *what*) when it is no struct or lacks one."""
+    from .errors import FlinkEncodeError
+
+    if not pa.types.is_struct(values.type):
+        raise FlinkEncodeError(f"{where}: a Flink {what} needs a struct column, got {values.type}")
+    have = [values.type.field(i).name for i in range(values.type.num_fields)]
+    missing = [n for n in names if n not in have]
+    if missing:
+        raise FlinkEncodeError(f"{where}: the struct has no field(s) {', '.join(missing)} "
+                               f"for {what} (it has {', '.join(have) or 'none'})")
+    return [pc.struct_field(values, [have.index(n)]) for n in names]
+
+
 def _validity(valid: np.ndarray | None) -> tuple[pa.Buffer | None, int]:
     if valid is None or valid.all():
         return None, 0
