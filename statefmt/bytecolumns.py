@@ -130,19 +130,27 @@ def join_rows(parts: list[pa.Array]) -> pa.Array:
     (unlike :func:`join`), and the parts may be binary or large_binary."""
     if len(parts) == 1:
         return parts[0]
-    n = len(parts[0])
-    datas, starts, ends, base = [], [], [], 0
+    pieces = []
     for p in parts:
         data, offsets = parts_of(p)
+        pieces.append((data, offsets[:-1], offsets[1:]))
+    return join_pieces(pieces, len(parts[0]))
+
+
+def join_pieces(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n: int) -> pa.Array:
+    """Row *i* of the result is every piece's ``data[starts[i]:ends[i]]``, one after the other
+    (pieces of bytes not yet copied: ``(data, starts, ends)``, n rows each), copied once."""
+    if n == 0 or not pieces:
+        return binary(b"", np.zeros(n + 1, dtype=np.int64))
+    datas, starts, ends, base = [], [], [], 0
+    for data, s, e in pieces:
         datas.append(data)
-        starts.append(offsets[:-1] + base)
-        ends.append(offsets[1:] + base)
+        starts.append(s + base)
+        ends.append(e + base)
         base += len(data)
-    if n == 0:
-        return pa.array([], pa.binary())
     s = np.column_stack(starts).ravel()
     e = np.column_stack(ends).ravel()
-    return slices(np.concatenate(datas), s, e, parts=len(parts))
+    return slices(np.concatenate(datas), s, e, parts=len(pieces))
 
 
 def slices(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, parts: int = 1) -> pa.Array:

@@ -31,7 +31,7 @@ def length_framed(payload: pa.Array) -> pa.Array:
 def row_data(t: RowData, values: pa.Array, where: str) -> pa.Array:
     """A key's row (no RowKind) is written as the planner's key projection writes it."""
     _no_nulls(values, t.describe(), where)
-    return length_framed(encode_rows(values, t.fields, t.with_kind, where, projected=not t.with_kind))
+    return encode_rows(values, t.fields, t.with_kind, where, projected=not t.with_kind, framed=True)
 
 
 def sql_value(t: SqlValue, values: pa.Array, where: str) -> pa.Array:

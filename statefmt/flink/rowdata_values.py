@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..bytecolumns import binary, flat, parts_of
+from ..bytecolumns import flat, join_pieces, parts_of
 from ..errors import FlinkEncodeError
 from .sqltypes import SqlType
 
@@ -112,35 +112,68 @@ def text_bytes(t: SqlType, values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 def inline_words(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """The slot words of values of at most seven bytes held in the slot: the bytes from the
-    slot's start, and in its last byte the top bit and the length."""
-    starts, lengths = offsets[:-1], np.diff(offsets)
+    slot's start, and in its last byte the top bit and the length (0 for longer values)."""
+    lengths = np.diff(offsets)
+    words = np.zeros(len(lengths), "<u8")
+    short = np.flatnonzero(lengths <= INLINE_MAX)
+    if not len(short):
+        return words
     padded = np.concatenate([data, np.zeros(8, np.uint8)])
     column = np.arange(8)
-    m = np.where(column[None, :] < lengths[:, None], padded[starts[:, None] + np.minimum(column, INLINE_MAX)], 0)
-    m[:, 7] = 0x80 | lengths
-    return np.ascontiguousarray(m.astype(np.uint8)).view("<u8").ravel()
+    m = padded[offsets[short][:, None] + column]
+    m[column[None, :] >= lengths[short][:, None]] = 0
+    m[:, 7] = 0x80 | lengths[short]
+    words[short] = np.ascontiguousarray(m).view("<u8").ravel()
+    return words
 
 
-def padded(data: np.ndarray, offsets: np.ndarray, keep: np.ndarray | None = None) -> pa.Array:
-    """A binary column of each value's bytes followed by zeros to a multiple of 8 bytes (the
-    variable part's word alignment); empty where *keep* is false."""
-    from ..bytecolumns import slices
+class VarPart:
+    """The bytes each of n values puts in the variable part, as pieces not yet copied (each a
+    byte array and every value's ``[start, end)`` in it): a value's bytes are its pieces'
+    joined, so a row is copied once, whole (:func:`join_pieces`)."""
 
-    lengths = np.diff(offsets)
+    __slots__ = ("n", "pieces", "lengths")
+
+    def __init__(self, n: int, pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]]):
+        self.n, self.pieces = n, pieces
+        self.lengths = sum((e - s for _, s, e in pieces), np.zeros(n, np.int64))
+
+    @classmethod
+    def of(cls, column: pa.Array) -> "VarPart":
+        data, offsets = parts_of(column)
+        return cls(len(column), [(data, offsets[:-1], offsets[1:])])
+
+    def column(self) -> pa.Array:
+        return join_pieces(self.pieces, self.n)
+
+    def spread(self, present: np.ndarray, reserve: int = 0) -> "VarPart":
+        """These values at the rows where *present* is true; the others hold *reserve* zero bytes."""
+        pieces = []
+        for data, s, e in self.pieces:
+            starts, ends = np.zeros(len(present), np.int64), np.zeros(len(present), np.int64)
+            starts[present], ends[present] = s, e
+            pieces.append((data, starts, ends))
+        if reserve:
+            pieces.append((np.zeros(reserve, np.uint8), np.zeros(len(present), np.int64),
+                           np.where(present, 0, reserve)))
+        return VarPart(len(present), pieces)
+
+
+def padded(data: np.ndarray, offsets: np.ndarray, keep: np.ndarray | None = None) -> VarPart:
+    """Each value's bytes followed by zeros to a multiple of 8 bytes (the variable part's word
+    alignment); none where *keep* is false."""
+    starts, lengths = offsets[:-1], np.diff(offsets)
     if keep is not None:
         lengths = np.where(keep, lengths, 0)
     pad = -lengths % 8
-    zeros_at = len(data)
-    source = np.concatenate([data, np.zeros(8, np.uint8)])
-    starts = np.column_stack([offsets[:-1], np.full(len(lengths), zeros_at)]).ravel()
-    ends = np.column_stack([offsets[:-1] + lengths, zeros_at + pad]).ravel()
-    return slices(source, starts, ends, parts=2)
+    return VarPart(len(lengths), [(data, starts, starts + lengths), (np.zeros(8, np.uint8), np.zeros_like(pad), pad)])
 
 
-def blocks_column(blocks: np.ndarray) -> pa.Array:
-    """Each row of a byte matrix as one binary value."""
-    n, width = blocks.shape
-    return binary(np.ascontiguousarray(blocks), np.arange(n + 1, dtype=np.int64) * width)
+def blocks(matrix: np.ndarray) -> VarPart:
+    """Each row of a byte matrix as one value's bytes."""
+    n, width = matrix.shape
+    at = np.arange(n, dtype=np.int64) * width
+    return VarPart(n, [(np.ascontiguousarray(matrix).reshape(-1), at, at + width)])
 
 
 def row_kinds(kinds: pa.Array | None, n: int, names: tuple[str, ...], where: str) -> np.ndarray:

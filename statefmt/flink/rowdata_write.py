@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ..bytecolumns import binary, fixed, flat, flat_elements, group_rows, join_rows, parts_of, struct_fields
+from ..bytecolumns import binary, fixed, flat, flat_elements, group_rows, join_pieces, join_rows, parts_of, struct_fields
 from ..errors import FlinkEncodeError
 from . import rowdata_values as V
 from .rowdata import ROW_KIND_FIELD, ROW_KINDS, null_bits_bytes
@@ -28,52 +28,51 @@ _RESERVED = {"DECIMAL": V.DECIMAL_BYTES, "TIMESTAMP_WITHOUT_TIME_ZONE": 8, "TIME
 
 class Slots:
     """One field's (or an array's elements') values as the writer places them: each value's
-    8-byte word, whether it is null, and the bytes it puts in the variable part (empty for none)."""
+    8-byte word, whether it is null, and the bytes it puts in the variable part (none for most)."""
 
-    __slots__ = ("words", "null", "var", "_lengths")
+    __slots__ = ("words", "null", "var")
 
-    def __init__(self, words: np.ndarray, null: np.ndarray, var: pa.Array):
+    def __init__(self, words: np.ndarray, null: np.ndarray, var: V.VarPart):
         self.words, self.null, self.var = words, null, var
-        self._lengths = None
-
-    def var_lengths(self) -> np.ndarray:
-        if self._lengths is None:
-            self._lengths = np.diff(parts_of(self.var)[1])
-        return self._lengths
 
     def placed(self, cursor: np.ndarray) -> np.ndarray:
         """The words with each variable-part value's offset (*cursor*, per value) in the high half."""
-        lengths = self.var_lengths()
-        return self.words | np.where(lengths > 0, cursor.astype(np.uint64) << np.uint64(32), np.uint64(0))
+        return self.words | np.where(self.var.lengths > 0, cursor.astype(np.uint64) << np.uint64(32),
+                                     np.uint64(0))
 
 
-def encode_rows(values, fields: tuple[SqlType, ...], with_kind: bool, where: str, projected: bool = False
-                ) -> pa.Array:
+def encode_rows(values, fields: tuple[SqlType, ...], with_kind: bool, where: str, projected: bool = False,
+                framed: bool = False) -> pa.Array:
     """Each struct of *values* (fields ``f0``... or the type's names, and ``_rowkind`` when
-    *with_kind*) as a `BinaryRowData`, without its length; *values* has no nulls."""
-    return _rows(flat(values), fields, [f"f{i}" for i in range(len(fields))], with_kind, where, projected)
+    *with_kind*) as a `BinaryRowData`; *framed*: after its length as a big-endian int, as
+    `RowDataSerializer` writes it. *values* has no nulls."""
+    return _rows(flat(values), fields, [f"f{i}" for i in range(len(fields))], with_kind, where, projected, framed)
 
 
-def _rows(values: pa.Array, fields, names: list[str], with_kind: bool, where: str, projected: bool) -> pa.Array:
+def _rows(values: pa.Array, fields, names: list[str], with_kind: bool, where: str, projected: bool,
+          framed: bool = False) -> pa.Array:
     n, arity = len(values), len(fields)
     head = null_bits_bytes(arity)
+    frame = 4 if framed else 0
     columns = dict(zip(names, struct_fields(values, names, "row", where)))
     kinds = None
     if with_kind and ROW_KIND_FIELD in values.type.names:
         kinds = struct_fields(values, [ROW_KIND_FIELD], "row", where)[0]
-    matrix = np.zeros((n, head + 8 * arity), np.uint8)
+    full = np.zeros((n, frame + head + 8 * arity), np.uint8)
+    matrix = full[:, frame:]
     matrix[:, 0] = V.row_kinds(kinds, n, ROW_KINDS, where)
     cursor = np.full(n, head + 8 * arity, np.int64)
-    variable = []
+    pieces = list(V.blocks(full).pieces)
     for i, (t, name) in enumerate(zip(fields, names)):
         slots = field_slots(t, columns[name], f"{where}.{name}", projected)
         matrix[:, (i + 8) >> 3] |= (slots.null.astype(np.uint8) << np.uint8((i + 8) & 7))
         matrix[:, head + 8 * i:head + 8 * i + 8] = slots.placed(cursor).astype("<u8").view(np.uint8).reshape(n, 8)
-        lengths = slots.var_lengths()
-        if lengths.any():
-            cursor += lengths
-            variable.append(slots.var)
-    return join_rows([fixed(matrix)] + variable)
+        if slots.var.lengths.any():
+            cursor += slots.var.lengths
+            pieces += slots.var.pieces
+    if framed:
+        full[:, :4] = cursor.astype(">i4").view(np.uint8).reshape(n, 4)
+    return join_pieces(pieces, n)
 
 
 def field_slots(t: SqlType, values: pa.Array, where: str, projected: bool = False) -> Slots:
@@ -91,36 +90,24 @@ def field_slots(t: SqlType, values: pa.Array, where: str, projected: bool = Fals
         return Slots(words, null, var)
     out = np.zeros(n, np.uint64)
     out[~null] = words
-    data, offsets = parts_of(var)
-    lengths = np.zeros(n, np.int64)
-    lengths[~null] = np.diff(offsets)
-    if projected and t.root in _RESERVED and not t.compact:
-        lengths[null] = _RESERVED[t.root]
-        data = np.concatenate([data, np.zeros(_RESERVED[t.root], np.uint8)])
-    return Slots(out, null, _spread(data, offsets, lengths, ~null))
+    return Slots(out, null, var.spread(~null, _reserved(t, projected)))
 
 
-def _spread(data: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, present: np.ndarray) -> pa.Array:
-    """The present values' bytes at their rows; the others take *lengths* bytes of zeros
-    (held at the end of *data*) or none."""
-    from ..bytecolumns import slices
-
-    starts = np.full(len(present), int(offsets[-1]), np.int64)
-    starts[present] = offsets[:-1]
-    return slices(data, starts, starts + lengths)
+def _reserved(t: SqlType, projected: bool) -> int:
+    """The variable-part bytes a null of *t* takes: a key projection's non-compact DECIMAL or TIMESTAMP."""
+    return _RESERVED[t.root] if projected and t.root in _RESERVED and not t.compact else 0
 
 
 def _null_slots(t: SqlType, null: np.ndarray, projected: bool) -> Slots:
     n = len(null)
-    reserve = _RESERVED.get(t.root, 0) if projected and t.root in _RESERVED and not t.compact else 0
-    var = binary(np.zeros(n * reserve, np.uint8), np.arange(n + 1, dtype=np.int64) * reserve)
+    var = V.VarPart(n, []).spread(np.zeros(n, bool), _reserved(t, projected))
     return Slots(np.zeros(n, np.uint64), np.ones(n, bool) if t.root == "NULL" else null, var)
 
 
-def _present_slots(t: SqlType, values: pa.Array, where: str) -> tuple[np.ndarray, pa.Array]:
+def _present_slots(t: SqlType, values: pa.Array, where: str) -> tuple[np.ndarray, V.VarPart]:
     """(words, variable-part bytes) of non-null values of *t*, already of its Arrow type."""
     r, n = t.root, len(values)
-    none = binary(b"", np.zeros(n + 1, np.int64))
+    none = V.VarPart(n, [])
     if r in FIXED_WIDTH or (r in _RESERVED and t.compact):
         return V.fixed_words(t, values, where), none
     if r in V.TEXT:
@@ -131,10 +118,10 @@ def _present_slots(t: SqlType, values: pa.Array, where: str) -> tuple[np.ndarray
         return words, V.padded(data, offsets, ~inline)
     if r == "DECIMAL":
         blocks, used = V.big_decimal_blocks(values)
-        return used.astype(np.uint64), V.blocks_column(blocks)
+        return used.astype(np.uint64), V.blocks(blocks)
     if r in _RESERVED:  # a TIMESTAMP(4..9): the millis in the variable part, the nanos in the slot
         millis, nanos = V.timestamp_parts(values)
-        return nanos.astype(np.uint64), V.blocks_column(millis.view(np.uint8).reshape(n, 8))
+        return nanos.astype(np.uint64), V.blocks(millis.view(np.uint8).reshape(n, 8))
     payload = encode_value(t, values, where)
     data, offsets = parts_of(payload)
     return np.diff(offsets).astype(np.uint64), V.padded(data, offsets)
@@ -175,12 +162,12 @@ def _arrays(element: SqlType, items: pa.Array, offsets: np.ndarray, where: str) 
     slots = field_slots(element, items, where)
     null_at = starts[owner] + 4 + (index >> 3)
     np.bitwise_or.at(buf, null_at[slots.null], (1 << (index[slots.null] & 7)).astype(np.uint8))
-    var_lengths = slots.var_lengths()
+    var_lengths = slots.var.lengths
     before = np.cumsum(var_lengths) - var_lengths
     cursor = size[owner] + before - (before[offsets[owner]] if len(items) else 0)
     words = slots.placed(cursor).astype("<u8").view(np.uint8).reshape(-1, 8)[:, :width]
     buf[(starts[owner] + header[owner] + index * width)[:, None] + np.arange(width)] = words
-    return join_rows([binary(buf, starts), group_rows(slots.var, offsets)])
+    return join_rows([binary(buf, starts), group_rows(slots.var.column(), offsets)])
 
 
 def encode_maps(t: SqlType, values: pa.Array, where: str) -> pa.Array:
