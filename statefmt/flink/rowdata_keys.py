@@ -43,24 +43,30 @@ def _murmur_words(words: np.ndarray, length: int) -> np.ndarray:
     return h.view(np.int32)
 
 
-def row_hash_codes(rows: pa.Array) -> np.ndarray:
-    """`BinaryRowData.hashCode()` of each row (whole 8-byte words, as every row is), int32;
-    rows of one length are hashed together."""
+def row_hash_codes(rows: pa.Array, skip: int = 0) -> np.ndarray:
+    """`BinaryRowData.hashCode()` of each row (whole 8-byte words, as every row is), int32,
+    after the first *skip* bytes of each value (4: a serializer's length); rows of one length
+    are hashed together."""
     data, offsets = parts_of(rows)
-    lengths = np.diff(offsets)
+    starts, lengths = offsets[:-1] + skip, np.diff(offsets) - skip
     out = np.empty(len(lengths), np.int32)
     for length in np.unique(lengths).tolist():
         at = np.flatnonzero(lengths == length)
-        matrix = data[offsets[at][:, None] + np.arange(length)] if length else np.zeros((len(at), 0), np.uint8)
+        matrix = data[starts[at][:, None] + np.arange(length)] if length else np.zeros((len(at), 0), np.uint8)
         out[at] = _murmur_words(np.ascontiguousarray(matrix).view("<u4").reshape(len(at), -1), length)
     return out
+
+
+def key_groups_of_rows(rows: pa.Array, max_parallelism: int, skip: int = 0) -> np.ndarray:
+    """The key group of each key row's bytes (after *skip* bytes, as :func:`row_hash_codes`), int32."""
+    check_max_parallelism(max_parallelism)
+    return murmur_hash_array(row_hash_codes(rows, skip)) % np.int32(max_parallelism)
 
 
 def row_key_groups(keys, fields: tuple[SqlType, ...], max_parallelism: int, where: str = "key") -> np.ndarray:
     """The key group of every key row (a struct column of fields ``f0``...), int32."""
     check_max_parallelism(max_parallelism)
-    codes = row_hash_codes(encode_rows(keys, fields, False, where, projected=True))
-    return murmur_hash_array(codes) % np.int32(max_parallelism)
+    return key_groups_of_rows(encode_rows(keys, fields, False, where, projected=True), max_parallelism)
 
 
 def key_row_column(values, fields: tuple[SqlType, ...]) -> pa.Array:
