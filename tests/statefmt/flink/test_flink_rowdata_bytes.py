@@ -3,7 +3,8 @@ savepoints (Flink 1.20 and 2.3, the four shapes) and of the probes is decoded to
 again from those columns (`encode`, with the table runtime's serializers of
 `rowdata_encode.py`), and compared with the bytes Flink wrote: the key (with its namespace and
 a map's user key, or a timer's timestamp), the value (a map's null flag and value, a list's
-elements and delimiters), and each key's key group is the one stored with it. Canonical streams
+elements and delimiters), and each key's key group is the one stored with it; keys and values
+encode the same from the types Spark gives them back as. Canonical streams
 (heap and RocksDB) and native RocksDB SST files are read entry by entry.
 """
 
@@ -21,6 +22,7 @@ from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.describe import key_group_blocks
 from statectl.statefmt.flink.encode import encode, null_flagged
 from statectl.statefmt.flink.handles import IncrementalRocksDB
+from statectl.statefmt.flink.model import spark_arrow_type
 from statectl.statefmt.flink.headers import read_keyed_header
 from statectl.statefmt.flink.rowdata import RowData
 from statectl.statefmt.flink.rowdata_keys import row_key_groups
@@ -76,6 +78,7 @@ def _check_state(meta, key: T.FlinkType, raw: RawEntries, max_parallelism: int) 
     at = raw.key_starts + (8 if meta.kind == "timers" else 0)
     keys, ends = key.column(buf, at)
     parts = [encode(key, keys, "key")]
+    assert encode(key, keys.cast(spark_arrow_type(keys.type))).equals(parts[0])
     assert (row_key_groups(keys, key.fields, max_parallelism) == raw.key_groups).all()
     ns, ends = meta.namespace.column(buf, ends)
     parts.append(encode(meta.namespace, ns, "namespace"))
@@ -96,6 +99,7 @@ def _check_state(meta, key: T.FlinkType, raw: RawEntries, max_parallelism: int) 
     else:
         values, _ = meta.value.column(buf, raw.value_starts, raw.value_ends)
         again = encode(meta.value, values, "value")
+        assert encode(meta.value, values.cast(spark_arrow_type(values.type))).equals(again)  # as Spark gives it
     assert again.to_pylist() == _bytes(buf, raw.value_starts, raw.value_ends)
     return len(at)
 
