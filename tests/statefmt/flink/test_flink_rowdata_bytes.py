@@ -1,5 +1,5 @@
 """SQL state written again byte for byte: every entry of every keyed state of the suite's SQL
-savepoints (Flink 1.20 and 2.3, the four shapes) and of the probes is decoded to Arrow, encoded
+savepoints (Flink 1.20 and 2.3: heap canonical, RocksDB canonical and native) and of the probes is decoded to Arrow, encoded
 again from those columns (`encode`, with the table runtime's serializers of
 `rowdata_encode.py`), and compared with the bytes Flink wrote: the key (with its namespace and
 a map's user key, or a timer's timestamp), the value (a map's null flag and value, a list's
