@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ..bytecolumns import binary, fixed, flat, flat_elements, group_rows, join_pieces, join_rows, parts_of, struct_fields
+from ..bytecolumns import (binary, fixed, flat, flat_elements, group_rows, join_pieces, join_rows, parts_of,
+                           struct_fields)
 from ..errors import FlinkEncodeError
 from . import rowdata_values as V
 from .rowdata import ROW_KIND_FIELD, ROW_KINDS, null_bits_bytes
@@ -62,17 +63,17 @@ def _rows(values: pa.Array, fields, names: list[str], with_kind: bool, where: st
     matrix = full[:, frame:]
     matrix[:, 0] = V.row_kinds(kinds, n, ROW_KINDS, where)
     cursor = np.full(n, head + 8 * arity, np.int64)
-    pieces = list(V.blocks(full).pieces)
+    variable = []
     for i, (t, name) in enumerate(zip(fields, names)):
         slots = field_slots(t, columns[name], f"{where}.{name}", projected)
         matrix[:, (i + 8) >> 3] |= (slots.null.astype(np.uint8) << np.uint8((i + 8) & 7))
         matrix[:, head + 8 * i:head + 8 * i + 8] = slots.placed(cursor).astype("<u8").view(np.uint8).reshape(n, 8)
         if slots.var.lengths.any():
             cursor += slots.var.lengths
-            pieces += slots.var.pieces
+            variable += slots.var.pieces
     if framed:
         full[:, :4] = cursor.astype(">i4").view(np.uint8).reshape(n, 4)
-    return join_pieces(pieces, n)
+    return join_pieces(V.blocks(full).pieces + variable, n)
 
 
 def field_slots(t: SqlType, values: pa.Array, where: str, projected: bool = False) -> Slots:
@@ -149,6 +150,8 @@ def encode_arrays(element: SqlType, values: pa.Array, where: str) -> pa.Array:
 
 
 def _arrays(element: SqlType, items: pa.Array, offsets: np.ndarray, where: str) -> pa.Array:
+    """One `BinaryArrayData` per list of *items* (*offsets*, n + 1): the fixed parts written
+    into one zeroed buffer at once, each followed by its elements' variable parts."""
     counts = np.diff(offsets)
     owner = np.repeat(np.arange(len(counts)), counts)
     index = np.arange(len(items)) - offsets[owner]
