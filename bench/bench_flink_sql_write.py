@@ -10,8 +10,9 @@ stream, in process and without Spark (`tests/flink_sql_entries.py`):
 
 - read: the stream decoded into its keyed and timers tables (``read_split``);
 - encode: the tables through the writer's ``EntryEncoder`` (key rows and their key groups,
-  values as ``RowDataSerializer`` writes them) and sorted by key group and key;
-- assemble: the keyed stream built under the base's header, checked equal to Flink's bytes.
+  values as ``RowDataSerializer`` writes them);
+- assemble: the entries sorted by key group and key (the write's shuffle does it in Spark) and
+  the keyed stream built under the base's header, checked equal to Flink's bytes.
 
 Prints the best of *repeat* CPU seconds of each phase (independent of what else the shared
 machine runs), rows/s, and (encode + assemble) / read with the load average.

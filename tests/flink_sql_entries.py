@@ -41,13 +41,15 @@ class SplitRewrite:
         return _table(self.split, "keyed"), _table(self.split, "timers")
 
     def entries(self, keyed: pa.Table | None, timers: pa.Table | None) -> pa.Table:
-        """The entry rows the writer's encoders make of the tables, sorted as the shuffle sorts them."""
+        """The entry rows the writer's encoders make of the tables."""
         schema = row_schema(self.states)
         batches = [self._encoder(i, meta, schema).encode(batch) for i, meta, batch in self._inputs(keyed, timers)]
-        return pa.Table.from_batches(batches, schema).sort_by([(KEY_GROUP, "ascending"), (KEY, "ascending")])
+        return pa.Table.from_batches(batches, schema)
 
     def stream(self, entries: pa.Table) -> tuple[bytes, tuple[int, ...]]:
-        """The keyed stream the builder writes of *entries*, and its key groups' offsets."""
+        """The keyed stream the builder writes of *entries* (sorted first, as the write's shuffle
+        sorts them), and its key groups' offsets."""
+        entries = entries.sort_by([(KEY_GROUP, "ascending"), (KEY, "ascending")])
         op = self.op
         span = key_group_range(op.max_parallelism, op.parallelism, self.split.subtask)
         builder = KeyedStreamBuilder(self.header_bytes, self.states, self.header.key, op.max_parallelism, span)
