@@ -5,7 +5,7 @@ again from those columns (`encode`, with the table runtime's serializers of
 a map's user key, or a timer's timestamp), the value (a map's null flag and value, a list's
 elements and delimiters), and each key's key group is the one stored with it; keys and values
 encode the same from the types Spark gives them back as. Canonical streams
-(heap and RocksDB), native RocksDB SST files and heap-native streams (whose values are
+(heap and RocksDB), native RocksDB and ForSt SST files and heap-native streams (whose values are
 written by the whole state's serializer: a map state's whole map) are read entry by entry.
 """
 
@@ -44,7 +44,8 @@ def _savepoints():
     for version in flink_job.SQL_VERSIONS:
         snaps = dict(zip(flink_job.SQL_SHAPES, flink_job.make_sql_snapshots(version)))
         out += [pytest.param(snaps[s].path, id=f"{version}-{s}") for s in SHAPES]
-    return out
+    forst = flink_job.make_sql_snapshot("2.3.0", backend="forst", format="native")
+    return out + [pytest.param(forst.path, id="2.3.0-forst-native")]
 
 
 def _stream_entries(split, header):
