@@ -1,5 +1,5 @@
 """SQL state written again byte for byte: every entry of every keyed state of the suite's SQL
-savepoints (Flink 1.20 and 2.3, the four shapes) and of the probes is decoded to Arrow, encoded
+savepoints (Flink 1.20 and 2.3, the four shapes; ForSt native) and of the probes is decoded to Arrow, encoded
 again from those columns (`encode`, with the table runtime's serializers of
 `rowdata_encode.py`), and compared with the bytes Flink wrote: the key (with its namespace and
 a map's user key, or a timer's timestamp), the value (a map's null flag and value, a list's
@@ -115,7 +115,7 @@ def _heap_native_checked(split, header) -> int:
     buf = Buf(data, "stream")
     blocks = key_group_blocks(handle, handle.stream.size, split.key_groups)
     checked = 0
-    for sid, (_, first, second, third) in _heap_entry_starts(buf, header, blocks).items():
+    for sid, (groups, first, second, third) in _heap_entry_starts(buf, header, blocks).items():
         meta = header.states[sid]
         a, b, c = (np.asarray(x, np.int64) for x in (first, second, third))
         timer = meta.kind == "timers"
@@ -124,6 +124,9 @@ def _heap_native_checked(split, header) -> int:
             values, ends = t.column(buf, at)
             assert (ends == end).all()
             assert encode(t, values).to_pylist() == _bytes(buf, at, end), meta.name
+            if t is header.key:
+                stored = np.repeat(*map(np.asarray, zip(*groups)))
+                assert (row_key_groups(values, t.fields, split.max_parallelism) == stored).all()
         if not timer:
             values, ends = meta.value.column(buf, c)
             assert encode(meta.value, values).to_pylist() == _bytes(buf, c, ends), meta.name
