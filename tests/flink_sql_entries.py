@@ -1,4 +1,6 @@
-"""A SQL operator's keyed stream written again by the Flink writer's task side, without Spark:
+"""The SQL savepoints the RowData writing tests read (the probe's and the suite's SQL job's, by
+shape) and their SQL operators' keyed splits; and a SQL operator's keyed stream written again by
+the Flink writer's task side, without Spark:
 the split's tables as statectl reads them, given to the writer's encoders (`EntryEncoder`) as a
 write's inputs (``_k<i>``, ``_ns``, ``_val<id>``, ``_uk<id>``, ``_ts<id>``), sorted by key group
 and key as the write's shuffle sorts them, and assembled by the stream builder under the header
@@ -7,19 +9,46 @@ copied from the base (`tests/writers/test_flink_sql_entries.py`, `bench/bench_fl
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
+
+import flink_job
 
 from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.headers import read_keyed_header
-from statectl.statefmt.flink.savepoint import read_split
+from statectl.statefmt.flink.rowdata import RowData
+from statectl.statefmt.flink.savepoint import open_flink_savepoint, read_split
 from statectl.statefmt.flink.stream_write import KEY, KEY_GROUP, KeyedStreamBuilder, StreamState, row_schema
 from statectl.statefmt.flink.streamio import header_length, read_range, split_base
 from statectl.statefmt.flink.tables import timer_service
 from statectl.statefmt.keygroups import key_group_range
 from statectl.statefmt.vocabulary import StateKind
 from statectl.writers.flink.encoding import EntryEncoder, StateEncoding
+
+
+PROBE = Path(__file__).parent / "fixtures" / "flink-sql-probe"
+
+
+def sql_savepoints(shape: str) -> list:
+    """pytest params of the probe's savepoint of *shape* (``rocksdb-canonical``...) and the SQL
+    job's of each release (made once by the real job, then cached)."""
+    out = [pytest.param(PROBE / shape, id=f"probe-{shape}")]
+    for version in flink_job.SQL_VERSIONS:
+        snap = dict(zip(flink_job.SQL_SHAPES, flink_job.make_sql_snapshots(version)))[shape]
+        out.append(pytest.param(snap.path, id=f"{version}-{shape}"))
+    return out
+
+
+def sql_keyed_splits(path):
+    """(operator, split) of every keyed split of the savepoint's SQL operators (RowData keys)."""
+    for op in open_flink_savepoint(path).operators:
+        if op.keyed_header is not None and isinstance(op.key_type, RowData):
+            for split in op.keyed_splits:
+                yield op, split
 
 
 class SplitRewrite:

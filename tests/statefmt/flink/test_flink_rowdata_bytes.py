@@ -12,22 +12,21 @@ written by the whole state's serializer: a map state's whole map) are read entry
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import flink_job
+from flink_sql_entries import sql_keyed_splits, sql_savepoints
 from statectl.statefmt.bytecolumns import delimited, join_rows
 from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.describe import key_group_blocks
 from statectl.statefmt.flink.encode import encode, null_flagged
 from statectl.statefmt.flink.handles import IncrementalRocksDB
-from statectl.statefmt.flink.model import spark_arrow_type
 from statectl.statefmt.flink.headers import read_keyed_header
-from statectl.statefmt.flink.rowdata import RowData
+from statectl.statefmt.flink.model import spark_arrow_type
 from statectl.statefmt.flink.rowdata_keys import row_key_groups
-from statectl.statefmt.flink.savepoint import _native_entries, open_flink_savepoint
+from statectl.statefmt.flink.savepoint import _native_entries
 from statectl.statefmt.flink.streamio import header_length, native_files, read_range, read_stream, split_base
 from statectl.statefmt.flink.streams import (LIST_DELIMITER, RawEntries, _delimited, _heap_entry_starts,
                                               prefix_bytes, raw_from_extents, scan_canonical)
@@ -35,17 +34,12 @@ from statectl.statefmt.flink.types import Buf
 from statectl.statefmt.scratch import new_scratch_dir
 from statectl.statefmt.vocabulary import StateKind
 
-PROBE = Path(__file__).parents[2] / "fixtures" / "flink-sql-probe"
 SHAPES = ("hashmap-canonical", "rocksdb-canonical", "rocksdb-native")
 
 
 def _savepoints():
-    out = [pytest.param(PROBE / s, id=f"probe-{s}") for s in SHAPES]
-    for version in flink_job.SQL_VERSIONS:
-        snaps = dict(zip(flink_job.SQL_SHAPES, flink_job.make_sql_snapshots(version)))
-        out += [pytest.param(snaps[s].path, id=f"{version}-{s}") for s in SHAPES]
     forst = flink_job.make_sql_snapshot("2.3.0", backend="forst", format="native")
-    return out + [pytest.param(forst.path, id="2.3.0-forst-native")]
+    return [p for s in SHAPES for p in sql_savepoints(s)] + [pytest.param(forst.path, id="2.3.0-forst-native")]
 
 
 def _stream_entries(split, header):
@@ -134,43 +128,29 @@ def _heap_native_checked(split, header) -> int:
     return checked
 
 
-def _heap_native_savepoints():
-    out = [pytest.param(PROBE / "hashmap-native", id="probe")]
-    for version in flink_job.SQL_VERSIONS:
-        snap = dict(zip(flink_job.SQL_SHAPES, flink_job.make_sql_snapshots(version)))["hashmap-native"]
-        out.append(pytest.param(snap.path, id=version))
-    return out
-
-
-@pytest.mark.parametrize("path", _heap_native_savepoints())
+@pytest.mark.parametrize("path", sql_savepoints("hashmap-native"))
 def test_heap_native_sql_state_encodes_to_the_bytes_flink_wrote(path):
     checked = 0
-    for op in open_flink_savepoint(path).operators:
-        if op.keyed_header is None or not isinstance(op.key_type, RowData):
-            continue
-        for split in op.keyed_splits:
-            header = read_keyed_header(read_range(split_base(split), split.handle.stream, 0,
-                                                  header_length(split.handle)), "header")
-            checked += _heap_native_checked(split, header)
+    for _, split in sql_keyed_splits(path):
+        header = read_keyed_header(read_range(split_base(split), split.handle.stream, 0,
+                                              header_length(split.handle)), "header")
+        checked += _heap_native_checked(split, header)
     assert checked > 1000
 
 
 @pytest.mark.parametrize("path", _savepoints())
 def test_sql_state_encodes_to_the_bytes_flink_wrote(path):
     checked = {}
-    for op in open_flink_savepoint(path).operators:
-        if op.keyed_header is None or not isinstance(op.key_type, RowData):
-            continue
-        for split in op.keyed_splits:
-            if isinstance(split.handle, IncrementalRocksDB):
-                header = read_keyed_header(read_stream(split_base(split), split.handle.meta), "meta")
-                entries = _rocksdb_entries(split, header)
-            else:
-                header = read_keyed_header(read_range(split_base(split), split.handle.stream, 0,
-                                                      header_length(split.handle)), "header")
-                entries = _stream_entries(split, header)
-            for meta in header.states:
-                if meta.name in entries:
-                    n = _check_state(meta, header.key, entries[meta.name], op.max_parallelism)
-                    checked[(op.name, meta.name)] = checked.get((op.name, meta.name), 0) + n
+    for op, split in sql_keyed_splits(path):
+        if isinstance(split.handle, IncrementalRocksDB):
+            header = read_keyed_header(read_stream(split_base(split), split.handle.meta), "meta")
+            entries = _rocksdb_entries(split, header)
+        else:
+            header = read_keyed_header(read_range(split_base(split), split.handle.stream, 0,
+                                                  header_length(split.handle)), "header")
+            entries = _stream_entries(split, header)
+        for meta in header.states:
+            if meta.name in entries:
+                n = _check_state(meta, header.key, entries[meta.name], op.max_parallelism)
+                checked[(op.name, meta.name)] = checked.get((op.name, meta.name), 0) + n
     assert sum(checked.values()) > 1000 and len(checked) >= 7, checked
