@@ -61,7 +61,7 @@ def bootstrap(
     base_sp = load(base) if base is not None else None
     parsed.check_base(base_sp)
     writer = SavepointWriter(base_sp, parsed.max_parallelism, physical)
-    writer.check(output, overwrite, [op.uid for op in parsed.operators])  # before Spark starts
+    writer.check(output, overwrite, [op.ref for op in parsed.operators])  # before Spark starts
     with spark_errors():
         spark = start_spark(master)
         with progress(spark, quiet=json_) as on_job:
