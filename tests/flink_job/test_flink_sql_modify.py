@@ -20,6 +20,8 @@ from tests.cli.test_flink_cli import error_line
 from tests.cli_runner import statectl
 from tests.writers.test_flink_modify import digest
 
+pytestmark = pytest.mark.slow  # the real SQL job restores
+
 VERSION = "2.3.0"
 SHAPE = dict(backend="hashmap", format="canonical")
 REMOVED = "Deduplicate[17]"

@@ -21,9 +21,11 @@ import flink_job
 from statectl.statefmt.flink.metadata import parse_metadata
 from tests.cli.test_flink_cli import error_line
 from tests.cli_runner import statectl
-from tests.writers.test_flink_base import VALUES, WRITTEN, _union_sorted
+from tests.writers.test_flink_base import WRITTEN, _union_sorted, fix_spec, fixed_description
 from tests.writers.test_flink_modify import digest
 from tests.writers.test_flink_modify_restore import renamed_expected
+
+pytestmark = pytest.mark.slow  # real Flink restores
 
 VERSION = "1.20.3"
 SHAPE = dict(backend="hashmap", format="canonical")
@@ -37,42 +39,11 @@ def op_id(uid: str) -> str:
 
 
 PROC = op_id("proc")
-FIX_SPEC = f"""
-operators:
-  - operator_id: {PROC.upper()}
-    parallelism: 2
-    keyed:
-      key: key
-      input: {{sql: "SELECT key, IF(key % 2 = 0, count + 1, count) AS count, {', '.join(VALUES[1:])}
-                     FROM `{PROC}`"}}
-      states:
-{chr(10).join(f"        - {{name: {s}, kind: value, column: {s}}}" for s in VALUES)}
-        - name: events
-          kind: list
-          column: e
-          order_by: pos
-          input: {{sql: "SELECT key, pos, e FROM `{PROC}` LATERAL VIEW posexplode(events) t AS pos, e"}}
-        - name: attrs
-          kind: map
-          key_column: k
-          value_column: v
-          input: {{sql: "SELECT key, k, v FROM `{PROC}` LATERAL VIEW explode(attrs) t AS k, v"}}
-"""
+FIX_SPEC = fix_spec(f"operator_id: {PROC.upper()}", PROC, 2)
 
 
 def _ok(result) -> None:
     assert result.returncode == 0, result.stderr
-
-
-def _described(expected: dict) -> tuple[dict, dict]:
-    """The job's declared-mode description, and the one whose proc declares only the fix's states."""
-    full = flink_job.job_description(expected)
-    fixed = flink_job.job_description(expected)
-    for op in fixed["operators"]:
-        if op["uid"] == "proc":
-            op["keyed_state"] = [s for s in op["keyed_state"] if s["name"] in WRITTEN]
-            del op["timers"]
-    return full, fixed
 
 
 @pytest.fixture(scope="module")
@@ -95,9 +66,9 @@ def written(flink_snapshots, tmp_path_factory):
     for s, _ in items:
         s.workdir.mkdir()
     dumps = flink_job.restore_snapshots(VERSION, items)
-    full, fixed_description = _described(snap.expected)
+    full = flink_job.job_description(snap.expected)
     declared = flink_job.restore_declared_many(VERSION, [(snap.path, full, "hashmap"),
-                                                         (fixed, fixed_description, "rocksdb")])
+                                                         (fixed, fixed_description(full, "proc"), "rocksdb")])
     return {"snap": snap, "digests": (before, after), "paths": (removed, renamed, fixed),
             "removed": (snap.expected, dumps[0]), "renamed": (items[1][0].expected, dumps[1]),
             "declared": declared}
