@@ -87,7 +87,7 @@ def _csv_lines(df):
 
 
 def _frame_parquet(df, output: str, overwrite: bool = False) -> None:
-    from statectl.readers.files import hadoop_scheme, spark_can_open
+    from statectl.readers.files import hadoop_scheme, hadoop_uri, spark_can_open
     from statectl.statefmt.errors import UsageError
     from statectl.statefmt.fs import Location
 
@@ -97,9 +97,7 @@ def _frame_parquet(df, output: str, overwrite: bool = False) -> None:
                          "Spark does not have (for s3a: the hadoop-aws jars); write to a local path, or "
                          "read with --engine local, which writes Parquet through pyarrow")
     with directory_renamed_in(output) as target:
-        uri = target.uri if "://" in target.uri else "file://" + target.uri
-        uri = uri.replace("s3://", "s3a://", 1) if uri.startswith("s3://") else uri
-        df.write.mode("overwrite" if overwrite else "errorifexists").parquet(uri)
+        df.write.mode("overwrite" if overwrite else "errorifexists").parquet(hadoop_uri(target))
 
 
 def _frame_table(df, limit: int | None) -> None:

@@ -72,6 +72,7 @@ def test_the_editable_install_resolves_statectl_from_the_repository(tmp_path):
     _assert_installed(found, REPO)
 
 
+@pytest.mark.slow
 def test_a_normal_install_on_python_3_10_shadows_nothing(tmp_path):
     python310 = _python310()
     target = tmp_path / "site"

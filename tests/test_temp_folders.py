@@ -42,6 +42,7 @@ def ok(result) -> str:
     return result.stdout
 
 
+@pytest.mark.slow
 def test_commands_leave_no_temporary_folder(fresh_tmp, tmp_path):
     canonical, native = str(tmp_path / "canonical"), str(tmp_path / "native")
     ok(statectl("bootstrap", "--spec", SPEC, canonical, "--json"))

@@ -6,6 +6,8 @@ import json
 import re
 import shlex
 
+import pytest
+
 from conftest import REPO, statectl
 
 
@@ -26,6 +28,7 @@ def test_the_tour_names_the_shipped_examples():
     assert specs and all((REPO / s).is_file() for s in specs)
 
 
+@pytest.mark.slow
 def test_every_tour_command_runs_as_written(tmp_path):
     (tmp_path / "examples").symlink_to(REPO / "examples")
     commands = readme_commands()

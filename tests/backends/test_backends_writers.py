@@ -21,6 +21,7 @@ def boot(spark, tmp_path_factory):
     return load(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", [HeapBackend, RocksDBBackend], ids=lambda c: c.__name__)
 @pytest.mark.parametrize("parallelism", [1, 2, 3, 7])
 def test_bootstrapped_savepoint_restores_by_key_group(boot, backend, parallelism):

@@ -40,6 +40,7 @@ def reference(tmp_path_factory):
     return events, (base / "ref" / "result.txt").read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend,kills", [("rocksdb", 4), ("heap", 3)])
 def test_killed_job_ends_with_exactly_once_output(reference, tmp_path, backend, kills):
     events, expected = reference

@@ -377,6 +377,7 @@ def test_the_corpus_has_at_least_100_distinct_cases():
     assert len(names) == len(set(names)) and len(CASES) >= 100
 
 
+@pytest.mark.slow
 def test_every_bad_input_ends_in_one_error_line_and_changes_nothing(pristine, tmp_path):
     started, failures = time.monotonic(), []
     for i, case in enumerate(CASES):

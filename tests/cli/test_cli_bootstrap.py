@@ -214,6 +214,7 @@ def _blocked_bootstrap(tmp_path, stderr=subprocess.DEVNULL):
     return proc, spec, block, out
 
 
+@pytest.mark.slow
 def test_an_interrupted_bootstrap_removes_every_file_it_began(tmp_path):
     proc, _, _, out = _blocked_bootstrap(tmp_path, stderr=subprocess.PIPE)
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal: the whole foreground group
@@ -227,6 +228,7 @@ def test_an_interrupted_bootstrap_removes_every_file_it_began(tmp_path):
     assert files_below(out) == []  # no _metadata, no data file, no marker
 
 
+@pytest.mark.slow
 def test_a_killed_bootstrap_leaves_no_savepoint_and_a_rerun_succeeds(tmp_path):
     proc, spec, block, out = _blocked_bootstrap(tmp_path)
     os.killpg(proc.pid, signal.SIGKILL)  # the whole job: statectl, its JVM, its workers

@@ -79,6 +79,7 @@ def test_an_env_naming_what_spark_reads_runs_a_process(tmp_path):
     assert "STATECTL_UNUSED" not in os.environ
 
 
+@pytest.mark.slow
 def test_a_run_past_its_timeout_raises_as_subprocess_run_does(spark, tmp_path):
     (tmp_path / "fns.py").write_text("import time\n\ndef slow(key, rows, ctx):\n"
                                      "    time.sleep(300)\n")

@@ -23,7 +23,7 @@ from conftest import REPO, statectl, statectl_process
 from spark_cluster import spark_home
 from temp_folders import statectl_entries
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 FLINK = REPO / "tests" / "fixtures" / "flink-dev"
 

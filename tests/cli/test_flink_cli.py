@@ -160,6 +160,7 @@ def test_not_a_savepoint(tmp_path):
         "error: SP: no _metadata file, so not a savepoint (or a write that never finished)"
 
 
+@pytest.mark.slow
 def test_stream_ending_early_is_reported_from_the_spark_task(savepoint):
     """_metadata agrees with the cut file's size, so only decoding (in an executor) finds it."""
     data = (savepoint / PROC_STREAM).read_bytes()

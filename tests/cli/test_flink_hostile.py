@@ -297,6 +297,7 @@ def test_a_hostile_savepoint_is_refused_cleanly(cli, tmp_path, case, command):
         assert why in line, line
 
 
+@pytest.mark.slow
 def test_the_unedited_copy_passes_every_command(cli, tmp_path):
     """The control: each command, spec and listener as above, on the fixture's copy as it is."""
     env = Env(tmp_path)

@@ -21,6 +21,7 @@ def _json_lines(result) -> list[dict]:
     return [json.loads(line) for line in result.stdout.splitlines() if line]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
 def test_sql_reads_every_table(name):
     expected = expected_of(name)

@@ -52,6 +52,7 @@ def jobs(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 def test_ls_lists_every_complete_snapshot_newest_first(jobs):
     doc = json.loads(ok("ls", str(jobs), "--json"))
     found = [(s["location"], s["kind"], s["checkpoint"], s["incremental"], s["family"]) for s in doc["snapshots"]]

@@ -7,6 +7,7 @@ import contextlib
 import io
 import json
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -52,6 +53,7 @@ def test_format_version_true_is_not_version_1(tmp_path):
     assert_one_error_line(statectl("info", str(sp)), "format version True is not supported")
 
 
+@pytest.mark.slow
 def test_deeply_nested_yaml_spec(tmp_path):
     spec = tmp_path / "deep.yaml"
     spec.write_text("operators: " + "[" * 5000 + "]" * 5000 + "\n")

@@ -113,6 +113,7 @@ def test_read_overwrite_replaces_the_file(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["base", "offsets.jsonl"]
 
 
+@pytest.mark.slow
 def test_a_spinner_turns_on_a_terminal_while_spark_starts(tmp_path):
     """stderr is a terminal (a pty): the spinner shows; stdout, a pipe, gets the rows alone."""
     import os

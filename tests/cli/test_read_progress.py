@@ -58,6 +58,7 @@ def _run_on_terminal(*args: str, stdout_too: bool = False) -> tuple[int, str, st
     return code, out, b"".join(chunks).decode(errors="replace")
 
 
+@pytest.mark.slow
 def test_a_terminal_shows_the_scan_and_the_rows_stay_clean(savepoint):
     code, out, terminal = _run_on_terminal("read", savepoint, "--uid", "proc", "-f", "jsonl", "--engine", "spark")
     assert code == 0, terminal
@@ -67,6 +68,7 @@ def test_a_terminal_shows_the_scan_and_the_rows_stay_clean(savepoint):
     assert '"user"' not in terminal  # and none of them on the terminal
 
 
+@pytest.mark.slow
 def test_the_bar_ends_before_a_table_is_printed_on_the_same_terminal(savepoint):
     code, _, terminal = _run_on_terminal("read", savepoint, "--uid", "proc", "--state", "count",
                                          "--engine", "spark", stdout_too=True)

@@ -24,6 +24,8 @@ from statectl.statefmt.flink.metadata import parse_metadata
 from statectl.statefmt.flink.metadata_write import encode_metadata
 from statectl.statefmt.flink.shallow import map_streams
 
+pytestmark = pytest.mark.slow  # an S3 server and a statectl process per command
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 FLINK_NATIVE = REPO / "tests" / "fixtures" / "flink-dev" / "long-rocksdb-native" / "savepoint"

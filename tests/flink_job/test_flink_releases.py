@@ -70,6 +70,7 @@ def test_operators_and_metadata_version(snapshots, version, shape):
                     named=sp.metadata.version >= 5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version,shape", CASES)
 def test_every_table_equals_expected(spark, snapshots, version, shape):
     snap = snapshots[(version, shape)]

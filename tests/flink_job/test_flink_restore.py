@@ -191,6 +191,7 @@ def test_declared_mode_with_flink_1_20(flink_snapshots):
     assert flink_job.declared_mismatches(snap.expected, dump) == []
 
 
+@pytest.mark.slow
 def test_a_wrongly_declared_type_fails_the_restore(flink_23):
     """Flink checks each declared serializer against the savepoint's: count declared Integer
     (the savepoint's is Long) ends the restore with Flink's incompatibility error."""

@@ -183,6 +183,7 @@ def test_cli_info_and_validate(ops, cli):
     assert valid.returncode == 0, valid.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["rocksdb-native", "hashmap-canonical"])
 def test_spark_reads_every_sql_table_as_the_format_layer_does(spark, shape):
     """Through `readers` (Spark's Data Source), every SQL operator's keyed table and timers."""

@@ -76,6 +76,7 @@ ALL_TABLES = {("proc", "(keyed)"), ("proc", "(timers)"), ("src", "offsets"), ("s
               ("src", "rules")}
 
 
+@pytest.mark.slow
 def test_the_same_job_in_both_formats_is_identical(spark, saved):
     d = diff_savepoints(spark, saved["canonical"], saved["rocksdb"])
     assert d.identical and d.same_content
@@ -84,6 +85,7 @@ def test_the_same_job_in_both_formats_is_identical(spark, saved):
     assert (d.operators_added, d.operators_removed, d.operators_renamed, d.changes) == ((), (), (), ())
 
 
+@pytest.mark.slow
 def test_a_rescaled_copy_has_the_same_content_and_a_new_layout(spark, saved):
     d = diff_savepoints(spark, saved["canonical"], saved["rescaled"])
     assert d.same_content and not d.identical
@@ -112,6 +114,7 @@ def test_a_renamed_operator_is_matched_by_its_files(spark, saved):
     assert set(_counts(d).values()) == {(0, 0, 0)}  # and its content is compared
 
 
+@pytest.mark.slow
 def test_a_removed_state_is_a_declaration_change(spark, saved):
     d = diff_savepoints(spark, saved["canonical"], saved["no_attrs"])
     assert d.changes == (MetadataChange("proc", "state_removed", "attrs", "map map<string, int64>", None),)
@@ -120,6 +123,7 @@ def test_a_removed_state_is_a_declaration_change(spark, saved):
     assert back.changes == (MetadataChange("proc", "state_added", "attrs", None, "map map<string, int64>"),)
 
 
+@pytest.mark.slow
 def test_cli_exit_codes_and_json(saved, tmp_path):
     same = statectl("diff", saved["canonical"], saved["rocksdb"])
     assert same.returncode == 0, same.stderr
@@ -188,6 +192,7 @@ def _small(path, keyed: list[dict], offsets: list[int], members: list[str], rule
     return commit(sp, out).location
 
 
+@pytest.mark.slow
 def test_maps_nulls_lists_floats_multisets_and_sets(spark, tmp_path):
     def row(user, v=None, m=None, l=None, d=None):
         return {"user": user, "v": v, "m": m, "l": l, "d": d}

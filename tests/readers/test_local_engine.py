@@ -72,6 +72,7 @@ def test_every_table_of_statectls_own_formats(spark, own):
     assert total > 50
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", FLINK, ids=lambda p: p.parent.name if p.name == "savepoint" else p.name)
 def test_every_table_of_flink_savepoints(spark, path):
     sp = load(path)
@@ -79,6 +80,7 @@ def test_every_table_of_flink_savepoints(spark, path):
     assert total > 0
 
 
+@pytest.mark.slow
 def test_key_lookups_chosen_states_and_limits(spark, own):
     sp = load(FIXTURES / "flink-dev" / "long-rocksdb-native" / "savepoint")
     proc = sp.operator("lk-proc")

@@ -103,6 +103,7 @@ def test_statectl_reads_the_example_data_back(spark, written):
     assert state["rules"]["0"] == {"fraud": "buy{3,}", "churn": "view+", "upsell": "cart buy"}
 
 
+@pytest.mark.slow
 def test_example_savepoint_restores_in_a_job_declaring_its_states(spark, written):
     want = _statectl_state(spark, written)
     dumps = flink_job.restore_declared_many(VERSION, [(written, DESCRIPTION, b) for b in ("hashmap", "rocksdb")])

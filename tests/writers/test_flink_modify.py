@@ -131,6 +131,7 @@ def test_a_uid_for_an_operator_known_only_by_id(tmp_path):
     assert digest(base) == before
 
 
+@pytest.mark.slow
 def test_validate_lists_the_base_and_names_what_is_gone(tmp_path):
     base = copy_of(LONG, tmp_path)
     out = tmp_path / "out"
@@ -277,6 +278,7 @@ def test_python_api(tmp_path):
     assert report.savepoint.lineage[0].location == str(base)
 
 
+@pytest.mark.slow
 def test_diff_of_a_renamed_copy(spark, tmp_path):
     """`statectl diff` matches the renamed operator by its files and finds its content equal."""
     from statectl.readers.diff import diff_savepoints
@@ -291,6 +293,7 @@ def test_diff_of_a_renamed_copy(spark, tmp_path):
     assert len(d.tables) >= 7
 
 
+@pytest.mark.slow
 def test_a_lineage_file_cannot_open_other_folders(tmp_path):
     """The lineage file is untrusted content: its locations pass the own format's checks, and only
     they widen where the absolute handles of `_metadata` may point."""

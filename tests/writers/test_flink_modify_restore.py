@@ -21,6 +21,8 @@ from tests.conftest import statectl
 from tests.flink_shapes import HASHMAP_CANONICAL, INCREMENTAL, SHAPES
 from tests.writers.test_flink_modify import digest
 
+pytestmark = pytest.mark.slow  # real Flink restores
+
 VERSION = "2.3.0"
 PREFIX = "p-"
 UIDS = ("src", "rules-src", "union-op", "bcast", "proc", "win", "snk")

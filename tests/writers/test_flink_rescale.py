@@ -77,6 +77,7 @@ def _flink_groups(df, key: T.FlinkType, max_p: int) -> list[int]:
     return flink_key_groups(keys, key_java_type(key, "key"), max_p).tolist()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_rescaled_savepoints_read_the_same_rows_in_flinks_key_groups(spark, rescaled, name):
     _, base, done = rescaled[name]
@@ -115,6 +116,7 @@ def _at_max_parallelism(expected: dict, max_p: int) -> dict:
     return out
 
 
+@pytest.mark.slow
 def test_rescaled_savepoints_restore_in_flink_into_both_backends(rescaled):
     items = [(flink_job.Snapshot(path, _at_max_parallelism(snap.expected, max_p), path.parent / f"restore-{max_p}"),
               backend)

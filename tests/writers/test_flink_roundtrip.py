@@ -18,6 +18,8 @@ from tests.flink_rewrite import spec_from_flink_savepoint
 sys.path.insert(0, str(Path(__file__).parents[1]))
 import flink_job  # noqa: E402
 
+pytestmark = pytest.mark.slow  # real Flink restores
+
 FIXTURES = sorted(p.name for p in flink_job.FIXTURES.iterdir() if (p / "savepoint").is_dir())
 
 

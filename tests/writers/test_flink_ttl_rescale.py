@@ -38,6 +38,7 @@ def ttl_rows(path) -> list[tuple]:
     return sorted((r["key"], r["ttl_last_ttl_ts"], sorted(r["ttl_seen_ttl_ts"] or [])) for r in rows)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SHAPES))
 def test_statectl_reads_the_bases_timestamps_after_a_rescale(cases, name):
     snap, rescaled = cases[name]
@@ -55,6 +56,7 @@ def _description(expected: dict, max_p: int) -> dict:
     return description
 
 
+@pytest.mark.slow
 def test_flink_restores_the_bases_timestamps(cases):
     items = []
     for name, (snap, rescaled) in sorted(cases.items()):

@@ -57,6 +57,7 @@ def _rows(df) -> list[str]:
     return sorted(json.dumps(r.asDict(True), sort_keys=True, default=str) for r in df.collect())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", sorted(REWRITTEN))
 def test_rewritten_savepoint_reads_back_equal(spark, rewritten, shape):
     snap, written = rewritten[shape]
@@ -79,6 +80,7 @@ def test_rewritten_savepoint_reads_back_equal(spark, rewritten, shape):
     assert ttl is not None and ttl == a.keyed("proc").select(F.min("ttl_last_ttl_ts")).collect()[0][0]
 
 
+@pytest.mark.slow
 def test_rewritten_savepoints_restore_in_flink_into_both_backends(rewritten):
     items = [(flink_job.Snapshot(written, snap.expected, written.parent / f"restore-{shape}"), backend)
              for shape, (snap, written) in sorted(rewritten.items()) for backend in ("hashmap", "rocksdb")]

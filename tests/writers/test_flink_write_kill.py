@@ -20,6 +20,8 @@ from statectl.readers import open_savepoint
 from tests.cli_runner import statectl
 from tests.savepoint_rows import files_below, tree_digest
 
+pytestmark = pytest.mark.slow  # killed statectl processes and real Flink restores
+
 KEYS = 300_000
 SUBTASKS = 4
 

@@ -106,6 +106,7 @@ KEY_TYPES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, ddl, keys", KEY_TYPES, ids=[k[0] for k in KEY_TYPES])
 def test_both_plans_name_a_duplicate_key_alike(spark, tmp_path, name, ddl, keys):
     rows = [(keys[0], 1, 7), (keys[1], 2, 7), (keys[1], 3, 7)]

@@ -183,6 +183,7 @@ def test_limits_and_unknown_operators_are_clear_errors(spark, base, tmp_path):
     assert not (tmp_path / "x" / "_metadata").exists()
 
 
+@pytest.mark.slow
 def test_cli_rescale_and_its_errors(base, tmp_path):
     out = str(tmp_path / "cli")
     # run from a folder holding a package named like statectl's: Spark's Python

@@ -30,6 +30,8 @@ from statectl.statefmt.flink.metadata import parse_metadata
 from statectl.statefmt.formats import load
 from test_flink_modify import digest
 
+pytestmark = pytest.mark.slow  # rescales every savepoint of the suite there and back
+
 REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO / "examples" / "spec.yaml"
 

@@ -110,6 +110,7 @@ def test_every_mistake_is_one_line_naming_its_place(tmp_path):
     ("operators: []", "spec.yaml: operators is empty"),
     ("{}", "spec.yaml: field 'operators' is required"),
 ])
+@pytest.mark.slow
 def test_a_file_that_is_not_a_spec_is_one_line(tmp_path, text, line):
     path = tmp_path / "spec.yaml"
     path.write_text(text)

@@ -133,6 +133,7 @@ def test_both_formats_read_into_identical_tables(spark, both, uid):
         collected(canonical.operator_state("boot", "offsets"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", [HeapBackend, RocksDBBackend], ids=lambda c: c.__name__)
 @pytest.mark.parametrize("parallelism", [1, 2, 3, 5])
 def test_native_savepoint_restores_by_key_group(both, backend, parallelism):
@@ -162,6 +163,7 @@ def test_an_unknown_format_is_one_clear_error():
         SavepointWriter.new(format="lsm")
 
 
+@pytest.mark.slow
 def test_cli_bootstrap_rocksdb_reads_like_canonical(tmp_path):
     spec = str(Path(REPO) / "examples" / "spec.yaml")
     lines = {}

@@ -103,6 +103,7 @@ def test_pending_windows_and_their_timers(fmt):
     assert len(watermarks) == 2 and all(wm < min(w["namespace"] for w in windows) for wm in watermarks)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
 def test_canonical_and_native_read_alike(backend):
     a = open_flink_savepoint(PROBE / f"{backend}-canonical")
