@@ -183,17 +183,22 @@ def test_diff_finds_nothing_after_the_round_trip(trips, name):
         assert result.returncode == 1, (result.stdout, result.stderr)
 
 
-@pytest.mark.parametrize("name", sorted(FLINK_1X))
-def test_a_flink_1x_round_trip_keeps_the_metadata_version_and_operator_ids(trips, name):
-    """A and B are written as the release that wrote SP writes them: `_metadata` version 4,
-    the operators under SP's operator ids (none has a uid), in SP's order."""
+@pytest.mark.parametrize("name", sorted([*FLINK_23, *FLINK_1X]))
+def test_a_flink_round_trip_keeps_the_metadata_version_and_the_operators_identity(trips, name):
+    """A and B are written as the release that wrote SP writes them: SP's `_metadata` version
+    (4 for Flink 1.x), every operator under SP's operator id, uid and name (a 1.x `_metadata` has
+    neither uids nor names: its operators are known by id alone), in SP's order."""
     sp, _, a, b = trips[name]
-    ids = [op.operator_id for op in parse_metadata((sp / "_metadata").read_bytes()).operators]
-    for out in (a, b):
-        meta = parse_metadata((out / "_metadata").read_bytes())
-        assert meta.version == 4
-        assert [op.operator_id for op in meta.operators] == ids
-        assert {op.uid for op in meta.operators} == {None}
+
+    def identities(path: Path) -> tuple:
+        meta = parse_metadata((path / "_metadata").read_bytes())
+        return meta.version, [(op.operator_id, op.uid, op.name) for op in meta.operators]
+
+    version, ops = identities(sp)
+    assert version == (4 if name in FLINK_1X else 6)
+    uids = {uid for _, uid, _ in ops}
+    assert uids == {None} if name in FLINK_1X else "proc" in uids
+    assert identities(a) == identities(b) == (version, ops)
 
 
 def test_flink_restores_the_round_trip_with_the_jobs_state(bases, trips):
