@@ -13,7 +13,6 @@ import typer
 
 from statectl.statefmt.errors import UsageError, first_line
 
-from .frames import write_frame
 from .listing import Checkpoint, opened
 from .progress import scan_progress
 from .results import FRAME_FORMATS, check_frame_output
@@ -133,6 +132,8 @@ def _read_locally(sp, op, choice, flattened, fmt, output, limit, overwrite) -> N
 def _read_with_spark(sp, op, choice, flattened, where, master, fmt, output, limit, overwrite) -> None:
     from statectl.readers import SavepointReader
 
+    from .frames import write_frame
+
     with spark_errors():
         spark = start_spark(master)
         with scan_progress(spark, f"reading {choice.description}"):
@@ -162,6 +163,8 @@ def sql(
     from statectl.readers import SavepointReader
     from statectl.readers.statements import check_read_only
     from statectl.statefmt.formats import load
+
+    from .frames import write_frame
 
     check_read_only(query)
     sp = load(opened(savepoint, checkpoint))
