@@ -44,6 +44,10 @@ def spark_session(master: str | None = None, app_name: str = "statectl"):
         builder = builder.master("local[*]")
     for key, value in DEFAULT_CONF.items():
         builder = builder.config(key, value)
+    if not os.environ.get("PYSPARK_SUBMIT_ARGS"):  # else spark-submit's options are the user's
+        from .jvm import driver_java_options
+
+        builder = builder.config("spark.driver.extraJavaOptions", driver_java_options())
     return builder.getOrCreate()
 
 
