@@ -16,10 +16,12 @@ by the suite's Flink job, then cached), timing each step:
 - first row again: the same in the warm session (what each further query pays);
 - sql plan / sql first row: `SavepointReader.sql` of a count over the keyed view.
 
-Then the same as whole processes of the console script (`statectl read --engine spark
---limit 1`, `statectl sql ... count(*)`), and a Python worker's own start (a fresh
-interpreter importing the decoder and loading numba's cached kernels). Prints seconds per
-step and the load average; nothing is asserted.
+The steps run twice, one process each: with the driver JVM's options (`cli/jvm.py`: C1
+only, the class-data-sharing archive) and with a plain JVM. Then the same as whole
+processes of the console script (`statectl read --engine spark --limit 1`, `statectl sql
+... count(*)`), and a Python worker's own start (a fresh interpreter importing the decoder
+and loading numba's cached kernels). Prints seconds per step and the load average; nothing
+is asserted.
 """
 
 from __future__ import annotations
@@ -45,9 +47,13 @@ def process_age() -> float:
     return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
 
 
-def child(savepoint: str, uid: str) -> None:
+def child(savepoint: str, uid: str, plain_jvm: bool) -> None:
     """The steps of one Spark read, timed in this (fresh) process; prints one JSON object."""
     steps = {"python start": process_age()}
+    if plain_jvm:
+        import statectl.cli.jvm
+
+        statectl.cli.jvm.driver_java_options = lambda: ""
     mark = time.perf_counter()
 
     def step(name: str) -> None:
@@ -90,6 +96,18 @@ def child(savepoint: str, uid: str) -> None:
     print(json.dumps(steps))
 
 
+def steps_of(kind: str, savepoint: str, uid: str) -> dict[str, float]:
+    """The steps' seconds in a fresh child process (*kind*: "options" or "plain" JVM), and
+    the whole process's."""
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, __file__, "--child", kind, "--savepoint", savepoint, "--uid", uid],
+                         capture_output=True, text=True)
+    total = time.perf_counter() - start
+    if out.returncode != 0:
+        sys.exit(out.stderr.strip())
+    return {**json.loads(out.stdout.strip().splitlines()[-1]), "whole process": total}
+
+
 def statectl_script() -> str:
     """The console script beside this interpreter (not a version manager's shim)."""
     script = Path(sys.executable).with_name("statectl")
@@ -130,24 +148,17 @@ def main() -> None:
     ap.add_argument("--keys", type=int, default=1_000_000)
     ap.add_argument("--savepoint", help="another savepoint (default: the 1M-key Flink 2.3 one)")
     ap.add_argument("--uid", default=UID, help="the operator read (default: proc)")
-    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=("options", "plain"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.savepoint, args.uid)
+        child(args.savepoint, args.uid, args.child == "plain")
         return
     savepoint = args.savepoint or default_savepoint(args.keys)
     print(f"savepoint {savepoint}, operator {args.uid}; load average {load_average()}")
-    start = time.perf_counter()
-    out = subprocess.run([sys.executable, __file__, "--child", "--savepoint", savepoint, "--uid", args.uid],
-                         capture_output=True, text=True)
-    total = time.perf_counter() - start
-    if out.returncode != 0:
-        sys.exit(out.stderr.strip())
-    steps = json.loads(out.stdout.strip().splitlines()[-1])
-    print(f"{'step (one process, in order)':40} {'s':>7}")
-    for name, seconds in steps.items():
-        print(f"{name:40} {seconds:7.2f}")
-    print(f"{'whole process':40} {total:7.2f}")
+    runs = {kind: steps_of(kind, savepoint, args.uid) for kind in ("options", "plain")}
+    print(f"{'step (one process, in order)':40} {'JVM options':>12} {'plain JVM':>10}")
+    for name in runs["options"]:
+        print(f"{name:40} {runs['options'][name]:12.2f} {runs['plain'][name]:10.2f}")
     script = statectl_script()
     print(f"{'a Python worker start (decoder + kernels)':40} {worker_start():7.2f}")
     print(f"{'statectl read --engine spark --limit 1':40} "
