@@ -44,11 +44,19 @@ def spark_session(master: str | None = None, app_name: str = "statectl"):
         builder = builder.master("local[*]")
     for key, value in DEFAULT_CONF.items():
         builder = builder.config(key, value)
-    if not os.environ.get("PYSPARK_SUBMIT_ARGS"):  # else spark-submit's options are the user's
+    if _starts_a_jvm():
         from .jvm import driver_java_options
 
         builder = builder.config("spark.driver.extraJavaOptions", driver_java_options())
     return builder.getOrCreate()
+
+
+def _starts_a_jvm() -> bool:
+    """Whether the session about to be made starts its JVM here (not under spark-submit's,
+    whose options are the user's, nor in a process whose gateway is already up)."""
+    from pyspark import SparkContext
+
+    return not os.environ.get("PYSPARK_SUBMIT_ARGS") and SparkContext._gateway is None
 
 
 def start_spark(master: str | None = None):
