@@ -94,14 +94,18 @@ def split_frame(spark, source: TableSource, table: str, groups: list[int] | None
     if id(spark) not in _registered:
         spark.dataSource.register(SplitSource)
         _registered.add(id(spark))
-    planned = base64.b64encode(pickle.dumps(source.splits(table, groups))).decode("ascii")
-    reader = (spark.read.format(SOURCE_NAME)
-              .option("ddl", spark_ddl(source.spark_types(source.schema(table))))
-              .option("savepoint", source.location).option("operator_id", source.operator_id)
-              .option("table", table).option("format", str(source.format)).option("splits", planned))
+    return spark.read.format(SOURCE_NAME).options(**split_options(source, table, groups)).load()
+
+
+def split_options(source: TableSource, table: str, groups: list[int] | None = None) -> dict[str, str]:
+    """The :class:`SplitReader` options of *table* of *source*: its splits (those holding
+    *groups*) planned here, on the loaded model."""
+    options = {"ddl": spark_ddl(source.spark_types(source.schema(table))), "savepoint": source.location,
+               "operator_id": source.operator_id, "table": table, "format": str(source.format),
+               "splits": base64.b64encode(pickle.dumps(source.splits(table, groups))).decode("ascii")}
     if groups is not None:
-        reader = reader.option("key_groups", json.dumps(sorted(groups)))
-    return reader.load()
+        options["key_groups"] = json.dumps(sorted(groups))
+    return options
 
 
 def table_frame(spark, source: TableSource, table: str, groups: list[int] | None = None,
