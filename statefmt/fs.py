@@ -103,27 +103,32 @@ class Location:
         except OSError as e:
             raise _access_error(self.uri, e) from None
 
-    def _local_stat(self) -> os.stat_result | None:
-        """A plain local path's stat (None: missing), without pyarrow, which costs a command
-        that reads one small local file more than the file."""
-        try:
-            return os.stat(self.uri)
-        except (FileNotFoundError, NotADirectoryError):
+    def _local_type(self) -> str | None:
+        """"dir", "file" or "missing" for a plain local path, from ``os.stat``: without
+        pyarrow, whose import costs a command that reads one small local file more than the
+        file. None: pyarrow answers (a URI, or a failure pyarrow words in its own terms)."""
+        if "://" in self.uri:
             return None
-        except OSError as e:
-            raise _access_error(self.uri, e) from None
+        try:
+            found = os.stat(self.uri)
+        except (FileNotFoundError, NotADirectoryError):
+            return "missing"
+        except OSError:
+            return None
+        return "dir" if stat.S_ISDIR(found.st_mode) else "file"
 
     def exists(self) -> bool:
-        if "://" not in self.uri:
-            return self._local_stat() is not None
+        local = self._local_type()
+        if local is not None:
+            return local != "missing"
         import pyarrow.fs as pafs
 
         return self.info().type != pafs.FileType.NotFound
 
     def is_dir(self) -> bool:
-        if "://" not in self.uri:
-            found = self._local_stat()
-            return found is not None and stat.S_ISDIR(found.st_mode)
+        local = self._local_type()
+        if local is not None:
+            return local == "dir"
         import pyarrow.fs as pafs
 
         return self.info().type == pafs.FileType.Directory
@@ -151,14 +156,14 @@ class Location:
 
     # --- reading ---
     def read_bytes(self) -> bytes:
-        if "://" not in self.uri:  # a plain local path: as for _local_stat
+        if "://" not in self.uri:  # a plain local path: as for _local_type
             try:
                 with open(self.uri, "rb") as f:
                     return f.read()
             except FileNotFoundError:
                 raise MissingFileError(f"{self.uri}: file is missing") from None
-            except OSError as e:
-                raise _access_error(self.uri, e) from None
+            except OSError:
+                pass  # pyarrow below says what is wrong, as for a URI
         fs, path = self._resolve()
         try:
             with fs.open_input_stream(path) as f:
