@@ -53,7 +53,7 @@ def child(savepoint: str, uid: str, plain_jvm: bool) -> None:
     if plain_jvm:
         import statectl.cli.jvm
 
-        statectl.cli.jvm.driver_java_options = lambda: ""
+        statectl.cli.jvm.driver_java_options = lambda read_bytes: ""
     mark = time.perf_counter()
 
     def step(name: str) -> None:
@@ -74,8 +74,9 @@ def child(savepoint: str, uid: str, plain_jvm: bool) -> None:
     import pyspark.sql  # noqa: F401
     step("import pyspark")
     from statectl.cli.spark import start_spark
+    from statectl.readers.local import table_files
 
-    spark = start_spark(None)
+    spark = start_spark(None, read_bytes=sum(f.size for f in table_files(sp, choice)))  # as `read` does
     step("session")
     from statectl.readers.datasource import SplitSource, _registered
 

@@ -30,8 +30,9 @@ DEFAULT_CONF = {
 }
 
 
-def spark_session(master: str | None = None, app_name: str = "statectl"):
-    """A SparkSession: *master* if given, else SPARK_MASTER / spark-submit's, else local[*]."""
+def spark_session(master: str | None = None, app_name: str = "statectl", read_bytes: int | None = None):
+    """A SparkSession: *master* if given, else SPARK_MASTER / spark-submit's, else local[*].
+    *read_bytes*: how much state the command reads, if that is all it does (see `cli.jvm`)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -47,7 +48,7 @@ def spark_session(master: str | None = None, app_name: str = "statectl"):
     if _starts_a_jvm():
         from .jvm import driver_java_options
 
-        builder = builder.config("spark.driver.extraJavaOptions", driver_java_options())
+        builder = builder.config("spark.driver.extraJavaOptions", driver_java_options(read_bytes))
     return builder.getOrCreate()
 
 
@@ -59,13 +60,13 @@ def _starts_a_jvm() -> bool:
     return not os.environ.get("PYSPARK_SUBMIT_ARGS") and SparkContext._gateway is None
 
 
-def start_spark(master: str | None = None):
-    """The session for a command, quiet unless ``--debug``."""
+def start_spark(master: str | None = None, read_bytes: int | None = None):
+    """The session for a command, quiet unless ``--debug``; *read_bytes* as for :func:`spark_session`."""
     import warnings
 
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
     if debug_enabled():
-        return spark_session(master)
+        return spark_session(master, read_bytes=read_bytes)
     from .output import spinner
 
     _quiet_pyspark_loggers()
@@ -77,7 +78,7 @@ def start_spark(master: str | None = None):
         try:
             os.dup2(null, 1)
             os.dup2(null, 2)
-            spark = spark_session(master)
+            spark = spark_session(master, read_bytes=read_bytes)
         finally:
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)

@@ -20,7 +20,13 @@ def test_the_first_command_dumps_the_archive_to_a_name_of_its_own(cache):
     archive = jvm.archive_path()
     assert archive.startswith(str(cache)) and archive.endswith(".jsa")
     assert jvm.class_data_sharing() == [f"-XX:ArchiveClassesAtExit={archive}.{jvm.os.getpid()}.tmp"]
-    assert jvm.driver_java_options().startswith("-XX:TieredStopAtLevel=1 -XX:ArchiveClassesAtExit=")
+
+
+
+def test_c1_only_for_a_read_of_at_most_1_gib():
+    assert jvm.driver_java_options(jvm.C1_READ_BYTES).startswith("-XX:TieredStopAtLevel=1 ")
+    assert "TieredStopAtLevel" not in jvm.driver_java_options(jvm.C1_READ_BYTES + 1)
+    assert "TieredStopAtLevel" not in jvm.driver_java_options(None)  # a write, a rescale, a diff
 
 
 def test_a_finished_dump_becomes_the_archive(cache):
@@ -44,7 +50,9 @@ def test_a_dump_still_being_written_is_left_alone(cache):
     dump = f"{archive}.123.tmp"
     with open(dump, "wb") as f:
         f.write(jvm.DYNAMIC_ARCHIVE_MAGIC.to_bytes(4, "little"))
-    writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", dump])
+    writer = subprocess.Popen([sys.executable, "-c", "import time; print(flush=True); time.sleep(60)", dump],
+                              stdout=subprocess.PIPE)
+    writer.stdout.readline()  # its command line, naming the dump, is in place
     try:
         assert jvm.class_data_sharing() == []  # neither the half-written archive nor a second dump
     finally:
