@@ -12,7 +12,10 @@
   It lives in statectl's cache folder, named by the PySpark release and the JDK. A dump is
   written to a name of its own (``.<pid>.tmp``) and taken into use by a later command once
   no JVM is writing it, so concurrent commands never read a half-written archive.
-  A JVM that finds the archive unusable (another class path, say) ignores it and runs without.
+  A JVM that finds the archive unusable (another class path, say) ignores it and runs without;
+  one that cannot start with it (a dump cut short when its JVM was killed) is started again
+  without it, and the archive is removed (:func:`without_archive`), so the next command dumps
+  a new one.
 
 `bench/bench_spark_fixed_cost.py` measures the start-up with and without them.
 """
@@ -48,6 +51,21 @@ def class_data_sharing() -> list[str]:
     if any(_alive(d) for d in glob.glob(glob.escape(archive) + ".*.tmp")):
         return []
     return [f"-XX:ArchiveClassesAtExit={archive}.{os.getpid()}.tmp"]
+
+
+def without_archive(options: str) -> str:
+    """*options* less the class-data-sharing archive, which is removed: a JVM could not start
+    with it, and it must not stop the commands after this one either."""
+    kept = []
+    for option in options.split():
+        if option.startswith("-XX:SharedArchiveFile="):
+            try:
+                os.remove(option.split("=", 1)[1])
+            except OSError:
+                pass
+        else:
+            kept.append(option)
+    return " ".join(kept)
 
 
 DYNAMIC_ARCHIVE_MAGIC = 0xF00BABA8  # HotSpot's dynamic CDS archive header, little-endian on disk

@@ -45,11 +45,17 @@ def spark_session(master: str | None = None, app_name: str = "statectl", read_by
         builder = builder.master("local[*]")
     for key, value in DEFAULT_CONF.items():
         builder = builder.config(key, value)
-    if _starts_a_jvm():
-        from .jvm import driver_java_options
+    if not _starts_a_jvm():
+        return builder.getOrCreate()
+    from .jvm import driver_java_options, without_archive
 
-        builder = builder.config("spark.driver.extraJavaOptions", driver_java_options(read_bytes))
-    return builder.getOrCreate()
+    options = driver_java_options(read_bytes)
+    try:
+        return builder.config("spark.driver.extraJavaOptions", options).getOrCreate()
+    except Exception as e:  # PySpark's gateway error: the JVM ended before it was up
+        if "JAVA_GATEWAY_EXITED" not in str(e) or without_archive(options) == options:
+            raise
+    return builder.config("spark.driver.extraJavaOptions", without_archive(options)).getOrCreate()
 
 
 def _starts_a_jvm() -> bool:

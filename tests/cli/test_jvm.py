@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +62,29 @@ def test_a_dump_still_being_written_is_left_alone(cache):
         writer.kill()
         writer.wait()
     assert jvm.class_data_sharing() == [f"-XX:SharedArchiveFile={archive}"]
+
+
+
+
+@pytest.mark.slow
+def test_a_command_whose_jvm_cannot_start_with_the_archive_runs_without_it_and_removes_it(cache, tmp_path):
+    """A dump cut short (its JVM killed while writing) starts like an archive, and a JVM given
+    it does not start: the command starts Spark again without it, and removes it."""
+    from conftest import REPO, statectl_process
+
+    sp = tmp_path / "sp"
+    done = statectl_process("bootstrap", "--spec", str(REPO / "examples" / "spec.yaml"), str(sp))
+    assert done.returncode == 0, done.stderr
+    deadline = time.monotonic() + 120  # the bootstrap's JVM dumps as it exits, after the command
+    while not list(cache.glob("*.tmp")) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    (dump,) = cache.glob("*.tmp")
+    while jvm._alive(str(dump)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    archive = Path(jvm.archive_path())
+    data = dump.read_bytes()
+    dump.unlink()
+    archive.write_bytes(data[: len(data) // 2])
+    done = statectl_process("sql", str(sp), "SELECT count(*) AS n FROM proc", "-f", "jsonl")
+    assert (done.returncode, done.stdout, done.stderr) == (0, '{"n":20}\n', "")
+    assert not archive.exists()
