@@ -367,17 +367,18 @@ def _digest_tree(folder: Path) -> str:
     return h.hexdigest()
 
 
-def _restore_cached(version: str, items: list[tuple[Path, dict[str, str]]]) -> list[dict]:
+def _restore_cached(version: str, items: list[tuple[Path | None, dict[str, str]]]) -> list[dict]:
     """Restores each (savepoint, knobs of restore or declared mode) in one JVM; each dump is cached under
     $STATECTL_FLINK_SAVEPOINTS/restores by the savepoint's content, the knobs and the job's
-    sources, so a savepoint written again byte for byte is not restored twice."""
+    sources, so a savepoint written again byte for byte is not restored twice. A savepoint of None
+    starts the job without one (sql-restore mode's reference and empty-state runs)."""
     outs = []
     for path, kn in items:
         key = json.dumps({"version": version, "knobs": kn, "source": source_hash(),
-                          "savepoint": _digest_tree(Path(path))}, sort_keys=True)
+                          "savepoint": None if path is None else _digest_tree(Path(path))}, sort_keys=True)
         outs.append(snapshot_cache() / "restores" / hashlib.sha256(key.encode()).hexdigest()[:16])
     def todo() -> dict:
-        return {str(out): {**kn, "out": str(out), "restore-from": str(Path(path).resolve())}
+        return {str(out): {**kn, "out": str(out), **({} if path is None else {"restore-from": str(Path(path).resolve())})}
                 for (path, kn), out in zip(items, outs) if not (out / "restored.json").exists()}
 
     if todo():
@@ -386,6 +387,56 @@ def _restore_cached(version: str, items: list[tuple[Path, dict[str, str]]]) -> l
             if runs:
                 run_job(version, list(runs.values()))
     return [json.loads((out / "restored.json").read_text()) for out in outs]
+
+
+# mode=sql-restore's own knobs (tests/flink/README.md "Restoring the SQL job") and their defaults.
+SQL_RESTORE_DEFAULTS = {"first_batch": "false", "allow_non_restored": "false", "more_keys": "0,1,2,28,29,30,31",
+                        "more_events": "12", "more_watermark": "60000"}
+# The knobs of the savepoint's job that the restored job takes over: its input and shape.
+_SQL_INPUT_KNOBS = ("seed", "keys", "events", "value_max", "parallelism", "max_parallelism", "format")
+
+
+def sql_restore_knobs(savepoint: Snapshot | None, backend: str = "rocksdb", **kw) -> dict[str, str]:
+    """The knobs of one mode=sql-restore run: the input and shape of *savepoint*'s job (None: the
+    defaults), then *kw* (parallelism, max_parallelism, format, the SQL_RESTORE_DEFAULTS knobs)."""
+    base = {} if savepoint is None else {
+        k.replace("-", "_"): v for k, v in savepoint.expected["scenario"]["knobs"].items()
+        if k.replace("-", "_") in _SQL_INPUT_KNOBS}
+    own = {k: kw.pop(k) for k in list(kw) if k in SQL_RESTORE_DEFAULTS}
+    own = {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in {**SQL_RESTORE_DEFAULTS, **own}.items()}
+    return {**knobs(**{**base, **kw, "mode": "sql-restore", "backend": backend}),
+            **{k.replace("_", "-"): v for k, v in own.items()}}
+
+
+def restore_sqls(version: str, items: list[tuple[Snapshot | None, dict]]) -> list[dict]:
+    """Runs mode=sql-restore once per (savepoint, kwargs of sql_restore_knobs), all in one JVM, each
+    dump cached by the savepoint's content and the knobs. A savepoint of None starts without state:
+    with first_batch=True that is the reference run (both batches in one job), else empty state."""
+    return _restore_cached(version, [(None if snap is None else snap.path, sql_restore_knobs(snap, **kw))
+                                     for snap, kw in items])
+
+
+def restore_sql(version: str, savepoint: Snapshot | None, backend: str = "rocksdb", **kw) -> dict:
+    """The SQL job restored from *savepoint* and fed the second batch: restored.json (see restore_sqls)."""
+    return restore_sqls(version, [(savepoint, dict(backend=backend, **kw))])[0]
+
+
+def materialize(rows: list[list], changelog: list[list]) -> list[list]:
+    """The table *rows* becomes once *changelog* ([kind, cells...]) is applied, sorted like SqlModel."""
+    table = [list(r) for r in rows]
+    for kind, *row in changelog:
+        if kind in ("+I", "+U"):
+            table.append(row)
+        elif row in table:
+            table.remove(row)
+        else:
+            raise ValueError(f"the changelog retracts a row the table does not hold: {[kind, *row]}")
+    return sorted_rows(table)
+
+
+def sorted_rows(rows: list[list]) -> list[list]:
+    """*rows* in one order whatever the order they came in (for comparing tables and changelogs)."""
+    return sorted(rows, key=lambda r: json.dumps(r, ensure_ascii=False, separators=(",", ":")))
 
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "flink-dev"
