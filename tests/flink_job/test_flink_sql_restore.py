@@ -3,7 +3,7 @@
 the restored job emits exactly what the model of the saved state says (GROUP BY: -U old, +U new
 totals; the first-row deduplication: only keys it never saw), and every statement ends with the
 table of a reference job that ran both batches without stopping. A job started without the saved
-state emits something else: the check can fail."""
+state emits something else: the check can fail. Flink refuses a savepoint at another max parallelism."""
 
 from __future__ import annotations
 
@@ -86,3 +86,11 @@ def test_without_the_saved_group_by_state_the_check_fails(restored):
     assert flink_job.sorted_rows(group) != flink_job.sorted_rows(dump["model_after_restore"]["group_agg"])
     reference = dumps["reference"]["statements"]["group_agg"]["received_output"]
     assert _final_table(snap, dump, "group_agg") != flink_job.sorted_rows(reference)
+
+
+def test_flink_refuses_the_savepoint_at_another_max_parallelism(restored):
+    """The max_parallelism knob reaches Flink: a savepoint restores only at its own max parallelism
+    (a rescaled one is written for the new one), so the job fails to start, naming the mismatch."""
+    version, snaps, _ = restored
+    with pytest.raises(flink_job.FlinkJobError, match="Max parallelism mismatch"):
+        flink_job.restore_sql(version, snaps["hashmap-canonical"], backend="hashmap", max_parallelism=256)
