@@ -24,6 +24,9 @@ def rescale(
     uid: Optional[list[str]] = typer.Option(None, "--uid", help="Rescale only this keyed "
                                             "operator (uid or operator id). Repeatable; "
                                             "default: every keyed operator."),
+    operator_id: Optional[list[str]] = typer.Option(
+        None, "--operator-id", help="Rescale only this keyed operator, named by its operator id (32 hex "
+        "digits): one of a Flink 1.x savepoint or a SQL job, which have no uid. Repeatable, with --uid too."),
     self_contained: bool = SELF_CONTAINED,
     overwrite: bool = OVERWRITE,
     master: Optional[str] = MASTER,
@@ -36,12 +39,14 @@ def rescale(
     A Flink savepoint is written as a canonical Flink savepoint, keys placed by Flink's hash.
     """
     from statectl.statefmt.formats import load
+    from statectl.statefmt.ids import OperatorRef
     from statectl.statefmt.savepoint import check_output
     from statectl.writers.rescale import Rescale
 
+    chosen_ops = [*(uid or []), *(OperatorRef(operator_id=i) for i in operator_id or [])]
     source = load(savepoint)
     check_output(output, [source], overwrite=overwrite)
-    chosen = Rescale.of(source, max_parallelism, parallelism, uid)  # fails before Spark starts
+    chosen = Rescale.of(source, max_parallelism, parallelism, chosen_ops)  # fails before Spark starts
     with spark_errors():
         spark = start_spark(master)
         with progress(spark, quiet=json_) as on_job:

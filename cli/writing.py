@@ -61,7 +61,7 @@ def bootstrap(
     base_sp = load(base) if base is not None else None
     parsed.check_base(base_sp)
     writer = SavepointWriter(base_sp, parsed.max_parallelism, physical)
-    writer.check(output, overwrite, [op.uid for op in parsed.operators])  # before Spark starts
+    writer.check(output, overwrite, [op.ref for op in parsed.operators])  # before Spark starts
     with spark_errors():
         spark = start_spark(master)
         with progress(spark, quiet=json_) as on_job:
@@ -79,23 +79,41 @@ def modify(
                                                "(uid, or operator id). Repeatable."),
     rename: Optional[list[str]] = typer.Option(None, "--rename", help="OLD=NEW: give an operator "
                                                "a new uid. Repeatable."),
+    remove_id: Optional[list[str]] = typer.Option(
+        None, "--remove-operator-id", help="Drop the operator with this operator id (32 hex digits): "
+        "one of a Flink 1.x savepoint or a SQL job, which have no uid. Repeatable."),
+    rename_id: Optional[list[str]] = typer.Option(
+        None, "--rename-operator-id", help="ID=NEW: give the operator with this operator id the uid NEW "
+        "(and so NEW's operator id), for a job that now sets that uid. Repeatable."),
     self_contained: bool = SELF_CONTAINED,
     overwrite: bool = OVERWRITE,
     json_: bool = SUMMARY_JSON,
 ) -> None:
     """Derive a savepoint by metadata alone: remove or rename operators, or copy it whole."""
+    from statectl.statefmt.ids import OperatorRef
     from statectl.writers import SavepointWriter
 
     writer = SavepointWriter.from_existing(base)
     writer.check(output, overwrite)
-    for uid in remove or []:
-        writer.remove_operator(uid)
-    for pair in rename or []:
+    removed = [*(remove or []), *(OperatorRef(operator_id=i) for i in remove_id or [])]
+    renamed = [*_pairs("--rename", rename, str), *_pairs("--rename-operator-id", rename_id,
+                                                           lambda i: OperatorRef(operator_id=i))]
+    for operator in removed:
+        writer.remove_operator(operator)
+    for operator, new in renamed:
+        writer.rename_operator(operator, new)
+    summary(writer.write(output, None, self_contained, overwrite=overwrite), json_)
+
+
+def _pairs(option: str, values: list[str] | None, operator) -> list[tuple]:
+    """Each OLD=NEW of *option* as (the operator OLD names, NEW)."""
+    out = []
+    for pair in values or []:
         old, sep, new = pair.partition("=")
         if not sep or not old or not new:
-            raise UsageError(f"--rename takes OLD=NEW, got {pair!r}")
-        writer.rename_operator(old, new)
-    summary(writer.write(output, None, self_contained, overwrite=overwrite), json_)
+            raise UsageError(f"{option} takes {'ID' if option.endswith('-id') else 'OLD'}=NEW, got {pair!r}")
+        out.append((operator(old), new))
+    return out
 
 
 def _check_format(physical: str) -> None:

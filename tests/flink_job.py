@@ -528,6 +528,14 @@ def restore_declared_many(version: str, items: list[tuple[Path, dict, str]]) -> 
                                      for path, description, backend in items])
 
 
+def restore_sql_many(version: str, items: list[tuple[Path, str]]) -> list[dict]:
+    """Restores each (savepoint, backend) into the SQL job (mode=sql with restore-from, in one JVM),
+    which is fed the same input again and dumps each statement's received changelog (sorted rows
+    [row kind, cells...]) and the savepoint it takes after that; cached by content like
+    restore_declared_many. A savepoint Flink cannot restore fails the run (FlinkJobError)."""
+    return _restore_cached(version, [(Path(path), knobs(mode="sql", backend=backend)) for path, backend in items])
+
+
 def _declared_knobs(description: dict, backend: str) -> dict[str, str]:
     """Declared mode's knobs; the description is written once under its content's digest."""
     text = json.dumps(description, indent=1, sort_keys=True, ensure_ascii=False)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from statectl.statefmt.errors import UsageError
+from statectl.statefmt.ids import OperatorRef
 from statectl.statefmt.state_api import AGGREGATES, REDUCERS
 from statectl.statefmt.vocabulary import StateKind, TimerDomain
 
@@ -179,18 +181,39 @@ OperatorStateData = OperatorListState | UnionListState | BroadcastState
 
 @dataclass(frozen=True)
 class OperatorData:
-    """A new operator of a savepoint: identity, parallelism, and where its state comes from."""
+    """A new operator of a savepoint: identity, parallelism, and where its state comes from.
 
-    uid: str
+    It is named by its *uid*, or (uid None) by *operator_id* alone: an operator of a Flink
+    base that has no uid (a Flink 1.x `_metadata` holds none, a SQL job's operators have
+    none), written again under the id the job knows it by."""
+
+    uid: str | None
     parallelism: int = 1
     max_parallelism: int | None = None
     keyed: KeyedData | KeyedFunction | None = None
     operator_states: Sequence[OperatorStateData] = field(default_factory=tuple)
     flink: Any = None  # format flink: the Flink types (a writers.flink.binding.FlinkBinding)
+    operator_id: str | None = None  # 32 hex digits, when uid is None
+
+    @property
+    def ref(self) -> OperatorRef:
+        """How the operator is named: by uid, or by operator id (exactly one of them)."""
+        if (self.uid is None) == (self.operator_id is None):
+            raise UsageError(f"an operator is named by exactly one of uid or operator id, got uid "
+                             f"{self.uid!r} and operator id {self.operator_id!r}")
+        return OperatorRef(uid=self.uid) if self.uid is not None else OperatorRef(operator_id=self.operator_id)
+
+    @property
+    def resolved_id(self) -> str:
+        return self.ref.resolved_id
+
+    @property
+    def label(self) -> str:
+        return self.uid if self.uid is not None else self.ref.operator_id
 
     def check(self) -> None:
         """Refuse clashing names and unknown functions before any Spark job starts."""
-        where = f"operator {self.uid!r}"
+        where = f"operator {self.label!r}"
         names: list[str] = []
         if isinstance(self.keyed, KeyedData):
             names += [s.name for s in self.keyed.states]

@@ -64,7 +64,7 @@ class OwnWrite:
         w, base = self.writer, self.kept_from
         if base is None:
             return []
-        new_ids = {operator_id_for_uid(uid) for uid in w.new} | set(w.rebuilt)
+        new_ids = set(w.new) | set(w.rebuilt)  # w.new is keyed by operator id
         kept, seen = [], set(new_ids)
         for op in base.operators:
             original = op.operator_id

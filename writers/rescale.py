@@ -70,18 +70,19 @@ class RescaleChoice:
 
 
 def choose_operators(sp: Savepoint, max_parallelism: int, parallelism: int | None,
-                     uids: list[str] | None) -> list[RescaleChoice]:
-    """The keyed operators to rescale (all of them when *uids* is empty), limits checked."""
+                     operators: list[str | OperatorRef] | None) -> list[RescaleChoice]:
+    """The keyed operators to rescale (all of them when *operators* is empty: each a uid, or an
+    :class:`OperatorRef` naming it by uid, operator id or name), limits checked."""
     check_max_parallelism(max_parallelism)
-    for op in sp.operators if not uids else [sp.operator(name) for name in uids]:
+    for op in sp.operators if not operators else [sp.operator(ref) for ref in operators]:
         part = op.unreadable_part(KEYED_PART)
         if part is not None:  # its key groups cannot be moved, nor left at the old max parallelism
             raise UnreadableStateError(f"cannot rescale: operator {op.label}: its keyed state cannot be "
                                        f"read: {part.reason}")
-    if uids:
+    if operators:
         ops = []
-        for name in uids:
-            op = sp.operator(name)
+        for ref in operators:
+            op = sp.operator(ref)
             if op.keyed is None:
                 raise UnknownStateError(
                     f"operator {op.label} has no keyed state to rescale; "
@@ -118,10 +119,11 @@ class Rescale:
 
     @classmethod
     def of(cls, source: "str | Savepoint", max_parallelism: int, parallelism: int | None = None,
-           uids: list[str] | None = None) -> "Rescale":
-        """Load *source* and choose its operators; bad limits or uids fail here."""
+           operators: list[str | OperatorRef] | None = None) -> "Rescale":
+        """Load *source* and choose its *operators* (see :func:`choose_operators`); bad limits
+        or unknown operators fail here."""
         base = source if isinstance(source, Savepoint) else load(source)
-        choices = tuple(choose_operators(base, max_parallelism, parallelism, uids))
+        choices = tuple(choose_operators(base, max_parallelism, parallelism, operators))
         if is_flink(base):
             from .flink.rescale import check_flink_rescale
             check_flink_rescale(base, choices)
@@ -144,10 +146,10 @@ class Rescale:
 
 
 def rescale(spark, source: str, output: str, max_parallelism: int,
-            parallelism: int | None = None, uids: list[str] | None = None,
+            parallelism: int | None = None, operators: list[str | OperatorRef] | None = None,
             self_contained: bool = False, on_job=None, overwrite: bool = False) -> WriteReport:
     """Write *source* rescaled to *output*; see the module doc. *source* is only read."""
-    return Rescale.of(source, max_parallelism, parallelism, uids).write(
+    return Rescale.of(source, max_parallelism, parallelism, operators).write(
         spark, output, self_contained, on_job, overwrite)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from statectl.statefmt.errors import UsageError
-from statectl.statefmt.ids import OperatorRef, operator_id_for_uid
+from statectl.statefmt.ids import OperatorRef
 from statectl.statefmt.flink.model import flink_savepoint
 from statectl.statefmt.formats import load
 from statectl.statefmt.fs import Location
@@ -79,12 +79,12 @@ def check_writable_base(base: Savepoint) -> None:
                          "writer (rescale, or bootstrap --base --format flink), not in statectl's own format")
 
 
-def check_base_format(base: Savepoint | None, format: str, new_uids, removed_or_renamed: bool = False) -> None:
+def check_base_format(base: Savepoint | None, format: str, new_ids, removed_or_renamed: bool = False) -> None:
     """A derived savepoint points at its base's files, so both must be of one format family; the
-    other family is fine when every operator of the base is in the spec (nothing to point at)."""
+    other family is fine when every operator of the base (operator ids *new_ids*) is in the spec
+    (nothing to point at)."""
     if base is None or is_flink(base) == (format == Format.FLINK):
         return
-    new_ids = {operator_id_for_uid(uid) for uid in new_uids}
     kept = [op.label for op in base.operators if op.operator_id not in new_ids]
     if kept:
         base_kind, out_kind, use = ("a Flink", f"statectl's {format}", "flink") if is_flink(base) \
@@ -130,18 +130,30 @@ class SavepointWriter:
     # --- building -----------------------------------------------------------------
     def with_operator(self, operator: OperatorData) -> "SavepointWriter":
         """Add *operator*, or replace the base's operator with the same uid."""
-        if operator.uid in self.new:
-            raise SpecError(f"operator {operator.uid!r} is given twice")
+        if operator.resolved_id in self.new:
+            raise SpecError(f"operator {operator.label!r} is given twice")
         operator.check()
         if operator.flink is not None and self.format != Format.FLINK:
-            raise SpecError(f"operator {operator.uid!r}: a flink: type binding needs format flink")
+            raise SpecError(f"operator {operator.label!r}: a flink: type binding needs format flink")
         states = operator.keyed.states if isinstance(operator.keyed, KeyedData) else ()
         with_ttl = [s.name for s in states if getattr(s, "ttl_column", None)]
         if with_ttl and self.format != Format.FLINK:
-            raise SpecError(f"operator {operator.uid!r}, state {with_ttl[0]!r}: ttl_column is for the TTL "
+            raise SpecError(f"operator {operator.label!r}, state {with_ttl[0]!r}: ttl_column is for the TTL "
                             "states of a Flink savepoint (format flink)")
-        self.new[operator.uid] = operator
+        self._check_named_by_id([operator.ref])
+        self.new[operator.resolved_id] = operator
         return self
+
+    def _check_named_by_id(self, refs) -> None:
+        """An operator named by its operator id alone is one of a Flink base's, written again
+        by the Flink writer: one line for an id the base does not hold."""
+        for ref in refs:
+            if ref.operator_id is None:
+                continue
+            if self.format != Format.FLINK or not is_flink(self.base):
+                raise SpecError(f"operator id {ref.operator_id}: an operator named by its operator id "
+                                "alone is one of a Flink base's, written with --format flink; give it a uid")
+            self.base.operator(ref)  # UnknownOperatorError naming the base's operators
 
     def remove_operator(self, operator: str | OperatorRef) -> "SavepointWriter":
         """Drop an operator of the base (by uid, or by operator id when it has none)."""
@@ -177,11 +189,14 @@ class SavepointWriter:
         return self.base.operator(operator)
 
     # --- writing ------------------------------------------------------------------
-    def check(self, output: str, overwrite: bool = False, uids=()) -> Location:
+    def check(self, output: str, overwrite: bool = False, operators=()) -> Location:
         """Check, before any work, that the base's format family fits the written one (with the
-        operators *uids* still to come) and that *output* can take the savepoint. Each check
-        runs once for what it depends on, so ``write`` repeats only one whose input changed."""
-        family = (frozenset(self.new) | frozenset(uids), bool(self.removed_ids or self.renamed))
+        operators still to come, *operators*: their :class:`OperatorRef`) and that *output* can
+        take the savepoint. Each check runs once for what it depends on, so ``write`` repeats
+        only one whose input changed."""
+        self._check_named_by_id(operators)
+        family = (frozenset(self.new) | frozenset(r.resolved_id for r in operators),
+                  bool(self.removed_ids or self.renamed))
         if not self._modifies_flink(family[0]) and self._checked.get("family") != family:
             check_base_format(self.base, self.format, family[0], family[1])
             self._checked["family"] = family
@@ -213,10 +228,10 @@ class SavepointWriter:
         session.finish(referenced)
         return WriteReport(sp, kind.reports(sp), kind.removed, *copied, removed_leftovers=session.removed_leftovers)
 
-    def _modifies_flink(self, uids=()) -> bool:
-        """Whether this write (with the operators *uids* still to come) only removes or renames
+    def _modifies_flink(self, ids=()) -> bool:
+        """Whether this write (with the operators *ids* still to come) only removes or renames
         operators of a Flink base (metadata only)."""
-        return is_flink(self.base) and not self.new and not uids and not self.rebuilt
+        return is_flink(self.base) and not self.new and not ids and not self.rebuilt
 
     def _kind(self) -> WriteKind:
         """The plan kind of this write: statectl's own format, or the Flink family's."""
@@ -242,7 +257,7 @@ class SavepointWriter:
             raise UsageError("renaming operators of a Flink savepoint while writing others is not "
                              "supported; rename them with statectl modify first")
         fsp = flink_savepoint(self.base)
-        written = {operator_id_for_uid(uid) for uid in self.new} | set(self.rebuilt)
+        written = set(self.new) | set(self.rebuilt)
         kept = [op for op in fsp.metadata.operators if op.operator_id not in written
                 and op.operator_id not in self.removed_ids]
         operators = [(on_flink_base(fsp, op), "written") for op in self.new.values()]

@@ -21,8 +21,9 @@ from typing import Any, Callable
 
 import yaml
 
-from statectl.statefmt.errors import LimitError, StatectlError, first_line
+from statectl.statefmt.errors import LimitError, StatectlError, UsageError, first_line
 from statectl.statefmt.fs import Location
+from statectl.statefmt.ids import check_operator_id
 from statectl.statefmt.keygroups import MAX_MAX_PARALLELISM, check_max_parallelism, check_parallelism
 from statectl.statefmt.vocabulary import Format, OperatorStateKind
 
@@ -125,6 +126,20 @@ class _Fields:
 
     def has(self, name: str) -> bool:
         return self.value.get(name) is not None
+
+
+def _identity(f: _Fields) -> tuple[str | None, str | None]:
+    """An operator's uid, or its operator id (a Flink base's operator that has no uid)."""
+    uid, operator_id = f.get("uid", str), f.get("operator_id", str)
+    if (uid is None) == (operator_id is None):
+        raise SpecError(f"{f.where}: field 'uid' is required" if uid is None else
+                        f"{f.where}: give the operator's uid or its operator_id, not both")
+    if operator_id is not None:
+        try:
+            operator_id = check_operator_id(operator_id)
+        except UsageError as e:
+            raise SpecError(f"{f.where}.operator_id: {e}") from None
+    return uid, operator_id
 
 
 def _type_name(k) -> str:
@@ -249,10 +264,10 @@ class _Parser:
         if not ops and "operators" in top.value and isinstance(top.value["operators"], list):
             self.errors.append(f"{source}: operators is empty")
         operators = self._each(ops, lambda o, w: self.operator(o, w, max_p), "operators")
-        uids = [o.uid for o in operators]
-        dupes = sorted({u for u in uids if uids.count(u) > 1})
+        ids = [o.resolved_id for o in operators]
+        dupes = sorted({o.label for o in operators if ids.count(o.resolved_id) > 1})
         if dupes:
-            self.errors.append(f"{source}: operator uid(s) {', '.join(map(repr, dupes))} given twice")
+            self.errors.append(f"{source}: operator(s) {', '.join(map(repr, dupes))} given twice")
         return Spec(source, max_p, fmt, operators, self.base_dir)
 
     def input(self, value, where: str) -> DataRef | SqlRef | None:
@@ -293,10 +308,10 @@ class _Parser:
 
     def operator(self, value, where: str, default_max_p: int | None) -> OperatorData | None:
         """The operator, or None when a part of it is wrong (its lines are in :attr:`errors`)."""
-        f = _Fields(value, where, {"uid", "parallelism", "max_parallelism", "keyed",
+        f = _Fields(value, where, {"uid", "operator_id", "parallelism", "max_parallelism", "keyed",
                                    "operator_state", "broadcast_state", "flink"})
-        uid = f.get("uid", str, required=True)
-        where = f"operator {uid!r}"
+        uid, operator_id = _identity(f)
+        where = f"operator {uid or operator_id!r}"
         before = len(self.errors)
         parallelism = self._quiet(f.get, "parallelism", int, False, 1, on_error=1)
         max_p = self._quiet(lambda: _limit(f.get("max_parallelism", int), None, where))
@@ -311,7 +326,7 @@ class _Parser:
             return None
         if keyed is None and not states:
             raise SpecError(f"{where}: no state given (keyed, operator_state or broadcast_state)")
-        op = OperatorData(uid, parallelism, max_p, keyed, states, flink)
+        op = OperatorData(uid, parallelism, max_p, keyed, states, flink, operator_id)
         op.check()  # names, functions and combine rules, before any data is read
         return op
 

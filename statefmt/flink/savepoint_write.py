@@ -5,13 +5,17 @@ Flink 2.x layout (metadata version 6): per operator its subtasks, each with a
 `OperatorStreamStateHandle`, both pointing at a file beside `_metadata`
 (`RelativeFileStateHandle`); no master or coordinator state; then the
 Java-serialized `CheckpointProperties` of a canonical savepoint, which is the
-same for every one (:data:`CANONICAL_TRAILER`, as Flink 2.3 writes it).
+same for every one (:data:`CANONICAL_TRAILER`, as Flink 2.3 writes it, and Flink
+1.17 and 1.20 too). A savepoint derived from a Flink 1.x one keeps its metadata
+version (4, which names operators by OperatorID alone: no names, no uids), so the
+release that wrote the base restores it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import FlinkFormatError
 from ..fs import Location
 from ..ids import operator_id_for_uid
 from .handles import KeyGroupsStream, OperatorStateInfo, OperatorStream, RelativeFile
@@ -20,6 +24,7 @@ from .metadata_write import encode_metadata
 from .streamio import METADATA
 
 METADATA_VERSION = 6
+OLDEST_WRITTEN_VERSION = 4  # Flink 1.17 to 1.20; version 3 has no CheckpointProperties trailer
 CHECKPOINT_ID = 1
 
 CANONICAL_TRAILER = bytes.fromhex(
@@ -63,9 +68,11 @@ class OperatorStreamFile:
     entries: int = 0
 
 
-def flink_operator(uid: str, parallelism: int, max_parallelism: int,
-                   keyed: list[KeyedStreamFile], operator: list[OperatorStreamFile]) -> FlinkOperator:
-    """The operator's record: every subtask, with the streams written for it (or none)."""
+def flink_operator(uid: str | None, parallelism: int, max_parallelism: int,
+                   keyed: list[KeyedStreamFile], operator: list[OperatorStreamFile],
+                   operator_id: str | None = None) -> FlinkOperator:
+    """The operator's record: every subtask, with the streams written for it (or none). It is
+    named by its *uid*, or by *operator_id* alone (uid None: an operator Flink knows by id only)."""
     keyed_of = {k.subtask: k for k in keyed}
     op_of = {o.subtask: o for o in operator}
     subtasks = []
@@ -76,11 +83,16 @@ def flink_operator(uid: str, parallelism: int, max_parallelism: int,
         managed_operator = () if o is None else (OperatorStream(
             tuple(OperatorStateInfo(n, m, offs) for n, m, offs in o.states), RelativeFile(o.file, o.size)),)
         subtasks.append(SubtaskState(i, managed_operator, (), managed_keyed, None))
-    return FlinkOperator(uid, uid, operator_id_for_uid(uid), parallelism, max_parallelism, tuple(subtasks))
+    return FlinkOperator(uid, uid, operator_id or operator_id_for_uid(uid), parallelism, max_parallelism,
+                         tuple(subtasks))
 
 
-def metadata_bytes(operators: list[FlinkOperator]) -> bytes:
-    return encode_metadata(FlinkMetadata(METADATA_VERSION, CHECKPOINT_ID, tuple(operators), (), CANONICAL_TRAILER))
+def metadata_bytes(operators: list[FlinkOperator], version: int = METADATA_VERSION) -> bytes:
+    """A canonical savepoint's `_metadata` of *operators*, in metadata *version* (4 to 6)."""
+    if version < OLDEST_WRITTEN_VERSION:
+        raise FlinkFormatError(f"cannot write Flink _metadata version {version}: statectl writes "
+                               f"versions {OLDEST_WRITTEN_VERSION} to {METADATA_VERSION}")
+    return encode_metadata(FlinkMetadata(version, CHECKPOINT_ID, tuple(operators), (), CANONICAL_TRAILER))
 
 
 def commit_flink(out: Location, operators: list[FlinkOperator]) -> None:

@@ -258,7 +258,7 @@ CASES = [
          spec("operators:\n" + SPEC_OK_OP + "    max_parallelism: 0\n")),
     Case("spec uid missing", BOOT, "field 'uid' is required", spec("operators:\n  - parallelism: 1\n")),
     Case("spec uid number", BOOT, "uid must be a string, got an integer", spec("operators:\n  - uid: 5\n")),
-    Case("spec uid twice", BOOT, "operator uid(s) 'src' given twice", spec("operators:\n" + SPEC_OK_OP + SPEC_OK_OP)),
+    Case("spec uid twice", BOOT, "operator(s) 'src' given twice", spec("operators:\n" + SPEC_OK_OP + SPEC_OK_OP)),
     Case("spec no state", BOOT, "operator 'x': no state given", spec("operators:\n  - uid: x\n")),
     Case("spec input missing", BOOT, "input nope.csv not found",
          spec("operators:\n  - uid: x\n    operator_state:\n      - {name: o, kind: list, column: c, input: {path: nope.csv}}\n")),

@@ -107,7 +107,7 @@ def test_spec_mistakes_fail_before_spark_with_one_line(tmp_path):
     spec.write_text("operators:\n  - uid: a\n    paralelism: 2\n")
     fails_cleanly(statectl("bootstrap", "--spec", str(spec), str(tmp_path / "o")),
                   "operators[0]: unknown field(s) paralelism; known: broadcast_state, flink, keyed, "
-                  "max_parallelism, operator_state, parallelism, uid")
+                  "max_parallelism, operator_id, operator_state, parallelism, uid")
     fails_cleanly(statectl("bootstrap", "--spec", str(EXAMPLES / "spec.yaml"), "--format",
                            "lsm", str(tmp_path / "o")),
                   "unknown format 'lsm'; known: canonical, rocksdb, flink")

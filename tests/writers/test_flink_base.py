@@ -31,27 +31,35 @@ PROC = "lk-proc"
 VALUES = ("count", "sum", "avg", "ratio", "flag", "last_type")
 WRITTEN = (*VALUES, "events", "attrs")  # lk-proc's states the fix writes (values and by_bucket dropped)
 
-FIX_SPEC = f"""
+
+
+def fix_spec(identity: str, table: str, parallelism: int) -> str:
+    """The fix as a spec: the operator named by *identity* (`uid: X` or `operator_id: ID`) written
+    again from `{sql: ...}` inputs over its *table*, count + 1 for even keys."""
+    return f"""
 operators:
-  - uid: {PROC}
-    parallelism: 3
+  - {identity}
+    parallelism: {parallelism}
     keyed:
       key: key
       input: {{sql: "SELECT key, IF(key % 2 = 0, count + 1, count) AS count, {', '.join(VALUES[1:])}
-                     FROM `{PROC}`"}}
+                     FROM `{table}`"}}
       states:
 {chr(10).join(f"        - {{name: {s}, kind: value, column: {s}}}" for s in VALUES)}
         - name: events
           kind: list
           column: e
           order_by: pos
-          input: {{sql: "SELECT key, pos, e FROM `{PROC}` LATERAL VIEW posexplode(events) t AS pos, e"}}
+          input: {{sql: "SELECT key, pos, e FROM `{table}` LATERAL VIEW posexplode(events) t AS pos, e"}}
         - name: attrs
           kind: map
           key_column: k
           value_column: v
-          input: {{sql: "SELECT key, k, v FROM `{PROC}` LATERAL VIEW explode(attrs) t AS k, v"}}
+          input: {{sql: "SELECT key, k, v FROM `{table}` LATERAL VIEW explode(attrs) t AS k, v"}}
 """
+
+
+FIX_SPEC = fix_spec(f"uid: {PROC}", PROC, 3)
 
 # (b): a Flink savepoint whose state `n` is an Integer, and its SQL rewrite as a Long
 INT_SPEC = """
@@ -86,11 +94,11 @@ def _description(n_type: str) -> dict:
          "operator_state": [{"name": "offsets", "distribution": "SPLIT_DISTRIBUTE", "element_type": "Long"}]}]}
 
 
-def _fixed_description(full: dict) -> dict:
-    """The job's description with lk-proc declaring only the states the fix writes (no timers)."""
+def fixed_description(full: dict, uid: str = PROC) -> dict:
+    """The job's description with *uid* (lk-proc) declaring only the states the fix writes (no timers)."""
     out = copy.deepcopy(full)
     for op in out["operators"]:
-        if op["uid"] == PROC:
+        if op["uid"] == uid:
             op["keyed_state"] = [s for s in op["keyed_state"] if s["name"] in WRITTEN]
             del op["timers"]
     return out
@@ -131,7 +139,7 @@ def written(tmp_path_factory):
     ints_after = digest(ints)
 
     full = flink_job.job_description(flink_job.fixture_expected(FIXTURE))
-    fixed_desc = _fixed_description(full)
+    fixed_desc = fixed_description(full)
     dumps = flink_job.restore_declared_many(VERSION, [
         (base, full, "rocksdb"),
         (fixed, fixed_desc, "hashmap"), (fixed, fixed_desc, "rocksdb"),

@@ -125,7 +125,7 @@ def test_round_trip_128_4096_128_gives_back_the_original_assignment(spark, base,
 
 def test_parallelism_only_change_writes_no_keyed_file(spark, base, tmp_path):
     out = tmp_path / "p5"
-    report = rescale(spark, base.location, str(out), 128, parallelism=5, uids=["proc"])
+    report = rescale(spark, base.location, str(out), 128, parallelism=5, operators=["proc"])
     sp = load(report.savepoint.location)
     proc = sp.operator("proc")
     assert proc.parallelism == 5
@@ -177,9 +177,9 @@ def test_limits_and_unknown_operators_are_clear_errors(spark, base, tmp_path):
     with pytest.raises(UsageError, match="runs at parallelism 2, more than the new max parallelism 1"):
         rescale(spark, base.location, out, 1)
     with pytest.raises(UnknownOperatorError, match="no operator with uid 'nope'; operators: proc, src"):
-        rescale(spark, base.location, out, 256, uids=["nope"])
+        rescale(spark, base.location, out, 256, operators=["nope"])
     with pytest.raises(UnknownStateError, match="operator src has no keyed state to rescale; keyed operators: proc"):
-        rescale(spark, base.location, out, 256, uids=["src"])
+        rescale(spark, base.location, out, 256, operators=["src"])
     assert not (tmp_path / "x" / "_metadata").exists()
 
 

@@ -7,10 +7,11 @@ row for row, key groups included; A reads SP's rows too, key groups aside. `stat
 layout, and the real Flink restores B with exactly the job's state.
 
 Covered: the suite's Flink 2.3 job (default states: TTL and timers included) on hashmap and
-RocksDB, canonical and native savepoints; one Flink 1.20.3 canonical savepoint
-(renamed only: statectl cannot rescale a Flink 1.x savepoint, a strict xfail below); statectl's own
-canonical and native (RocksDB) formats bootstrapped from examples/spec.yaml; and a property test
-over random max parallelisms of the own canonical format."""
+RocksDB, canonical and native savepoints; a Flink 1.20.3 and a Flink 1.17.2 canonical savepoint
+(a 1.x `_metadata`, version 4, holds no uids: its operators are rescaled under their operator ids
+and B keeps version 4, restored by the release that wrote SP); statectl's own canonical and native
+(RocksDB) formats bootstrapped from examples/spec.yaml; and a property test over random max
+parallelisms of the own canonical format."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from hypothesis import strategies as st
 import flink_job
 from cli_runner import statectl
 from statectl.readers import open_savepoint
+from statectl.statefmt.flink.metadata import parse_metadata
 from statectl.statefmt.formats import load
 from test_flink_modify import digest
 
@@ -35,10 +37,11 @@ SPEC = REPO / "examples" / "spec.yaml"
 
 FLINK_23 = {f"2.3.0-{b}-{f}": dict(backend=b, format=f) for b in ("hashmap", "rocksdb")
             for f in ("canonical", "native")}
-FLINK_120 = {"1.20.3-hashmap-canonical": dict(backend="hashmap", format="canonical")}
+FLINK_1X = {f"{v}-hashmap-canonical": dict(backend="hashmap", format="canonical") for v in ("1.20.3", "1.17.2")}
+FLINK = {"2.3.0": FLINK_23, **{name.split("-")[0]: {name: shape} for name, shape in FLINK_1X.items()}}
 OWN = {"own-canonical": "canonical", "own-rocksdb": "rocksdb"}
-CASES = sorted([*FLINK_23, *FLINK_120, *OWN])
-M1 = {**{name: 300 for name in FLINK_23}, **{name: 1000 for name in FLINK_120}, **{name: 256 for name in OWN}}
+CASES = sorted([*FLINK_23, *FLINK_1X, *OWN])
+M1 = {**{name: 300 for name in FLINK_23}, **{name: 1000 for name in FLINK_1X}, **{name: 256 for name in OWN}}
 
 
 def _rows(df) -> list[str]:
@@ -84,10 +87,9 @@ def _rescale(source: Path, target: Path, max_p: int) -> Path:
 def bases(flink_snapshots, tmp_path_factory):
     """{case: (its savepoint SP, the job's Snapshot or None, its max parallelism M0)}."""
     out = {}
-    snaps = flink_snapshots("2.3.0", list(FLINK_23.values())) + \
-        flink_snapshots("1.20.3", list(FLINK_120.values()))
-    for name, snap in zip([*FLINK_23, *FLINK_120], snaps):
-        out[name] = (snap.path, snap, int(snap.expected["scenario"]["knobs"]["max-parallelism"]))
+    for version, shapes in FLINK.items():
+        for name, snap in zip(shapes, flink_snapshots(version, list(shapes.values()))):
+            out[name] = (snap.path, snap, int(snap.expected["scenario"]["knobs"]["max-parallelism"]))
     for name, fmt in OWN.items():
         path = tmp_path_factory.mktemp(name) / "sp"
         _ok(statectl("bootstrap", "--spec", str(SPEC), "--format", fmt, str(path)))
@@ -98,16 +100,12 @@ def bases(flink_snapshots, tmp_path_factory):
 def _label(name: str, uid: str) -> str:
     """How statectl names the job's operator *uid* in case *name*'s savepoints: a Flink 1.x
     `_metadata` (version 4) holds no uids, so its operators are known by OperatorID only."""
-    return flink_job.operator_id(uid)["operator_id"] if name in FLINK_120 else uid
-
-
-RESCALED = [name for name in CASES if name not in FLINK_120]
+    return flink_job.operator_id(uid)["operator_id"] if name in FLINK_1X else uid
 
 
 @pytest.fixture(scope="module")
 def trips(bases, tmp_path_factory):
-    """{case: (SP, C = SP with proc renamed, A at M1, B back at M0)}; SP is never written.
-    Flink 1.x savepoints are not rescaled (see test_flink_1x_savepoints_round_trip)."""
+    """{case: (SP, C = SP with proc renamed, A at M1, B back at M0)}; SP is never written."""
     out = {}
     for name in CASES:
         sp, _, m0 = bases[name]
@@ -115,10 +113,8 @@ def trips(bases, tmp_path_factory):
         before = digest(sp)
         c = work / "c"
         _ok(statectl("modify", str(sp), str(c), "--rename", f"{_label(name, 'proc')}=proc-renamed"))
-        a = b = None
-        if name in RESCALED:
-            a = _rescale(sp, work / "a", M1[name])
-            b = _rescale(a, work / "b", m0)
+        a = _rescale(sp, work / "a", M1[name])
+        b = _rescale(a, work / "b", m0)
         assert digest(sp) == before
         out[name] = (sp, c, a, b)
     return out
@@ -153,7 +149,7 @@ def _round_trip_reads_the_same_rows(spark, name: str, sp: Path, a: Path, b: Path
     assert full_read(spark, b) == original  # `_key_group` included: exactly the original's
 
 
-@pytest.mark.parametrize("name", RESCALED)
+@pytest.mark.parametrize("name", CASES)
 def test_rescale_there_and_back_reads_the_same_rows(spark, trips, name):
     sp, _, a, b = trips[name]
     _round_trip_reads_the_same_rows(spark, name, sp, a, b)
@@ -173,7 +169,7 @@ def test_a_renamed_operator_reads_the_same_rows(spark, trips, name):
 CONTENT_ONLY = {"2.3.0-rocksdb-native", *OWN}
 
 
-@pytest.mark.parametrize("name", RESCALED)
+@pytest.mark.parametrize("name", CASES)
 def test_diff_finds_nothing_after_the_round_trip(trips, name):
     """`diff SP B` exits 0 (so `diff --content-only SP B` would too: it ignores more); SP and A
     differ in layout only."""
@@ -187,8 +183,26 @@ def test_diff_finds_nothing_after_the_round_trip(trips, name):
         assert result.returncode == 1, (result.stdout, result.stderr)
 
 
+@pytest.mark.parametrize("name", sorted([*FLINK_23, *FLINK_1X]))
+def test_a_flink_round_trip_keeps_the_metadata_version_and_the_operators_identity(trips, name):
+    """A and B are written as the release that wrote SP writes them: SP's `_metadata` version
+    (4 for Flink 1.x), every operator under SP's operator id, uid and name (a 1.x `_metadata` has
+    neither uids nor names: its operators are known by id alone), in SP's order."""
+    sp, _, a, b = trips[name]
+
+    def identities(path: Path) -> tuple:
+        meta = parse_metadata((path / "_metadata").read_bytes())
+        return meta.version, [(op.operator_id, op.uid, op.name) for op in meta.operators]
+
+    version, ops = identities(sp)
+    assert version == (4 if name in FLINK_1X else 6)
+    uids = {uid for _, uid, _ in ops}
+    assert uids == {None} if name in FLINK_1X else "proc" in uids
+    assert identities(a) == identities(b) == (version, ops)
+
+
 def test_flink_restores_the_round_trip_with_the_jobs_state(bases, trips):
-    for version, shapes in (("2.3.0", FLINK_23),):
+    for version, shapes in FLINK.items():
         items = []
         for name in sorted(shapes):
             _, snap, _ = bases[name]
@@ -228,15 +242,3 @@ def test_own_canonical_round_trip_over_random_max_parallelisms(spark, own_canoni
     b = _rescale(a, work / "b", 128)
     assert full_read(spark, b) == original
     shutil.rmtree(work)
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "statectl cannot rescale a Flink 1.x savepoint: its _metadata (version 4) holds no uids, "
-    "rescale refuses operators known only by OperatorID, and modify --rename cannot give them "
-    "one in version 4 (writers/flink/modify.py keeps uid=None below version 5)"))
-def test_flink_1x_savepoints_round_trip(spark, bases, tmp_path):
-    name = "1.20.3-hashmap-canonical"
-    sp, _, m0 = bases[name]
-    a = _rescale(sp, tmp_path / "a", M1[name])
-    b = _rescale(a, tmp_path / "b", m0)
-    _round_trip_reads_the_same_rows(spark, name, sp, a, b)

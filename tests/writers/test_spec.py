@@ -99,7 +99,7 @@ def test_every_mistake_is_one_line_naming_its_place(tmp_path):
         "operator 'b'.operator_state[0].input.format must be parquet, csv or json, got 'xml'",
         "operator 'c', state 'r': combine must be one of sum, min, max, any, got 'first'",
         "operator 'd': two states are named 's'",
-        "spec.yaml: operator uid(s) 'e' given twice",
+        "spec.yaml: operator(s) 'e' given twice",
     )
 
 
@@ -130,7 +130,7 @@ def test_the_cli_prints_each_mistake_as_one_error_line(tmp_path):
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
         "error: operators[0]: unknown field(s) paralelism; known: broadcast_state, flink, keyed, "
-        "max_parallelism, operator_state, parallelism, uid",
+        "max_parallelism, operator_id, operator_state, parallelism, uid",
         "error: operator 'b': parallelism must be between 1 and the max parallelism 32768, got 0",
         "error: operator 'b'.operator_state[0].kind must be list, union or broadcast, got 'lst'",
     ]

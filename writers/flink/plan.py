@@ -20,7 +20,6 @@ from statectl.statefmt.flink.savepoint_write import KeyedStreamFile, OperatorStr
 from statectl.statefmt.flink.snapshot_write import keyed_header, operator_header
 from statectl.statefmt.flink.stream_write import (KEY, KEY_GROUP, OperatorStreamPart, StreamState,
                                                   operator_stream, row_ddl, row_schema)
-from statectl.statefmt.ids import operator_id_for_uid
 from statectl.statefmt.keygroups import check_parallelism
 from statectl.statefmt.vocabulary import TimerDomain
 
@@ -46,8 +45,8 @@ class FlinkOperatorPlan:
     def __init__(self, data: OperatorData, max_parallelism: int, session: WriteSession, now_ms: int):
         check_parallelism(data.parallelism, max_parallelism)
         self.data = data
-        self.uid = data.uid
-        self.where = f"operator {data.uid!r}"
+        self.label = data.label
+        self.where = f"operator {data.label!r}"
         self.max_parallelism = max_parallelism
         self.session = session
         self.binding: FlinkBinding = data.flink or FlinkBinding()
@@ -245,7 +244,7 @@ class FlinkOperatorPlan:
         """Run the jobs: the operator written and its report."""
         keyed_files = []
         if self.keyed_job is not None:
-            rows = self.session.collect(self.keyed_job, f"keyed state of {self.uid} (Flink)")
+            rows = self.session.collect(self.keyed_job, f"keyed state of {self.label} (Flink)")
             keyed_files = [KeyedStreamFile(r["subtask"], r["start"], tuple(r["offsets"]), r["file"], r["size"],
                                            r["entries"]) for r in rows]
             done = {f.subtask for f in keyed_files}
@@ -260,17 +259,18 @@ class FlinkOperatorPlan:
                     keyed_files.append(KeyedStreamFile(subtask, row["start"], tuple(row["offsets"]),
                                                        row["file"], row["size"]))
         op_files = self._operator_streams() if self.operator_job is not None else []
-        op = flink_operator(self.uid, self.data.parallelism, self.max_parallelism, keyed_files, op_files)
+        op = flink_operator(self.data.uid, self.data.parallelism, self.max_parallelism, keyed_files, op_files,
+                            self.data.resolved_id)
         files = [*keyed_files, *op_files]
         keyed_names = [s.name for s in self.data.keyed.states] if isinstance(self.data.keyed, KeyedData) else []
-        report = OperatorReport(self.uid, operator_id_for_uid(self.uid), action, len(files),
+        report = OperatorReport(self.data.uid, self.data.resolved_id, action, len(files),
                                      sum(f.entries for f in files),
                                      sum(f.size for f in files),
                                      keyed_names + [s.name for s in self.data.operator_states])
         return op, report
 
     def _operator_streams(self) -> list[OperatorStreamFile]:
-        rows = self.session.collect(self.operator_job, f"operator state of {self.uid} (Flink)")
+        rows = self.session.collect(self.operator_job, f"operator state of {self.label} (Flink)")
         p = self.data.parallelism
         per_state: dict[int, list] = {i: [] for i in range(len(self.operator_states))}
         for r in rows:

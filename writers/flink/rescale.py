@@ -8,6 +8,8 @@ pointer copies of the base's, their lineage recorded beside `_metadata`; the bas
 read. When every keyed operator is rescaled, the others (operator state only, or none) are
 given the new max parallelism too, in `_metadata` alone (:mod:`.write`): Flink checks every
 stateful operator's max parallelism against the job's, and operator state has no key groups.
+An operator is written under the operator id it has in the base (its uid's, or, without a uid,
+the id Flink 1.x `_metadata` and SQL jobs name it by), in the base's metadata version.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from statectl.statefmt.model import Operator, Savepoint
 from statectl.statefmt.vocabulary import Format
 
 from ..definitions import OperatorData
-from .source import check_uid, operator_binding, operator_data
+from .source import operator_binding, operator_data
 
 
 def check_flink_rescale(base: Savepoint, choices) -> None:
@@ -28,7 +30,6 @@ def check_flink_rescale(base: Savepoint, choices) -> None:
     fsp = flink_savepoint(base)
     for choice in choices:
         op = fsp.operator(choice.operator.operator_id)
-        check_uid(op)
         try:
             operator_binding(op)
         except UsageError as e:

@@ -20,23 +20,13 @@ from statectl.statefmt.flink.binding import key_java_type, parse_type, type_text
 from statectl.statefmt.flink.describe import FlinkOperatorInfo, FlinkSavepoint
 from statectl.statefmt.flink.savepoint import read_split
 from statectl.statefmt.flink.tables import key_fields, operator_list_schema, timer_service
-from statectl.statefmt.ids import operator_id_for_uid
+from statectl.statefmt.ids import OperatorRef
 from statectl.statefmt.model import TTL_SUFFIX
 from statectl.statefmt.vocabulary import TimerDomain
 
 from ..definitions import (BroadcastState, KeyedData, ListState, MapState, OperatorData, OperatorListState,
                            Timers, UnionListState, ValueState)
 from .binding import DEFAULT_TIMER_SERVICE, FLINK_KINDS, FlinkBinding, StateBinding
-
-UID_NEEDED = ("operator {label} is known only by its operator id (a Flink 1.x _metadata holds no uids); "
-              "statectl rewrites only operators with a uid: restore the savepoint in a Flink 2.x job with "
-              "uids and take a new one")
-
-
-def check_uid(op: FlinkOperatorInfo) -> None:
-    if op.uid is None:
-        raise UsageError(UID_NEEDED.format(label=op.label))
-
 
 # --- the binding -------------------------------------------------------------------------------
 
@@ -127,12 +117,17 @@ def _map_rows(table, keys: list, meta, ttl: str | None):
     return rows
 
 
+def _ref(op: FlinkOperatorInfo) -> OperatorRef:
+    """How the reader names *op*: by its operator id, which every Flink operator has."""
+    return OperatorRef(operator_id=op.operator_id)
+
+
 def _keyed_data(reader, op: FlinkOperatorInfo, timers: bool) -> KeyedData | None:
     """*op*'s keyed states and (with *timers*) its timers as column states over its tables."""
     from pyspark.sql import functions as F
 
     header = op.keyed_header
-    table = reader.keyed(op.uid)
+    table = reader.keyed(_ref(op))
     key = tuple(f.name for f in key_fields(header.key))
     namespace = "namespace" if "namespace" in table.columns else None
     keys = [*key, *([namespace] if namespace else [])]  # every input's key columns
@@ -151,7 +146,7 @@ def _keyed_data(reader, op: FlinkOperatorInfo, timers: bool) -> KeyedData | None
             states.append(ValueState(meta.name, meta.name))
     timer_data = ()
     if timers:
-        all_timers = reader.timers(op.uid)
+        all_timers = reader.timers(_ref(op))
         timer_data = tuple(Timers(domain, "timestamp",
                                   all_timers.where(F.col("domain") == domain).select(*keys, "timestamp"))
                            for domain in TimerDomain.words())
@@ -168,7 +163,7 @@ def _operator_states(spark, reader, op: FlinkOperatorInfo, parallelism: int | No
     states, broadcast = [], []
     for name, meta in op.operator_states.items():
         if meta.kind == "broadcast":
-            rows = reader.operator_state(op.uid, name).dropDuplicates(["key"])
+            rows = reader.operator_state(_ref(op), name).dropDuplicates(["key"])
             broadcast.append(BroadcastState(name, "key", "value", rows))
             continue
         # with the subtask that holds each value (operator state is small: read on the driver)
@@ -187,7 +182,6 @@ def operator_data(spark, fsp: FlinkSavepoint, op: FlinkOperatorInfo, parallelism
     *parallelism* and *max_parallelism* (default: its own)."""
     from statectl.readers import open_savepoint
 
-    check_uid(op)
     binding = operator_binding(op)
     reader = open_savepoint(spark, fsp.location.uri)
     keyed = None
@@ -198,17 +192,17 @@ def operator_data(spark, fsp: FlinkSavepoint, op: FlinkOperatorInfo, parallelism
     if keyed is None and not states:
         return None
     data = OperatorData(op.uid, parallelism or op.parallelism, max_parallelism or op.max_parallelism, keyed,
-                        states, binding)
+                        states, binding, None if op.uid is not None else op.operator_id)
     data.check()
     return data
 
 
 def on_flink_base(fsp: FlinkSavepoint, data: OperatorData) -> OperatorData:
-    """*data* as it replaces the operator with its uid in the Flink savepoint *fsp* (if any):
+    """*data* as it replaces the operator with its operator id in the Flink savepoint *fsp* (if any):
     what its ``flink:`` binding leaves out (key, namespace, a state's type, TTL, Flink kind) and
     its max parallelism come from the base operator, so a job that restored the base restores it."""
     try:
-        op = fsp.operator(operator_id_for_uid(data.uid))
+        op = fsp.operator(data.resolved_id)
     except UnknownOperatorError:
         return data
     try:
@@ -271,10 +265,11 @@ def operator_spec(spark, fsp: FlinkSavepoint, op: FlinkOperatorInfo, parallelism
     frames: dict = {}
 
     def frame(df, name: str) -> str:
-        frames[f"{data.uid}--{name}"] = df
-        return f"{data.uid}--{name}"
+        frames[f"{data.label}--{name}"] = df
+        return f"{data.label}--{name}"
 
-    entry: dict = {"uid": data.uid, "parallelism": data.parallelism, "max_parallelism": data.max_parallelism}
+    identity = {"uid": data.uid} if data.uid is not None else {"operator_id": data.operator_id}
+    entry: dict = {**identity, "parallelism": data.parallelism, "max_parallelism": data.max_parallelism}
     if data.keyed is not None:
         keyed = data.keyed
         entry["keyed"] = {"key": list(keyed.key), **({"namespace": keyed.namespace} if keyed.namespace else {}),

@@ -11,7 +11,7 @@ import time
 
 from statectl.statefmt.errors import UsageError
 from statectl.statefmt.flink.metadata import FlinkOperator
-from statectl.statefmt.flink.savepoint_write import metadata_bytes
+from statectl.statefmt.flink.savepoint_write import OLDEST_WRITTEN_VERSION, metadata_bytes
 from statectl.statefmt.keygroups import default_max_parallelism
 from statectl.statefmt.model import Savepoint
 
@@ -25,7 +25,7 @@ from .plan import FlinkOperatorPlan
 
 class FlinkWrite:
     """A Flink savepoint: *operators* ((data, action) pairs: new, replacing the base's operator
-    with their id, or rebuilt) written from data, the operators *kept* of the base *fsp* (if
+    with their operator id (their uid's, or the id they are named by), or rebuilt) written from data, the operators *kept* of the base *fsp* (if
     any) shallow pointer copies. *kept_max_parallelism* is recorded for the kept operators
     without keyed state (their state has no key groups) that can run at it."""
 
@@ -57,14 +57,20 @@ class FlinkWrite:
         return self.kept.copy(out, token) if self.kept is not None else (0, 0)
 
     def _operators(self, kept: list[FlinkOperator]) -> list[FlinkOperator]:
-        """The operators of `_metadata`: in the base's order, the new ones after them."""
-        written = {op.operator_id: op for op, _ in self.written}
-        order = [op.operator_id for op in self.fsp.metadata.operators] if self.fsp is not None else []
+        """The operators of `_metadata`: in the base's order (a written one with the name of the
+        base's operator it replaces), the new ones after them."""
+        base = {op.operator_id: op for op in self.fsp.metadata.operators} if self.fsp is not None else {}
+        written = {op.operator_id: dataclasses.replace(op, name=base[op.operator_id].name) if op.operator_id in base
+                   else op for op, _ in self.written}
         by_id = {**{op.operator_id: op for op in kept}, **written}
-        return [by_id[i] for i in order if i in by_id] + [op for i, op in written.items() if i not in order]
+        return [by_id[i] for i in base if i in by_id] + [op for i, op in written.items() if i not in base]
 
     def metadata(self, operators: list[FlinkOperator]) -> bytes:
-        return metadata_bytes(operators)
+        """`_metadata` in the base's version (a Flink 1.x base's 4: the release that wrote it
+        restores it), else in Flink 2.x's."""
+        if self.fsp is None:
+            return metadata_bytes(operators)
+        return metadata_bytes(operators, max(self.fsp.metadata.version, OLDEST_WRITTEN_VERSION))
 
     def staged(self) -> Staged:
         kept = [_retagged(op, self.kept_max_parallelism) for op in (self.kept.operators if self.kept else ())]

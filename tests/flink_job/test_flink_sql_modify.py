@@ -1,0 +1,97 @@
+"""`modify --remove-operator-id` of one operator of the suite's Flink 2.3 SQL job (mode=sql), whose
+operators have no uid: `Deduplicate[17]` (statement dedup_first, keep each key's first row) is
+named by its operator id (a hash of the plan) and removed. Every other operator's state (keyed
+states, timers, operator states) reads back identical, and the real SQL job restores both the base
+and the modified savepoint and is fed the same input again: from the base every statement
+continues its state (dedup_first emits nothing, each key was seen), from the modified one
+dedup_first has forgotten every key and emits each key's first row again, while every other
+statement receives exactly what it receives from the base. A SQL operator's keyed state cannot be
+rescaled yet (its RowData key's placement is not computed): one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import flink_job
+from statectl.statefmt.flink.savepoint import keyed_table, open_flink_savepoint, operator_state_table, timers_table
+from tests.cli.test_flink_cli import error_line
+from tests.cli_runner import statectl
+from tests.writers.test_flink_modify import digest
+
+pytestmark = pytest.mark.slow  # the real SQL job restores
+
+VERSION = "2.3.0"
+SHAPE = dict(backend="hashmap", format="canonical")
+REMOVED = "Deduplicate[17]"
+
+
+def _rows(table) -> list[str]:
+    return sorted(json.dumps(r, sort_keys=True, default=str) for r in table.to_pylist())
+
+
+def state_of(path, operator_id: str) -> dict:
+    """Every table of one operator, read without Spark: keyed states, timers, operator states."""
+    op = open_flink_savepoint(str(path)).operator(operator_id)
+    out = {name: _rows(operator_state_table(op, name)) for name in op.operator_states}
+    if op.keyed_schema is not None:
+        out["keyed"] = _rows(keyed_table(op))
+        if any(m.kind == "timers" for m in op.keyed_header.states):
+            out["timers"] = _rows(timers_table(op))
+    return out
+
+
+def _changelog(rows: list) -> list:
+    return sorted(rows, key=json.dumps)
+
+
+@pytest.fixture(scope="module")
+def modified(tmp_path_factory):
+    try:
+        snap = flink_job.make_sql_snapshots(VERSION, [SHAPE])[0]
+    except flink_job.FlinkSetupError as e:
+        pytest.fail(str(e), pytrace=False)
+    out = tmp_path_factory.mktemp("sql-modify") / "out"
+    before = digest(snap.path)
+    removed_id = snap.expected["operators"][REMOVED]["operator_id"]
+    result = statectl("modify", str(snap.path), str(out), "--remove-operator-id", removed_id)
+    assert result.returncode == 0, result.stderr
+    assert digest(snap.path) == before
+    return snap, out, removed_id
+
+
+def test_the_other_operators_state_reads_back_identical(modified):
+    snap, out, removed_id = modified
+    ids = {o["operator_id"] for o in snap.expected["operators"].values()} - {removed_id}
+    assert len(ids) == 10
+    for operator_id in sorted(ids):
+        state = state_of(snap.path, operator_id)
+        assert state["keyed"], operator_id
+        assert state_of(out, operator_id) == state, operator_id
+    kept = {op.operator_id for op in open_flink_savepoint(str(out)).metadata.operators}
+    every = {op.operator_id for op in open_flink_savepoint(str(snap.path)).metadata.operators}
+    assert kept == every - {removed_id}
+
+
+def test_the_sql_job_restores_it_and_only_the_removed_operator_forgets(modified):
+    snap, out, _ = modified
+    base, fixed = (d["received_changelog"] for d in flink_job.restore_sql_many(
+        VERSION, [(snap.path, SHAPE["backend"]), (out, SHAPE["backend"])]))
+    first_rows = snap.expected["statements"]["dedup_first"]["expected_output"]
+    assert base["dedup_first"] == []  # restored: every key was seen before the savepoint
+    assert _changelog(fixed["dedup_first"]) == _changelog([["+I", *row] for row in first_rows])
+    assert len(first_rows) == int(snap.expected["scenario"]["knobs"]["keys"])
+    assert {s: rows for s, rows in fixed.items() if s != "dedup_first"} == \
+        {s: rows for s, rows in base.items() if s != "dedup_first"}
+    # the kept aggregates continue from their restored counts: updates only, no new key
+    assert base["group_agg"] and {row[0] for row in base["group_agg"]} == {"-U", "+U"}
+
+
+def test_rescaling_a_sql_operator_is_refused_in_one_line(modified, tmp_path):
+    snap, _, removed_id = modified
+    result = statectl("rescale", str(snap.path), str(tmp_path / "out"), "--max-parallelism", "256",
+                      "--operator-id", removed_id)
+    assert error_line(result, snap.path).startswith(f"error: cannot rescale: operator '{removed_id}': "
+                                                    "a RowData<")
+    assert not (tmp_path / "out").exists()
