@@ -1,7 +1,8 @@
 """Drives the suite's own Flink job (tests/flink/): finds or fetches a Flink release's jars, compiles
 the job once per (version, source hash), makes savepoints and retained checkpoints (cached between
 runs of the suite) and restores them into the same job, which dumps what it restored; restores
-the dev fixtures' shapes and, in declared mode, any savepoint whose states a description declares.
+the dev fixtures' shapes and, in declared mode, any savepoint whose states a description declares;
+restores the SQL job's savepoints and feeds them a second batch (mode=sql-restore, restore_sql).
 
 Command line (used by .ci/run and benchmarks):
     python tests/flink_job.py fetch [VERSION ...]        # jars of the given (default: all) versions
@@ -396,10 +397,11 @@ SQL_RESTORE_DEFAULTS = {"first_batch": "false", "allow_non_restored": "false", "
 _SQL_INPUT_KNOBS = ("seed", "keys", "events", "value_max", "parallelism", "max_parallelism", "format")
 
 
-def sql_restore_knobs(savepoint: Snapshot | None, backend: str = "rocksdb", **kw) -> dict[str, str]:
-    """The knobs of one mode=sql-restore run: the input and shape of *savepoint*'s job (None: the
-    defaults), then *kw* (parallelism, max_parallelism, format, the SQL_RESTORE_DEFAULTS knobs)."""
-    base = {} if savepoint is None else {
+def sql_restore_knobs(savepoint: Snapshot | Path | None, backend: str = "rocksdb", **kw) -> dict[str, str]:
+    """The knobs of one mode=sql-restore run: the input and shape of *savepoint*'s job (a Snapshot;
+    a Path or None: the defaults), then *kw* (knobs() kwargs such as parallelism, max_parallelism,
+    seed, and the SQL_RESTORE_DEFAULTS knobs)."""
+    base = {} if not isinstance(savepoint, Snapshot) else {
         k.replace("-", "_"): v for k, v in savepoint.expected["scenario"]["knobs"].items()
         if k.replace("-", "_") in _SQL_INPUT_KNOBS}
     own = {k: kw.pop(k) for k in list(kw) if k in SQL_RESTORE_DEFAULTS}
@@ -408,15 +410,18 @@ def sql_restore_knobs(savepoint: Snapshot | None, backend: str = "rocksdb", **kw
             **{k.replace("_", "-"): v for k, v in own.items()}}
 
 
-def restore_sqls(version: str, items: list[tuple[Snapshot | None, dict]]) -> list[dict]:
+def restore_sqls(version: str, items: list[tuple[Snapshot | Path | None, dict]]) -> list[dict]:
     """Runs mode=sql-restore once per (savepoint, kwargs of sql_restore_knobs), all in one JVM, each
-    dump cached by the savepoint's content and the knobs. A savepoint of None starts without state:
-    with first_batch=True that is the reference run (both batches in one job), else empty state."""
-    return _restore_cached(version, [(None if snap is None else snap.path, sql_restore_knobs(snap, **kw))
-                                     for snap, kw in items])
+    dump cached by the savepoint's content and the knobs; a savepoint Flink cannot restore fails the
+    run (FlinkJobError). A Path (e.g. a rewritten savepoint) is restored with the input knobs *kw*
+    gives (default: the defaults'). A savepoint of None starts without state: with first_batch=True
+    that is the reference run (both batches in one job), else empty state."""
+    def path(savepoint):
+        return savepoint.path if isinstance(savepoint, Snapshot) else savepoint
+    return _restore_cached(version, [(path(sp), sql_restore_knobs(sp, **kw)) for sp, kw in items])
 
 
-def restore_sql(version: str, savepoint: Snapshot | None, backend: str = "rocksdb", **kw) -> dict:
+def restore_sql(version: str, savepoint: Snapshot | Path | None, backend: str = "rocksdb", **kw) -> dict:
     """The SQL job restored from *savepoint* and fed the second batch: restored.json (see restore_sqls)."""
     return restore_sqls(version, [(savepoint, dict(backend=backend, **kw))])[0]
 
@@ -526,14 +531,6 @@ def restore_declared_many(version: str, items: list[tuple[Path, dict, str]]) -> 
     """restore_declared for several (savepoint, description, backend), in one JVM."""
     return _restore_cached(version, [(Path(path), _declared_knobs(description, backend))
                                      for path, description, backend in items])
-
-
-def restore_sql_many(version: str, items: list[tuple[Path, str]]) -> list[dict]:
-    """Restores each (savepoint, backend) into the SQL job (mode=sql with restore-from, in one JVM),
-    which is fed the same input again and dumps each statement's received changelog (sorted rows
-    [row kind, cells...]) and the savepoint it takes after that; cached by content like
-    restore_declared_many. A savepoint Flink cannot restore fails the run (FlinkJobError)."""
-    return _restore_cached(version, [(Path(path), knobs(mode="sql", backend=backend)) for path, backend in items])
 
 
 def _declared_knobs(description: dict, backend: str) -> dict[str, str]:

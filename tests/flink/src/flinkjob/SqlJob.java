@@ -104,6 +104,7 @@ public final class SqlJob {
 
     static void run(Scenario sc) throws Exception {
         if (!sc.checkpoint.equals("none")) throw new IllegalArgumentException("mode=sql makes savepoints only (checkpoint=none)");
+        if (sc.restoreFrom != null) throw new IllegalArgumentException("mode=sql starts without state: restore with mode=sql-restore");
         long t0 = System.currentTimeMillis();
         Path out = Paths.get(sc.out);
         Files.createDirectories(out);
@@ -172,10 +173,6 @@ public final class SqlJob {
             // cancelled
         }
         if (path.startsWith("file:")) path = Paths.get(java.net.URI.create(path)).toString();
-        if (sc.restoreFrom != null) {
-            writeRestored(sc, out, path, t0);
-            return;
-        }
 
         Map<String, Object> expected = new LinkedHashMap<>();
         expected.put("flink_version", org.apache.flink.runtime.util.EnvironmentInformation.getVersion());
@@ -281,21 +278,6 @@ public final class SqlJob {
         }
         DataStream<String> seen = changes.map(new Collect(name)).uid("sql-collect-" + name).name("sql-collect-" + name);
         Compat.discard(seen, "sql-sink-" + name);
-    }
-
-    /**
-     * Restored (restore-from): the job ran on the restored state and was fed the same input again;
-     * restored.json holds each statement's received changelog and the savepoint taken after it.
-     */
-    static void writeRestored(Scenario sc, Path out, String path, long t0) throws Exception {
-        Map<String, Object> received = new LinkedHashMap<>();
-        for (String st : STATEMENTS.keySet()) {
-            received.put(st, SqlModel.sortedChangelog(new ArrayList<>(
-                    Shared.sqlReceived.getOrDefault(st, Collections.emptyList()))));
-        }
-        Main.write(out.resolve("restored.json"), Model.obj("mode", "sql", "restored_from", sc.restoreFrom,
-                "savepoint_path", path, "received_changelog", received));
-        System.out.println("sql restored " + sc.restoreFrom + " in " + (System.currentTimeMillis() - t0) + " ms");
     }
 
     /**
