@@ -12,13 +12,14 @@ import re
 import sys
 import threading
 
-from rich import box
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from statectl.statefmt.vocabulary import Format
 from statectl.statefmt.types import type_str
+
+if TYPE_CHECKING:  # rich is imported where it prints: `info --json` and a plain table need none of it
+    from rich.console import Console
+    from rich.text import Text
 
 
 def human_bytes(n: int) -> str:
@@ -36,6 +37,8 @@ def print_json(doc) -> None:
 
 def make_console(stderr: bool = False) -> Console:
     """A console; when output goes to a file or pipe, wide enough not to fold tables."""
+    from rich.console import Console
+
     probe = Console(stderr=stderr)
     return Console(stderr=stderr, highlight=False, emoji=False,
                    width=None if probe.is_terminal else 200)
@@ -57,6 +60,8 @@ def printable(text: str) -> str:
 
 def plain(text) -> Text:
     """*text* as rich text that is never parsed as markup, control characters shown."""
+    from rich.text import Text
+
     return Text(printable(str(text)))
 
 
@@ -66,6 +71,8 @@ def markup(template: str, *values) -> Text:
     Values come from users and from savepoint files: a ``[`` or a trailing ``\\``
     in a path or an id must print as itself, so values are never parsed as markup.
     """
+    from rich.text import Text
+
     pieces = template.split("{}")
     out = Text()
     for i, piece in enumerate(pieces):
@@ -159,6 +166,9 @@ class RichOutput:
         if len(rows) > PLAIN_TABLE_ROWS:
             self._plain_table(title, columns, rows, right)
             return
+        from rich import box
+        from rich.table import Table
+
         table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
         for i, col in enumerate(columns):
             table.add_column(col, justify="right" if i in right else "left",
@@ -233,6 +243,9 @@ class RichOutput:
         """The summary of a write (see :func:`statectl.cli.summary.write_summary`)."""
         c = self.console
         c.print(markup("[green]wrote[/green] savepoint {} to {}", doc["savepoint_id"], doc["location"]))
+        from rich import box
+        from rich.table import Table
+
         table = Table(box=box.SIMPLE_HEAD)
         for col, justify in (("uid", "left"), ("operator id", "left"), ("", "left"),
                              ("states", "left"), ("files", "right"), ("rows", "right"),
@@ -297,6 +310,8 @@ def spinner(message: str, delay: float = 1.0):
     if not sys.stderr.isatty():
         yield
         return
+    from rich.console import Console
+
     stream = os.fdopen(os.dup(sys.stderr.fileno()), "w")
     status = Console(file=stream, force_terminal=True, highlight=False, emoji=False).status(
         plain(message))

@@ -13,7 +13,6 @@ import typer
 
 from statectl.statefmt.errors import UsageError, first_line
 
-from .frames import write_frame
 from .listing import Checkpoint, opened
 from .progress import scan_progress
 from .results import FRAME_FORMATS, check_frame_output
@@ -132,9 +131,12 @@ def _read_locally(sp, op, choice, flattened, fmt, output, limit, overwrite) -> N
 
 def _read_with_spark(sp, op, choice, flattened, where, master, fmt, output, limit, overwrite) -> None:
     from statectl.readers import SavepointReader
+    from statectl.readers.local import table_files
+
+    from .frames import write_frame
 
     with spark_errors():
-        spark = start_spark(master)
+        spark = start_spark(master, read_bytes=sum(f.size for f in table_files(sp, choice)))
         with scan_progress(spark, f"reading {choice.description}"):
             df = SavepointReader(spark, sp).table(choice)
             if flattened is not None:
@@ -163,11 +165,13 @@ def sql(
     from statectl.readers.statements import check_read_only
     from statectl.statefmt.formats import load
 
+    from .frames import write_frame
+
     check_read_only(query)
     sp = load(opened(savepoint, checkpoint))
     check_frame_output(fmt, output, [sp], overwrite)
     with spark_errors():
-        spark = start_spark(master)
+        spark = start_spark(master, read_bytes=sum(f.size for _, f in sp.data_files()))
         with scan_progress(spark, "running the query"):
             write_frame(SavepointReader(spark, sp).sql(query), fmt, output, limit, overwrite)
 

@@ -30,8 +30,9 @@ DEFAULT_CONF = {
 }
 
 
-def spark_session(master: str | None = None, app_name: str = "statectl"):
-    """A SparkSession: *master* if given, else SPARK_MASTER / spark-submit's, else local[*]."""
+def spark_session(master: str | None = None, app_name: str = "statectl", read_bytes: int | None = None):
+    """A SparkSession: *master* if given, else SPARK_MASTER / spark-submit's, else local[*].
+    *read_bytes*: how much state the command reads, if that is all it does (see `cli.jvm`)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -44,16 +45,28 @@ def spark_session(master: str | None = None, app_name: str = "statectl"):
         builder = builder.master("local[*]")
     for key, value in DEFAULT_CONF.items():
         builder = builder.config(key, value)
+    if _starts_a_jvm():
+        from .jvm import driver_java_options
+
+        builder = builder.config("spark.driver.extraJavaOptions", driver_java_options(read_bytes))
     return builder.getOrCreate()
 
 
-def start_spark(master: str | None = None):
-    """The session for a command, quiet unless ``--debug``."""
+def _starts_a_jvm() -> bool:
+    """Whether the session about to be made starts its JVM here (not under spark-submit's,
+    whose options are the user's, nor in a process whose gateway is already up)."""
+    from pyspark import SparkContext
+
+    return not os.environ.get("PYSPARK_SUBMIT_ARGS") and SparkContext._gateway is None
+
+
+def start_spark(master: str | None = None, read_bytes: int | None = None):
+    """The session for a command, quiet unless ``--debug``; *read_bytes* as for :func:`spark_session`."""
     import warnings
 
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
     if debug_enabled():
-        return spark_session(master)
+        return spark_session(master, read_bytes=read_bytes)
     from .output import spinner
 
     _quiet_pyspark_loggers()
@@ -65,7 +78,7 @@ def start_spark(master: str | None = None):
         try:
             os.dup2(null, 1)
             os.dup2(null, 2)
-            spark = spark_session(master)
+            spark = spark_session(master, read_bytes=read_bytes)
         finally:
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)

@@ -2,16 +2,19 @@
 
 Spark cannot read RocksDB files or Flink streams, so their table sources' splits are
 decoded in Spark's tasks by a Python Data Source: the driver plans the splits
-(:meth:`TableSource.splits`), each is pickled into a partition, and the task runs the
-source's :meth:`TableSource.decode` on it, the decoder the local engine runs too. The
-table's schema is declared up front (the ``ddl`` option, so Spark never infers it) and the
-source is registered once per Spark session. Parquet files are read by Spark's own reader
-where its filesystems reach them.
+(:meth:`TableSource.splits`) on the model it has loaded and hands them over in an option,
+each becomes a partition, and the task runs the source's :meth:`TableSource.decode` on it,
+the decoder the local engine runs too. The table's schema is declared up front (the ``ddl``
+option), so Spark's planning (in a Python process of its own) neither infers a schema nor
+loads the savepoint again. The source is registered once per Spark session. Parquet files
+are read by Spark's own reader where its filesystems reach them.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import pickle
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
@@ -33,22 +36,21 @@ class SplitPartition(InputPartition):
 
 class SplitReader(DataSourceReader):
     """Options: ``savepoint`` (location), ``operator_id``, ``table`` (keyed, timers, or an
-    operator state's name), ``ddl`` and ``key_groups`` (a JSON list: only the splits
-    holding these key groups are read)."""
+    operator state's name), ``ddl``, ``format``, ``splits`` (the splits, pickled, base64) and
+    ``key_groups`` (a JSON list: the rows of other key groups are skipped)."""
 
     def __init__(self, options):
         self.location = options["savepoint"]
         self.operator_id = options["operator_id"]
         self.table = options["table"]
+        self.format = options["format"]
+        self.splits = options["splits"]
         groups = options.get("key_groups")
         self.key_groups = None if groups is None else json.loads(groups)
 
     def partitions(self):
-        from .sources import source_at
-
-        source = source_at(self.location, self.operator_id)  # on the driver
-        return [SplitPartition(i, source.format, s)
-                for i, s in enumerate(source.splits(self.table, self.key_groups))]
+        return [SplitPartition(i, self.format, s)
+                for i, s in enumerate(pickle.loads(base64.b64decode(self.splits)))]
 
     def read(self, partition):
         import pyarrow as pa
@@ -92,13 +94,18 @@ def split_frame(spark, source: TableSource, table: str, groups: list[int] | None
     if id(spark) not in _registered:
         spark.dataSource.register(SplitSource)
         _registered.add(id(spark))
-    reader = (spark.read.format(SOURCE_NAME)
-              .option("ddl", spark_ddl(source.spark_types(source.schema(table))))
-              .option("savepoint", source.location).option("operator_id", source.operator_id)
-              .option("table", table))
+    return spark.read.format(SOURCE_NAME).options(**split_options(source, table, groups)).load()
+
+
+def split_options(source: TableSource, table: str, groups: list[int] | None = None) -> dict[str, str]:
+    """The :class:`SplitReader` options of *table* of *source*: its splits (those holding
+    *groups*) planned here, on the loaded model."""
+    options = {"ddl": spark_ddl(source.spark_types(source.schema(table))), "savepoint": source.location,
+               "operator_id": source.operator_id, "table": table, "format": str(source.format),
+               "splits": base64.b64encode(pickle.dumps(source.splits(table, groups))).decode("ascii")}
     if groups is not None:
-        reader = reader.option("key_groups", json.dumps(sorted(groups)))
-    return reader.load()
+        options["key_groups"] = json.dumps(sorted(groups))
+    return options
 
 
 def table_frame(spark, source: TableSource, table: str, groups: list[int] | None = None,

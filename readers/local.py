@@ -122,11 +122,12 @@ def choose_engine(sp: Savepoint, choice: TableChoice, engine: str = "auto", wher
         return "local", "operator state is small"
     if limit is not None:
         return "local", f"--limit {limit} stops after its rows"
-    size = sum(f.size for f in _files_of(sp, choice))
+    size = sum(f.size for f in table_files(sp, choice))
     if size <= LOCAL_BYTES:
         return "local", f"the table's files hold {size:,} bytes (local up to {LOCAL_BYTES:,})"
     return "spark", f"the table's files hold {size:,} bytes (more than {LOCAL_BYTES:,})"
 
 
-def _files_of(sp: Savepoint, choice: TableChoice):
+def table_files(sp: Savepoint, choice: TableChoice):
+    """The files `_metadata` lists for the table *choice* reads."""
     return table_source(sp, choice.operator).table_files(choice.table)

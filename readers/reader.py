@@ -129,31 +129,28 @@ class SavepointReader:
         return names
 
     def sql(self, query: str):
-        """Run *query* over every state's view; only the files it reads are checked.
+        """Run *query* over the views it names; only the files it reads are checked.
 
-        The views exist while the query is analysed and are dropped afterwards. A
-        view whose files are missing is left out, and a query naming it fails
-        with the missing file.
+        A view's table is planned (its Data Source read set up) only when the query names
+        it: each missing view Spark's analysis reports is registered and the query analysed
+        again. The views exist while the query is analysed and are dropped afterwards. A
+        query naming a view whose files are missing fails with the missing file.
         """
         from pyspark.errors import PySparkException
 
-        registered, broken, by_key = [], {}, {}
+        by_name = {v.name.lower(): v for v in views(self.savepoint)}
+        registered, by_key = [], {}
         try:
-            for view in views(self.savepoint):
+            while True:
                 try:
-                    df, parts = self._view_frame(view)
+                    result = self.spark.sql(query)
+                    break
                 except PySparkException as e:
-                    if not (e.getCondition() or "").startswith("PATH_NOT_FOUND"):
-                        raise
-                    broken[view.name.lower()] = self._frame_splits(view)
-                    continue
-                df.createOrReplaceTempView(quote_identifier(view.name))
-                registered.append(view.name)
-                by_key.update((split_key(p.location), p) for p in parts)
-            try:
-                result = self.spark.sql(query)
-            except PySparkException as e:
-                self._explain_failure(e, registered, broken)
+                    view = by_name.pop(_missing_relation(e), None)
+                    if view is None:
+                        self._explain_failure(e)
+                    by_key.update(self._register(view))
+                    registered.append(view.name)
         finally:
             for name in registered:
                 self.spark.catalog.dropTempView(name)
@@ -162,16 +159,26 @@ class SavepointReader:
         return result
 
     # --- internals ----------------------------------------------------------
-    def _explain_failure(self, e, registered: list[str], broken: dict) -> None:
+    def _register(self, view: View) -> dict:
+        """Register *view* for a query: its checked splits by file key. A view whose files
+        are missing raises the first missing file's error."""
+        from pyspark.errors import PySparkException
+
+        try:
+            df, parts = self._view_frame(view)
+        except PySparkException as e:
+            if not (e.getCondition() or "").startswith("PATH_NOT_FOUND"):
+                raise
+            self._verify(self._frame_splits(view))  # raises the missing file's error
+            raise
+        df.createOrReplaceTempView(quote_identifier(view.name))
+        return {split_key(p.location): p for p in parts}
+
+    def _explain_failure(self, e) -> None:
         hint = ""
         if (e.getCondition() or "").startswith("TABLE_OR_VIEW_NOT_FOUND"):
-            name = (e.getMessageParameters() or {}).get("relationName", "")
-            plain = name.strip("`").replace("``", "`").lower()
-            parts = broken.get(plain)
-            if parts is not None:
-                self._verify(parts)  # raises the missing file's error
-            self._refuse_unreadable(plain)
-            hint = " Views: " + ", ".join(_sql_name(n) for n in registered)
+            self._refuse_unreadable(_missing_relation(e))
+            hint = " Views: " + ", ".join(_sql_name(v.name) for v in views(self.savepoint))
         raise UsageError(f"query failed: {first_line(e)}{hint}") from None
 
     def _refuse_unreadable(self, view_name: str) -> None:
@@ -220,6 +227,15 @@ class SavepointReader:
         todo = [p for p in parts if p.location.uri not in self._verified]
         verify_splits(self.spark, todo)
         self._verified.update(p.location.uri for p in todo)
+
+
+def _missing_relation(e) -> str | None:
+    """The view a query names that Spark's analysis did not find, as `views` names it
+    (lower case, unquoted), or None for another failure."""
+    if not (e.getCondition() or "").startswith("TABLE_OR_VIEW_NOT_FOUND"):
+        return None
+    name = (e.getMessageParameters() or {}).get("relationName", "")
+    return name.strip("`").replace("``", "`").lower()
 
 
 def _sql_name(view_name: str) -> str:

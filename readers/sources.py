@@ -9,7 +9,7 @@ from statectl.statefmt.vocabulary import Format
 from .canonical import CanonicalSource
 from .flink import FlinkSource
 from .native import NativeSource
-from .tablesource import TableSource, load_operator
+from .tablesource import TableSource
 
 SOURCES: dict[Format, type[TableSource]] = {
     Format.CANONICAL: CanonicalSource,
@@ -29,7 +29,3 @@ def table_source(sp: Savepoint, op: Operator) -> TableSource:
     """The table source of *op*'s format, on the loaded model."""
     return source_class(op.format).of(sp, op)
 
-
-def source_at(location: str, operator_id: str) -> TableSource:
-    """The table source of operator *operator_id* of the savepoint at *location* (loaded)."""
-    return table_source(*load_operator(location, operator_id))

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 _INT32_MAX = 2**31 - 1
 
@@ -122,6 +121,8 @@ def join(*parts: pa.Array) -> pa.Array:
     """The parts (of one binary type) concatenated row by row, null where any part is null."""
     if len(parts) == 1:
         return parts[0]
+    import pyarrow.compute as pc  # here, not at the top: loading a Flink savepoint needs none of it
+
     return pc.binary_join_element_wise(*parts, pa.scalar(b"", parts[0].type))
 
 

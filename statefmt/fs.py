@@ -8,30 +8,38 @@ statectl works on :class:`Location` values and never calls ``open`` itself.
 from __future__ import annotations
 
 import os
+import stat
 import uuid
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterator
-
-import pyarrow.fs as pafs
+from typing import TYPE_CHECKING, Iterator
 
 from .errors import MissingFileError, StatectlError
 from .refs import join
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
 
 CHUNK = 4 * 1024 * 1024
 
 
 @lru_cache(maxsize=256)
 def _filesystem_and_path(uri: str) -> tuple[pafs.FileSystem, str]:
+    import pyarrow.fs as pafs  # here, not at the top: `info` of a local savepoint needs no pyarrow
+
     if "://" not in uri:
-        return _LOCAL, uri
+        return _local_filesystem(), uri
     try:
         return pafs.FileSystem.from_uri(uri)
     except (ValueError, OSError) as e:
         raise StatectlError(f"cannot open {uri}: {e}") from None
 
 
-_LOCAL = pafs.LocalFileSystem()
+@lru_cache(maxsize=1)
+def _local_filesystem() -> pafs.LocalFileSystem:
+    import pyarrow.fs as pafs
+
+    return pafs.LocalFileSystem()
 
 
 def _access_error(uri: str, e: OSError) -> StatectlError:
@@ -95,13 +103,39 @@ class Location:
         except OSError as e:
             raise _access_error(self.uri, e) from None
 
+    def _local_type(self) -> str | None:
+        """"dir", "file" or "missing" for a plain local path, from ``os.stat``: without
+        pyarrow, whose import costs a command that reads one small local file more than the
+        file. None: pyarrow answers (a URI, or a failure pyarrow words in its own terms)."""
+        if "://" in self.uri:
+            return None
+        try:
+            found = os.stat(self.uri)
+        except (FileNotFoundError, NotADirectoryError):
+            return "missing"
+        except OSError:
+            return None
+        return "dir" if stat.S_ISDIR(found.st_mode) else "file"
+
     def exists(self) -> bool:
+        local = self._local_type()
+        if local is not None:
+            return local != "missing"
+        import pyarrow.fs as pafs
+
         return self.info().type != pafs.FileType.NotFound
 
     def is_dir(self) -> bool:
+        local = self._local_type()
+        if local is not None:
+            return local == "dir"
+        import pyarrow.fs as pafs
+
         return self.info().type == pafs.FileType.Directory
 
     def size(self) -> int:
+        import pyarrow.fs as pafs
+
         info = self.info()
         if info.type == pafs.FileType.NotFound:
             raise MissingFileError(f"{self.uri}: file is missing")
@@ -111,6 +145,8 @@ class Location:
 
     def list_files(self) -> list[str]:
         """Relative paths of every file below this directory."""
+        import pyarrow.fs as pafs
+
         fs, path = self._resolve()
         selector = pafs.FileSelector(path, recursive=True, allow_not_found=True)
         base = path.rstrip("/") + "/"
@@ -120,6 +156,14 @@ class Location:
 
     # --- reading ---
     def read_bytes(self) -> bytes:
+        if "://" not in self.uri:  # a plain local path: as for _local_type
+            try:
+                with open(self.uri, "rb") as f:
+                    return f.read()
+            except FileNotFoundError:
+                raise MissingFileError(f"{self.uri}: file is missing") from None
+            except OSError:
+                pass  # pyarrow below says what is wrong, as for a URI
         fs, path = self._resolve()
         try:
             with fs.open_input_stream(path) as f:
@@ -164,6 +208,8 @@ class Location:
         Locally: write a temporary sibling, then rename over. On object stores
         one PUT of the whole object is already all-or-nothing.
         """
+        import pyarrow.fs as pafs
+
         fs, path = self._resolve()
         if not isinstance(fs, pafs.LocalFileSystem):
             with fs.open_output_stream(path) as out:

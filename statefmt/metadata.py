@@ -109,8 +109,14 @@ def _drop_none(d: dict) -> dict:
 
 def _json_depth(data: bytes) -> int:
     """The deepest nesting of arrays and objects in JSON *data* (strings skipped)."""
+    if b"\\" not in data and data.count(b'"') % 2 == 0:
+        # no escapes: a string is what lies between two quotes; splitting there is many times
+        # faster than the regex on a large file (1,000 operators: most of `info`'s parse)
+        outside = b"".join(data.split(b'"')[::2])
+    else:
+        outside = _JSON_STRING.sub(b"", data)
     depth = deepest = 0
-    for code in _JSON_STRING.sub(b"", data).translate(None, _NOT_BRACKETS):
+    for code in outside.translate(None, _NOT_BRACKETS):
         if code in b"[{":
             depth += 1
             deepest = max(deepest, depth)

@@ -9,6 +9,7 @@ code names it once.
 from __future__ import annotations
 
 from enum import Enum
+from functools import cache
 
 
 class Word(str, Enum):
@@ -26,6 +27,7 @@ class Word(str, Enum):
         return format(self.value, spec)
 
     @classmethod
+    @cache  # asked for every state a `_metadata` declares
     def words(cls) -> tuple[str, ...]:
         """Every word, in declaration order."""
         return tuple(m.value for m in cls)

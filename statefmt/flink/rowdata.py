@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..errors import FlinkFormatError, UnsupportedFlinkFeature
 from .binary import Reader
@@ -181,6 +180,8 @@ def _bit(buf: Buf, base: np.ndarray, index) -> np.ndarray:
 
 
 def _masked(values: pa.Array, null: np.ndarray) -> pa.Array:
+    import pyarrow.compute as pc  # here, not at the top: `info` loads this module and decodes no rows
+
     if not null.any():
         return values
     return pc.if_else(pa.array(~null), values, pa.scalar(None, values.type))

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..errors import FlinkFormatError, UnsupportedFlinkFeature
 from ..vocabulary import OperatorStateKind, StateKind
@@ -142,6 +141,8 @@ def decode_canonical_state(meta: StateMeta, key: T.FlinkType, raw: RawEntries) -
 
 
 def _group_map(key_groups, keyns, user_keys, values, meta: StateMeta) -> StateRows:
+    import pyarrow.compute as pc
+
     encoded = pc.dictionary_encode(keyns)
     ids = encoded.indices.to_numpy(zero_copy_only=False)
     order = np.argsort(ids, kind="stable")

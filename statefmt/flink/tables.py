@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, TTL_SUFFIX
 from ..vocabulary import TimerDomain
@@ -166,6 +165,8 @@ def _split_ttl(values: pa.Array) -> tuple[pa.Array, pa.Array | None]:
 
 def _struct_field(struct: pa.Array, i: int) -> pa.Array:
     """A struct's field with the struct's own nulls applied."""
+    import pyarrow.compute as pc
+
     return pc.struct_field(struct, [i])
 
 
@@ -175,6 +176,8 @@ def _rows_of(kept: list[StateMeta], rows: dict[str, StateRows]
     first appearance; their key groups; and per state, the position of each row's value
     (-1: none). Positions are None when every state has the very same rows in that order
     (the common case, found without hashing)."""
+    import pyarrow.compute as pc  # here, not at the top: `info` loads this module and decodes no rows
+
     first = rows[kept[0].name]
     same = all(rows[s.name].keyns.equals(first.keyns) for s in kept[1:])
     if same and (len(first.key_groups) < 2 or (np.diff(first.key_groups) >= 0).all()):
@@ -224,6 +227,8 @@ def keyed_table(key: T.FlinkType, states: tuple[StateMeta, ...], rows: dict[str,
 
 def timers_table(key: T.FlinkType, states: tuple[StateMeta, ...], rows: dict[str, StateRows],
                  schema: pa.Schema, source: str) -> pa.Table:
+    import pyarrow.compute as pc
+
     parts = []
     ns_field = schema.field(NAMESPACE_COLUMN) if NAMESPACE_COLUMN in schema.names else None
     for s in timer_states(states):

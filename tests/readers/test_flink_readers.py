@@ -45,9 +45,10 @@ def test_key_filter_reads_only_the_keys_groups(spark, name, uid):
     timers = [r.asDict(recursive=True) for r in reader.timers(uid, keys=keys, include_key_group=True).collect()]
     check_timers(restricted, uid, timers, key_names)
     # only the splits holding those key groups are planned
-    from statectl.readers.datasource import SplitReader as FlinkReader
-    plan = FlinkReader({"savepoint": reader.savepoint.location, "operator_id": reader.operator(uid).operator_id,
-                        "table": "keyed", "key_groups": str(sorted({r["_key_group"] for r in rows}))})
+    from statectl.readers.datasource import SplitReader, split_options
+    from statectl.readers.sources import table_source
+    source = table_source(reader.savepoint, reader.operator(uid))
+    plan = SplitReader(split_options(source, "keyed", sorted({r["_key_group"] for r in rows})))
     splits = [p.split for p in plan.partitions()]
     assert splits and all(any(s.key_groups[0] <= r["_key_group"] <= s.key_groups[1] for r in rows)
                           for s in splits)

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ...errors import FlinkFormatError, UnsupportedFlinkFeature
 from ..binary import Reader, utf16_units_to_str
@@ -109,6 +108,8 @@ class String(FlinkType):
             return super().column(buf, starts, limits)
         strings = pa.Array.from_buffers(pa.string(), len(raw), raw.buffers()[:1] + raw.buffers()[1:])
         if null.any():
+            import pyarrow.compute as pc  # here, not at the top: loading a savepoint needs none of it
+
             strings = pc.if_else(pa.array(null), pa.scalar(None, pa.string()), strings)
         return strings, ends
 
