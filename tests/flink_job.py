@@ -1,7 +1,8 @@
 """Drives the suite's own Flink job (tests/flink/): finds or fetches a Flink release's jars, compiles
 the job once per (version, source hash), makes savepoints and retained checkpoints (cached between
 runs of the suite) and restores them into the same job, which dumps what it restored; restores
-the dev fixtures' shapes and, in declared mode, any savepoint whose states a description declares.
+the dev fixtures' shapes and, in declared mode, any savepoint whose states a description declares;
+restores the SQL job's savepoints and feeds them a second batch (mode=sql-restore, restore_sql).
 
 Command line (used by .ci/run and benchmarks):
     python tests/flink_job.py fetch [VERSION ...]        # jars of the given (default: all) versions
@@ -367,17 +368,18 @@ def _digest_tree(folder: Path) -> str:
     return h.hexdigest()
 
 
-def _restore_cached(version: str, items: list[tuple[Path, dict[str, str]]]) -> list[dict]:
+def _restore_cached(version: str, items: list[tuple[Path | None, dict[str, str]]]) -> list[dict]:
     """Restores each (savepoint, knobs of restore or declared mode) in one JVM; each dump is cached under
     $STATECTL_FLINK_SAVEPOINTS/restores by the savepoint's content, the knobs and the job's
-    sources, so a savepoint written again byte for byte is not restored twice."""
+    sources, so a savepoint written again byte for byte is not restored twice. A savepoint of None
+    starts the job without one (sql-restore mode's reference and empty-state runs)."""
     outs = []
     for path, kn in items:
         key = json.dumps({"version": version, "knobs": kn, "source": source_hash(),
-                          "savepoint": _digest_tree(Path(path))}, sort_keys=True)
+                          "savepoint": None if path is None else _digest_tree(Path(path))}, sort_keys=True)
         outs.append(snapshot_cache() / "restores" / hashlib.sha256(key.encode()).hexdigest()[:16])
     def todo() -> dict:
-        return {str(out): {**kn, "out": str(out), "restore-from": str(Path(path).resolve())}
+        return {str(out): {**kn, "out": str(out), **({} if path is None else {"restore-from": str(Path(path).resolve())})}
                 for (path, kn), out in zip(items, outs) if not (out / "restored.json").exists()}
 
     if todo():
@@ -386,6 +388,60 @@ def _restore_cached(version: str, items: list[tuple[Path, dict[str, str]]]) -> l
             if runs:
                 run_job(version, list(runs.values()))
     return [json.loads((out / "restored.json").read_text()) for out in outs]
+
+
+# mode=sql-restore's own knobs (tests/flink/README.md "Restoring the SQL job") and their defaults.
+SQL_RESTORE_DEFAULTS = {"first_batch": "false", "allow_non_restored": "false", "more_keys": "0,1,2,28,29,30,31",
+                        "more_events": "12", "more_watermark": "60000"}
+# The knobs of the savepoint's job that the restored job takes over: its input and shape.
+_SQL_INPUT_KNOBS = ("seed", "keys", "events", "value_max", "parallelism", "max_parallelism", "format")
+
+
+def sql_restore_knobs(savepoint: Snapshot | Path | None, backend: str = "rocksdb", **kw) -> dict[str, str]:
+    """The knobs of one mode=sql-restore run: the input and shape of *savepoint*'s job (a Snapshot;
+    a Path or None: the defaults), then *kw* (knobs() kwargs such as parallelism, max_parallelism,
+    seed, and the SQL_RESTORE_DEFAULTS knobs)."""
+    base = {} if not isinstance(savepoint, Snapshot) else {
+        k.replace("-", "_"): v for k, v in savepoint.expected["scenario"]["knobs"].items()
+        if k.replace("-", "_") in _SQL_INPUT_KNOBS}
+    own = {k: kw.pop(k) for k in list(kw) if k in SQL_RESTORE_DEFAULTS}
+    own = {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in {**SQL_RESTORE_DEFAULTS, **own}.items()}
+    return {**knobs(**{**base, **kw, "mode": "sql-restore", "backend": backend}),
+            **{k.replace("_", "-"): v for k, v in own.items()}}
+
+
+def restore_sqls(version: str, items: list[tuple[Snapshot | Path | None, dict]]) -> list[dict]:
+    """Runs mode=sql-restore once per (savepoint, kwargs of sql_restore_knobs), all in one JVM, each
+    dump cached by the savepoint's content and the knobs; a savepoint Flink cannot restore fails the
+    run (FlinkJobError). A Path (e.g. a rewritten savepoint) is restored with the input knobs *kw*
+    gives (default: the defaults'). A savepoint of None starts without state: with first_batch=True
+    that is the reference run (both batches in one job), else empty state."""
+    def path(savepoint):
+        return savepoint.path if isinstance(savepoint, Snapshot) else savepoint
+    return _restore_cached(version, [(path(sp), sql_restore_knobs(sp, **kw)) for sp, kw in items])
+
+
+def restore_sql(version: str, savepoint: Snapshot | Path | None, backend: str = "rocksdb", **kw) -> dict:
+    """The SQL job restored from *savepoint* and fed the second batch: restored.json (see restore_sqls)."""
+    return restore_sqls(version, [(savepoint, dict(backend=backend, **kw))])[0]
+
+
+def materialize(rows: list[list], changelog: list[list]) -> list[list]:
+    """The table *rows* becomes once *changelog* ([kind, cells...]) is applied, sorted like SqlModel."""
+    table = [list(r) for r in rows]
+    for kind, *row in changelog:
+        if kind in ("+I", "+U"):
+            table.append(row)
+        elif row in table:
+            table.remove(row)
+        else:
+            raise ValueError(f"the changelog retracts a row the table does not hold: {[kind, *row]}")
+    return sorted_rows(table)
+
+
+def sorted_rows(rows: list[list]) -> list[list]:
+    """*rows* in one order whatever the order they came in (for comparing tables and changelogs)."""
+    return sorted(rows, key=lambda r: json.dumps(r, ensure_ascii=False, separators=(",", ":")))
 
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "flink-dev"
@@ -475,14 +531,6 @@ def restore_declared_many(version: str, items: list[tuple[Path, dict, str]]) -> 
     """restore_declared for several (savepoint, description, backend), in one JVM."""
     return _restore_cached(version, [(Path(path), _declared_knobs(description, backend))
                                      for path, description, backend in items])
-
-
-def restore_sql_many(version: str, items: list[tuple[Path, str]]) -> list[dict]:
-    """Restores each (savepoint, backend) into the SQL job (mode=sql with restore-from, in one JVM),
-    which is fed the same input again and dumps each statement's received changelog (sorted rows
-    [row kind, cells...]) and the savepoint it takes after that; cached by content like
-    restore_declared_many. A savepoint Flink cannot restore fails the run (FlinkJobError)."""
-    return _restore_cached(version, [(Path(path), knobs(mode="sql", backend=backend)) for path, backend in items])
 
 
 def _declared_knobs(description: dict, backend: str) -> dict[str, str]:

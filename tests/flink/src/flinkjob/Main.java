@@ -22,7 +22,7 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
 /**
  * The suite's Flink job. Arguments: knobs as name=value; several runs in one process are separated
- * by "--next". Modes: savepoint, checkpoint, restore, size, declared, sql, sql-size (see tests/flink/README.md).
+ * by "--next". Modes: savepoint, checkpoint, restore, size, declared, sql, sql-size, sql-restore (see tests/flink/README.md).
  */
 public final class Main {
     public static void main(String[] args) throws Exception {
@@ -46,6 +46,7 @@ public final class Main {
                 if (sc.mode.equals("declared")) Declared.run(sc);
                 else if (sc.mode.equals("sql")) SqlJob.run(sc);
                 else if (sc.mode.equals("sql-size")) SqlSize.run(sc);
+                else if (sc.mode.equals("sql-restore")) SqlRestore.run(sc);
                 else run(sc);
             }
         } catch (Throwable t) {

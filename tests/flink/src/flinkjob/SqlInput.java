@@ -175,6 +175,12 @@ public final class SqlInput implements Serializable {
 
         @Override
         public void run(Emitter<Row> out) throws Exception {
+            emit(out);
+            while (running) Sources.sleep();
+        }
+
+        /** This subtask's rows and the watermark (src waits for dim first). */
+        void emit(Emitter<Row> out) throws Exception {
             if (dim) {
                 synchronized (out.lock()) {
                     for (Dim d : in.dims()) if (in.subtaskOf(d.keyIndex) == subtask) out.collect(d.row(), d.rt);
@@ -198,7 +204,6 @@ public final class SqlInput implements Serializable {
                 }
                 Shared.sourcesDone.incrementAndGet();
             }
-            while (running) Sources.sleep();
         }
 
         @Override

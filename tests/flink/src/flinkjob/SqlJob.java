@@ -104,6 +104,7 @@ public final class SqlJob {
 
     static void run(Scenario sc) throws Exception {
         if (!sc.checkpoint.equals("none")) throw new IllegalArgumentException("mode=sql makes savepoints only (checkpoint=none)");
+        if (sc.restoreFrom != null) throw new IllegalArgumentException("mode=sql starts without state: restore with mode=sql-restore");
         long t0 = System.currentTimeMillis();
         Path out = Paths.get(sc.out);
         Files.createDirectories(out);
@@ -111,47 +112,10 @@ public final class SqlJob {
         env.setParallelism(sc.parallelism);
         env.setMaxParallelism(sc.maxParallelism);
         SqlInput in = new SqlInput(sc);
-        StreamTableEnvironment tEnv = StreamTableEnvironment.create(env);
-        tEnv.getConfig().setLocalTimeZone(ZoneOffset.UTC);
-        resetPlannerIds(tEnv);
-
-        DataStream<Row> srcDs = Compat.source(env, new SqlInput.Source(in, false), SqlInput.srcType(), "sql-src").uid("sql-src");
-        DataStream<Row> dimDs = Compat.source(env, new SqlInput.Source(in, true), SqlInput.dimType(), "sql-dim").uid("sql-dim");
-        tEnv.createTemporaryView("src_raw", tEnv.fromDataStream(srcDs, Schema.newBuilder()
-                .columnByMetadata("rt", org.apache.flink.table.api.DataTypes.TIMESTAMP_LTZ(3), "rowtime")
-                .columnByExpression("pt", "PROCTIME()")
-                .watermark("rt", "SOURCE_WATERMARK()").build()));
-        tEnv.createTemporaryView("dim_raw", tEnv.fromDataStream(dimDs, Schema.newBuilder()
-                .columnByMetadata("rt", org.apache.flink.table.api.DataTypes.TIMESTAMP_LTZ(3), "rowtime")
-                .watermark("rt", "SOURCE_WATERMARK()").build()));
-        tEnv.createTemporaryView("src", tEnv.sqlQuery("SELECT k, name, v, CAST(p AS DECIMAL(10, 2)) AS price, ratio, flag, "
-                + "CAST(seen_at AS TIMESTAMP(3)) AS seen_at, rt, pt FROM src_raw"));
-        tEnv.createTemporaryView("dim", tEnv.sqlQuery("SELECT k, tier, score, CAST(credit AS DECIMAL(12, 3)) AS credit, vip, "
-                + "CAST(since AS TIMESTAMP(3)) AS since, rt FROM dim_raw"));
-
-        // Each statement's transformations: from its changelog stream up to the two sources.
-        Map<Integer, Transformation<?>> transformations = new HashMap<>();
-        Map<Integer, String> statementOf = new HashMap<>();
-        Map<String, List<String>> columns = new LinkedHashMap<>();
-        Set<Integer> sourceIds = new HashSet<>(Arrays.asList(srcDs.getTransformation().getId(), dimDs.getTransformation().getId()));
-        for (Map.Entry<String, String> st : STATEMENTS.entrySet()) {
-            Table t = tEnv.sqlQuery(st.getValue());
-            columns.put(st.getKey(), t.getResolvedSchema().getColumnNames());
-            DataStream<Row> changes = tEnv.toChangelogStream(t);
-            Deque<Transformation<?>> todo = new ArrayDeque<>();
-            todo.add(changes.getTransformation());
-            while (!todo.isEmpty()) {
-                Transformation<?> tr = todo.poll();
-                transformations.put(tr.getId(), tr);
-                if (sourceIds.contains(tr.getId())) continue;
-                statementOf.putIfAbsent(tr.getId(), st.getKey());
-                todo.addAll(tr.getInputs());
-            }
-            DataStream<String> seen = changes.map(new Collect(st.getKey())).uid("sql-collect-" + st.getKey()).name("sql-collect-" + st.getKey());
-            Compat.discard(seen, "sql-sink-" + st.getKey());
-        }
-        transformations.put(srcDs.getTransformation().getId(), srcDs.getTransformation());
-        transformations.put(dimDs.getTransformation().getId(), dimDs.getTransformation());
+        Plan plan = plan(env, new SqlInput.Source(in, false), new SqlInput.Source(in, true));
+        Map<Integer, Transformation<?>> transformations = plan.transformations;
+        Map<Integer, String> statementOf = plan.statementOf;
+        Map<String, List<String>> columns = plan.columns;
 
         StreamGraph graph = env.getStreamGraph();
         graph.setJobName("flinkjob sql");
@@ -209,10 +173,6 @@ public final class SqlJob {
             // cancelled
         }
         if (path.startsWith("file:")) path = Paths.get(java.net.URI.create(path)).toString();
-        if (sc.restoreFrom != null) {
-            writeRestored(sc, out, path, t0);
-            return;
-        }
 
         Map<String, Object> expected = new LinkedHashMap<>();
         expected.put("flink_version", org.apache.flink.runtime.util.EnvironmentInformation.getVersion());
@@ -261,19 +221,63 @@ public final class SqlJob {
         System.out.println("sql snapshot " + path + " in " + (System.currentTimeMillis() - t0) + " ms");
     }
 
+    /** The job's transformations: each statement's (up to the two sources), its statement, its columns. */
+    static final class Plan {
+        final Map<Integer, Transformation<?>> transformations = new HashMap<>();
+        final Map<Integer, String> statementOf = new HashMap<>();
+        final Map<String, List<String>> columns = new LinkedHashMap<>();
+    }
+
     /**
-     * Restored (restore-from): the job ran on the restored state and was fed the same input again;
-     * restored.json holds each statement's received changelog and the savepoint taken after it.
+     * Adds the two sources (bodies *src* and *dim*, uids sql-src / sql-dim) and every statement with
+     * its collecting sink to *env*. The same graph whatever the bodies, so the same operator ids:
+     * mode=sql-restore restores mode=sql's savepoints through it.
      */
-    static void writeRestored(Scenario sc, Path out, String path, long t0) throws Exception {
-        Map<String, Object> received = new LinkedHashMap<>();
-        for (String st : STATEMENTS.keySet()) {
-            received.put(st, SqlModel.sortedChangelog(new ArrayList<>(
-                    Shared.sqlReceived.getOrDefault(st, Collections.emptyList()))));
+    static Plan plan(StreamExecutionEnvironment env, SourceBody<Row> src, SourceBody<Row> dim) {
+        StreamTableEnvironment tEnv = StreamTableEnvironment.create(env);
+        tEnv.getConfig().setLocalTimeZone(ZoneOffset.UTC);
+        resetPlannerIds(tEnv);
+        DataStream<Row> srcDs = Compat.source(env, src, SqlInput.srcType(), "sql-src").uid("sql-src");
+        DataStream<Row> dimDs = Compat.source(env, dim, SqlInput.dimType(), "sql-dim").uid("sql-dim");
+        createViews(tEnv, srcDs, dimDs);
+        Plan plan = new Plan();
+        Set<Integer> sourceIds = new HashSet<>(Arrays.asList(srcDs.getTransformation().getId(), dimDs.getTransformation().getId()));
+        for (Map.Entry<String, String> st : STATEMENTS.entrySet()) addStatement(tEnv, plan, sourceIds, st.getKey(), st.getValue());
+        plan.transformations.put(srcDs.getTransformation().getId(), srcDs.getTransformation());
+        plan.transformations.put(dimDs.getTransformation().getId(), dimDs.getTransformation());
+        return plan;
+    }
+
+    private static void createViews(StreamTableEnvironment tEnv, DataStream<Row> srcDs, DataStream<Row> dimDs) {
+        tEnv.createTemporaryView("src_raw", tEnv.fromDataStream(srcDs, Schema.newBuilder()
+                .columnByMetadata("rt", org.apache.flink.table.api.DataTypes.TIMESTAMP_LTZ(3), "rowtime")
+                .columnByExpression("pt", "PROCTIME()")
+                .watermark("rt", "SOURCE_WATERMARK()").build()));
+        tEnv.createTemporaryView("dim_raw", tEnv.fromDataStream(dimDs, Schema.newBuilder()
+                .columnByMetadata("rt", org.apache.flink.table.api.DataTypes.TIMESTAMP_LTZ(3), "rowtime")
+                .watermark("rt", "SOURCE_WATERMARK()").build()));
+        tEnv.createTemporaryView("src", tEnv.sqlQuery("SELECT k, name, v, CAST(p AS DECIMAL(10, 2)) AS price, ratio, flag, "
+                + "CAST(seen_at AS TIMESTAMP(3)) AS seen_at, rt, pt FROM src_raw"));
+        tEnv.createTemporaryView("dim", tEnv.sqlQuery("SELECT k, tier, score, CAST(credit AS DECIMAL(12, 3)) AS credit, vip, "
+                + "CAST(since AS TIMESTAMP(3)) AS since, rt FROM dim_raw"));
+    }
+
+    /** One statement: its changelog stream into sql-collect-<name> and sql-sink-<name>; its transformations up to the sources. */
+    private static void addStatement(StreamTableEnvironment tEnv, Plan plan, Set<Integer> sourceIds, String name, String sql) {
+        Table t = tEnv.sqlQuery(sql);
+        plan.columns.put(name, t.getResolvedSchema().getColumnNames());
+        DataStream<Row> changes = tEnv.toChangelogStream(t);
+        Deque<Transformation<?>> todo = new ArrayDeque<>();
+        todo.add(changes.getTransformation());
+        while (!todo.isEmpty()) {
+            Transformation<?> tr = todo.poll();
+            plan.transformations.put(tr.getId(), tr);
+            if (sourceIds.contains(tr.getId())) continue;
+            plan.statementOf.putIfAbsent(tr.getId(), name);
+            todo.addAll(tr.getInputs());
         }
-        Main.write(out.resolve("restored.json"), Model.obj("mode", "sql", "restored_from", sc.restoreFrom,
-                "savepoint_path", path, "received_changelog", received));
-        System.out.println("sql restored " + sc.restoreFrom + " in " + (System.currentTimeMillis() - t0) + " ms");
+        DataStream<String> seen = changes.map(new Collect(name)).uid("sql-collect-" + name).name("sql-collect-" + name);
+        Compat.discard(seen, "sql-sink-" + name);
     }
 
     /**
