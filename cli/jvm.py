@@ -14,8 +14,9 @@
   no JVM is writing it, so concurrent commands never read a half-written archive.
   A JVM that finds the archive unusable (another class path, say) ignores it and runs without;
   one that cannot start with it (a dump cut short when its JVM was killed) is started again
-  without it, and the archive is removed (:func:`without_archive`), so the next command dumps
-  a new one.
+  without it, and the archive and that JVM's crash report (written beside the archive, not in
+  the working directory) are removed (:func:`without_archive`), so the next command dumps a
+  new one.
 
 `bench/bench_spark_fixed_cost.py` measures the start-up with and without them.
 """
@@ -47,7 +48,8 @@ def class_data_sharing() -> list[str]:
         if not _alive(dump):  # its JVM has ended: the dump is complete (or never will be)
             _take(dump, archive)
     if os.path.exists(archive):
-        return [f"-XX:SharedArchiveFile={archive}"]
+        # a JVM that dies on the archive writes its crash report beside it, not in the user's folder
+        return [f"-XX:SharedArchiveFile={archive}", f"-XX:ErrorFile={crash_report_pattern(archive)}"]
     if any(_alive(d) for d in glob.glob(glob.escape(archive) + ".*.tmp")):
         return []
     return [f"-XX:ArchiveClassesAtExit={archive}.{os.getpid()}.tmp"]
@@ -59,13 +61,20 @@ def without_archive(options: str) -> str:
     kept = []
     for option in options.split():
         if option.startswith("-XX:SharedArchiveFile="):
-            try:
-                os.remove(option.split("=", 1)[1])
-            except OSError:
-                pass
-        else:
+            archive = option.split("=", 1)[1]
+            for path in [archive, *glob.glob(crash_report_pattern(archive).replace("%p", "*"))]:
+                try:
+                    os.remove(path)
+                except OSError:
+                    pass
+        elif not option.startswith("-XX:ErrorFile="):
             kept.append(option)
     return " ".join(kept)
+
+
+def crash_report_pattern(archive: str) -> str:
+    """Where a JVM started with *archive* writes a crash report (``%p``: its pid)."""
+    return os.path.join(os.path.dirname(archive), "hs_err_pid%p.log")
 
 
 DYNAMIC_ARCHIVE_MAGIC = 0xF00BABA8  # HotSpot's dynamic CDS archive header, little-endian on disk

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from statectl.statefmt.errors import UnknownStateError, UsageError, first_line
+from statectl.statefmt.errors import StatectlError, UnknownStateError, UsageError, first_line
 from statectl.statefmt.fs import Location
 from statectl.statefmt.ids import OperatorRef
 from statectl.statefmt.model import KEYED_PART, Operator, Savepoint
@@ -132,15 +132,25 @@ class SavepointReader:
         """Run *query* over the views it names; only the files it reads are checked.
 
         A view's table is planned (its Data Source read set up) only when the query names
-        it: each missing view Spark's analysis reports is registered and the query analysed
-        again. The views exist while the query is analysed and are dropped afterwards. A
-        query naming a view whose files are missing fails with the missing file.
+        it: the views whose names the query's text holds are registered first (a superset:
+        an unknown name sends Spark's analysis to the session catalog, which creates a
+        `spark-warehouse` folder in the working directory), then each missing view Spark's
+        analysis still reports, and the query analysed again. The views exist while the
+        query is analysed and are dropped afterwards. A query naming a view whose files
+        are missing fails with the missing file.
         """
         from pyspark.errors import PySparkException
 
         by_name = {v.name.lower(): v for v in views(self.savepoint)}
         registered, by_key = [], {}
+        text = query.lower()
         try:
+            for name in [n for n in by_name if n in text]:
+                try:
+                    by_key.update(self._register(by_name[name]))
+                except (StatectlError, PySparkException):
+                    continue  # a broken view fails the query only if the query reads it
+                registered.append(by_name.pop(name).name)
             while True:
                 try:
                     result = self.spark.sql(query)

@@ -36,7 +36,7 @@ def test_a_finished_dump_becomes_the_archive(cache):
     archive = jvm.archive_path()
     with open(f"{archive}.123.tmp", "wb") as f:
         f.write(jvm.DYNAMIC_ARCHIVE_MAGIC.to_bytes(4, "little") + b"rest")
-    assert jvm.class_data_sharing() == [f"-XX:SharedArchiveFile={archive}"]
+    assert jvm.class_data_sharing() == [f"-XX:SharedArchiveFile={archive}", f"-XX:ErrorFile={cache}/hs_err_pid%p.log"]
     assert sorted(p.name for p in cache.iterdir()) == [archive.rsplit("/", 1)[1]]
 
 
@@ -61,7 +61,7 @@ def test_a_dump_still_being_written_is_left_alone(cache):
     finally:
         writer.kill()
         writer.wait()
-    assert jvm.class_data_sharing() == [f"-XX:SharedArchiveFile={archive}"]
+    assert jvm.class_data_sharing() == [f"-XX:SharedArchiveFile={archive}", f"-XX:ErrorFile={cache}/hs_err_pid%p.log"]
 
 
 
@@ -85,6 +85,9 @@ def test_a_command_whose_jvm_cannot_start_with_the_archive_runs_without_it_and_r
     data = dump.read_bytes()
     dump.unlink()
     archive.write_bytes(data[: len(data) // 2])
-    done = statectl_process("sql", str(sp), "SELECT count(*) AS n FROM proc", "-f", "jsonl")
+    work = tmp_path / "work"
+    work.mkdir()
+    done = statectl_process("sql", str(sp), "SELECT count(*) AS n FROM proc", "-f", "jsonl", cwd=work)
     assert (done.returncode, done.stdout, done.stderr) == (0, '{"n":20}\n', "")
     assert not archive.exists()
+    assert list(work.iterdir()) == [] and list(cache.glob("hs_err*")) == []  # no crash report left
