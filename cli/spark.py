@@ -47,6 +47,7 @@ def spark_session(master: str | None = None, app_name: str = "statectl", read_by
         builder = builder.config(key, value)
     if not _starts_a_jvm():
         return builder.getOrCreate()
+    builder = builder.config("spark.sql.warehouse.dir", _warehouse())
     from .jvm import driver_java_options, without_archive
 
     options = driver_java_options(read_bytes)
@@ -56,6 +57,19 @@ def spark_session(master: str | None = None, app_name: str = "statectl", read_by
         if "JAVA_GATEWAY_EXITED" not in str(e) or without_archive(options) == options:
             raise
     return builder.config("spark.driver.extraJavaOptions", without_archive(options)).getOrCreate()
+
+
+def _warehouse() -> str:
+    """Spark's warehouse folder for this process. Spark makes it (in the working directory,
+    by default) when its analysis first asks the session catalog, e.g. for a name a query
+    gets wrong; statectl keeps no tables, so it is a temporary folder, removed at exit."""
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = os.path.join(tempfile.gettempdir(), f"statectl-warehouse-{os.getpid()}")
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def _starts_a_jvm() -> bool:

@@ -15,7 +15,7 @@ import tempfile
 
 import pytest
 
-from conftest import REPO, statectl
+from conftest import REPO, statectl, statectl_process
 from temp_folders import spark_scratch_dirs, statectl_entries
 from statectl.backends import RocksDBBackend
 from statectl.backends.base import Subtask
@@ -53,6 +53,19 @@ def test_commands_leave_no_temporary_folder(fresh_tmp, tmp_path):
                .splitlines()) == 1
     ok(statectl("rescale", native, str(tmp_path / "rescaled"), "--max-parallelism", "32", "--json"))
     ok(statectl("read", FLINK_NATIVE, "--uid", "lk-proc", "-f", "jsonl"))
+
+
+@pytest.mark.slow
+def test_a_query_naming_no_view_leaves_no_spark_warehouse(fresh_tmp, tmp_path):
+    """Spark's analysis asks its session catalog for an unknown name, which makes the
+    warehouse folder: it is a temporary one, never one in the working directory."""
+    sp = tmp_path / "sp"
+    ok(statectl("bootstrap", "--spec", SPEC, str(sp), "--json"))
+    work = tmp_path / "work"
+    work.mkdir()
+    failed = statectl_process("sql", str(sp), "SELECT * FROM nope", cwd=work)
+    assert failed.returncode == 1 and failed.stderr.startswith("error: query failed: ")
+    assert list(work.iterdir()) == []
 
 
 def test_a_failing_read_leaves_no_temporary_folder(fresh_tmp, tmp_path):
