@@ -65,7 +65,7 @@ class FlinkSource(TableSource):
         from statectl.statefmt.flink.keyhash import flink_key_group
         from statectl.statefmt.flink.model import java_key_type
         from statectl.statefmt.flink.rowdata import RowData
-        from statectl.statefmt.flink.rowdata_write import row_key_group
+        from statectl.statefmt.flink.rowdata_keys import row_key_group
 
         op, key_type = self.operator, self.info.key_type
         if isinstance(key_type, RowData):  # a SQL operator's key row

@@ -31,6 +31,21 @@ def flat_elements(arr: pa.Array, children: list[pa.Array]) -> tuple[list[pa.Arra
     return [c.slice(first, last - first) for c in children], offsets - first
 
 
+def struct_fields(values: pa.Array, names: list[str], what: str, where: str) -> list[pa.Array]:
+    """The fields *names* of a struct column, with the struct's nulls; an encoder's one error
+    (at *where*, naming the Flink type *what*) when it is no struct or lacks one."""
+    from .errors import FlinkEncodeError
+
+    if not pa.types.is_struct(values.type):
+        raise FlinkEncodeError(f"{where}: a Flink {what} needs a struct column, got {values.type}")
+    have = [values.type.field(i).name for i in range(values.type.num_fields)]
+    missing = [n for n in names if n not in have]
+    if missing:
+        raise FlinkEncodeError(f"{where}: the struct has no field(s) {', '.join(missing)} "
+                               f"for {what} (it has {', '.join(have) or 'none'})")
+    return [pc.struct_field(values, [have.index(n)]) for n in names]
+
+
 def _validity(valid: np.ndarray | None) -> tuple[pa.Buffer | None, int]:
     if valid is None or valid.all():
         return None, 0
@@ -115,19 +130,27 @@ def join_rows(parts: list[pa.Array]) -> pa.Array:
     (unlike :func:`join`), and the parts may be binary or large_binary."""
     if len(parts) == 1:
         return parts[0]
-    n = len(parts[0])
-    datas, starts, ends, base = [], [], [], 0
+    pieces = []
     for p in parts:
         data, offsets = parts_of(p)
+        pieces.append((data, offsets[:-1], offsets[1:]))
+    return join_pieces(pieces, len(parts[0]))
+
+
+def join_pieces(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n: int) -> pa.Array:
+    """Row *i* of the result is every piece's ``data[starts[i]:ends[i]]``, one after the other
+    (pieces of bytes not yet copied: ``(data, starts, ends)``, n rows each), copied once."""
+    if n == 0 or not pieces:
+        return binary(b"", np.zeros(n + 1, dtype=np.int64))
+    datas, starts, ends, base = [], [], [], 0
+    for data, s, e in pieces:
         datas.append(data)
-        starts.append(offsets[:-1] + base)
-        ends.append(offsets[1:] + base)
+        starts.append(s + base)
+        ends.append(e + base)
         base += len(data)
-    if n == 0:
-        return pa.array([], pa.binary())
     s = np.column_stack(starts).ravel()
     e = np.column_stack(ends).ravel()
-    return slices(np.concatenate(datas), s, e, parts=len(parts))
+    return slices(np.concatenate(datas), s, e, parts=len(pieces))
 
 
 def slices(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, parts: int = 1) -> pa.Array:

@@ -20,9 +20,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..bytecolumns import (big_endian, binary, fixed, flat, flat_elements, group_rows, join_rows, parts_of, slices,
-                           spread, varints)
+                           spread, struct_fields, varints)
 from ..errors import FlinkEncodeError
 from . import types as T
+from .rowdata_encode import ENCODERS as ROWDATA_ENCODERS
 
 LONG_MIN = T.LONG_MIN
 INT_MIN = -(1 << 31)
@@ -159,14 +160,7 @@ def map_entries(t: T.Map, keys: pa.Array, items: pa.Array, where: str) -> pa.Arr
 
 
 def _fields(values: pa.Array, names: list[str], t, where: str) -> list[pa.Array]:
-    if not pa.types.is_struct(values.type):
-        raise FlinkEncodeError(f"{where}: a Flink {t.describe()} needs a struct column, got {values.type}")
-    have = [values.type.field(i).name for i in range(values.type.num_fields)]
-    missing = [n for n in names if n not in have]
-    if missing:
-        raise FlinkEncodeError(f"{where}: the struct has no field(s) {', '.join(missing)} "
-                               f"for {t.describe()} (it has {', '.join(have)})")
-    return [pc.struct_field(values, [have.index(n)]) for n in names]
+    return struct_fields(values, names, t.describe(), where)
 
 
 def _tuple(t: T.Tuple, values, where):
@@ -371,5 +365,5 @@ _ENCODERS = {
     T.Row: _row, T.Nullable: _nullable, T.Ttl: _ttl, T.Epoch: _epoch, T.SecondsNanos: _seconds_nanos,
     T.LocalDate: _local_date, T.LocalTime: _local_time, T.LocalDateTime: _local_date_time,
     T.BigInteger: _big_integer, T.BigDecimal: _big_decimal, T.VoidNamespace: _void,
-    T.TimeWindow: _time_window,
+    T.TimeWindow: _time_window, **ROWDATA_ENCODERS,
 }

@@ -25,6 +25,8 @@ from statectl.statefmt.errors import FlinkEncodeError
 from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.encode import encode, null_flagged
 from statectl.statefmt.flink.keyhash import flink_key_groups
+from statectl.statefmt.flink.rowdata import RowData
+from statectl.statefmt.flink.rowdata_keys import key_groups_of_rows
 from statectl.statefmt.flink.savepoint_write import KeyedStreamFile
 from statectl.statefmt.flink.stream_write import (KEY, KEY_GROUP, KeyedStreamBuilder, StreamState,
                                                   order_column, user_key_column, value_column)
@@ -76,7 +78,7 @@ class EntryEncoder(_BatchEncoder):
     states: tuple[StateEncoding, ...]
     schema: pa.Schema  # the operator's entry rows
     key: T.FlinkType
-    key_java: object
+    key_java: object  # None for a SQL operator's key row (RowData), placed by its bytes' hash
     key_columns: int
     namespace: T.FlinkType
     has_namespace: bool
@@ -85,6 +87,8 @@ class EntryEncoder(_BatchEncoder):
 
     def _key(self, batch: pa.RecordBatch) -> pa.Array:
         cols = [batch.column(f"_k{i}") for i in range(self.key_columns)]
+        if isinstance(self.key, RowData):  # a SQL operator's key row, whose fields may be null
+            return pa.StructArray.from_arrays(cols, names=self.key.names)
         for c in cols:
             if c.null_count:
                 raise FlinkEncodeError(f"{self.where}: a row has a null key; Flink keys cannot be null")
@@ -95,8 +99,12 @@ class EntryEncoder(_BatchEncoder):
     def encode(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         n = batch.num_rows
         key = self._key(batch)
-        groups = flink_key_groups(key, self.key_java, self.max_parallelism).astype(np.int32)
-        parts = [encode(self.key, key, f"{self.where}, key")]
+        key_bytes = encode(self.key, key, f"{self.where}, key")
+        if isinstance(self.key, RowData):  # placed by the hash of the row's bytes (after their length)
+            groups = key_groups_of_rows(key_bytes, self.max_parallelism, skip=4)
+        else:
+            groups = flink_key_groups(key, self.key_java, self.max_parallelism).astype(np.int32)
+        parts = [key_bytes]
         if self.has_namespace:
             ns = batch.column("_ns")
             if ns.null_count:
