@@ -1,0 +1,87 @@
+"""`rescale` of the suite's Flink 2.3 SQL job (mode=sql), hashmap and RocksDB: every keyed SQL
+operator (GROUP BY, deduplications, joins, windows, Top-N, OVER...) is written again at the new
+max parallelism from its tables, its keys placed by Flink's hash of the key row, its header (the
+RowData serializer snapshots) copied from the base. The job's savepoint made at max parallelism
+256 is rescaled to 128 and back: each step holds the base's content row for row (every table,
+every column, RowKinds, timers; `flink_sql_content`), `diff --content-only` finds nothing, and
+the real SQL job (at its default 128) restores the rescaled savepoint and, fed the same input
+again, receives exactly what it receives from the savepoint it made itself at 128."""
+
+from __future__ import annotations
+
+import pytest
+
+import flink_job
+from flink_sql_content import savepoint_content
+from statectl.statefmt.flink.savepoint import open_flink_savepoint
+from tests.cli_runner import statectl
+from tests.writers.test_flink_modify import digest
+
+pytestmark = pytest.mark.slow  # Flink makes and restores the SQL job's savepoints; statectl runs Spark
+
+VERSION = "2.3.0"
+BACKENDS = ("hashmap", "rocksdb")
+JOB_MAX_PARALLELISM = 128  # the SQL job's default
+WIDE = 256
+
+
+def _ok(result) -> None:
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.fixture(scope="module")
+def rescaled(tmp_path_factory):
+    """Per backend: the job's own savepoint at 128, its savepoint at 256, that one rescaled
+    to 128 (down) and back to 256 (up)."""
+    try:
+        own = flink_job.make_sql_snapshots(VERSION, [dict(backend=b, format="canonical") for b in BACKENDS])
+        wide = flink_job.make_sql_snapshots(VERSION, [dict(backend=b, format="canonical", max_parallelism=WIDE)
+                                                      for b in BACKENDS])
+    except flink_job.FlinkSetupError as e:
+        pytest.fail(str(e), pytrace=False)
+    out = {}
+    for backend, mine, base in zip(BACKENDS, own, wide):
+        work = tmp_path_factory.mktemp(f"sql-rescale-{backend}")
+        before = digest(base.path)
+        _ok(statectl("rescale", str(base.path), str(work / "down"), "--max-parallelism", str(JOB_MAX_PARALLELISM)))
+        _ok(statectl("rescale", str(work / "down"), str(work / "up"), "--max-parallelism", str(WIDE)))
+        assert digest(base.path) == before
+        out[backend] = dict(own=mine.path, base=base.path, down=work / "down", up=work / "up")
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_operator_is_at_the_new_max_parallelism(rescaled, backend):
+    paths = rescaled[backend]
+    for name, limit in (("down", JOB_MAX_PARALLELISM), ("up", WIDE)):
+        operators = open_flink_savepoint(str(paths[name])).metadata.operators
+        assert {op.max_parallelism for op in operators} == {limit}, name
+    keyed = [op for op in open_flink_savepoint(str(paths["down"])).operators if op.keyed_header is not None]
+    assert len(keyed) == 11
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_there_and_back_holds_the_bases_content_row_for_row(rescaled, backend):
+    paths = rescaled[backend]
+    base = savepoint_content(paths["base"])
+    assert sum(len(rows) for tables in base.values() for rows in tables.values()) > 500
+    assert savepoint_content(paths["down"]) == base
+    assert savepoint_content(paths["up"]) == base
+    # the job's own savepoint at 128 holds the same state as the one made at 256
+    assert savepoint_content(paths["own"]) == base
+
+
+def test_diff_content_only_finds_nothing(rescaled):
+    paths = rescaled["rocksdb"]
+    result = statectl("diff", "--content-only", str(paths["base"]), str(paths["down"]))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_sql_job_restores_the_rescaled_savepoints(rescaled):
+    items = [(rescaled[b][name], b) for b in BACKENDS for name in ("own", "down")]
+    dumps = [d["received_changelog"] for d in flink_job.restore_sql_many(VERSION, items)]
+    for i, backend in enumerate(BACKENDS):
+        own, down = dumps[2 * i], dumps[2 * i + 1]
+        assert down == own, backend
+        # restored state continues: the aggregates emit updates only, no key afresh
+        assert own["group_agg"] and {row[0] for row in own["group_agg"]} == {"-U", "+U"}
