@@ -5,8 +5,7 @@ states, timers, operator states) reads back identical, and the real SQL job rest
 and the modified savepoint and is fed the same input again: from the base every statement
 continues its state (dedup_first emits nothing, each key was seen), from the modified one
 dedup_first has forgotten every key and emits each key's first row again, while every other
-statement receives exactly what it receives from the base. A SQL operator's keyed state cannot be
-rescaled yet (its RowData key's placement is not computed): one line."""
+statement receives exactly what it receives from the base."""
 
 from __future__ import annotations
 
@@ -16,7 +15,6 @@ import pytest
 
 import flink_job
 from statectl.statefmt.flink.savepoint import keyed_table, open_flink_savepoint, operator_state_table, timers_table
-from tests.cli.test_flink_cli import error_line
 from tests.cli_runner import statectl
 from tests.writers.test_flink_modify import digest
 
@@ -87,11 +85,3 @@ def test_the_sql_job_restores_it_and_only_the_removed_operator_forgets(modified)
     # the kept aggregates continue from their restored counts: updates only, no new key
     assert base["group_agg"] and {row[0] for row in base["group_agg"]} == {"-U", "+U"}
 
-
-def test_rescaling_a_sql_operator_is_refused_in_one_line(modified, tmp_path):
-    snap, _, removed_id = modified
-    result = statectl("rescale", str(snap.path), str(tmp_path / "out"), "--max-parallelism", "256",
-                      "--operator-id", removed_id)
-    assert error_line(result, snap.path).startswith(f"error: cannot rescale: operator '{removed_id}': "
-                                                    "a RowData<")
-    assert not (tmp_path / "out").exists()
