@@ -29,21 +29,24 @@ def _canonical(value, t: pa.DataType):
     return value
 
 
-def _rows(table: pa.Table) -> list[str]:
+def _rows(table: pa.Table, as_stored: bool) -> list[str]:
+    if as_stored:
+        return sorted(json.dumps(r, sort_keys=True, default=str) for r in table.to_pylist())
     table = table.drop_columns([c for c in table.column_names if c == KEY_GROUP])
     fields = list(table.schema)
     return sorted(json.dumps({f.name: _canonical(r[f.name], f.type) for f in fields}, sort_keys=True, default=str)
                   for r in table.to_pylist())
 
 
-def operator_content(path, operator_id: str) -> dict[str, list[str]]:
-    """One operator's tables as layout-free sorted rows: keyed, timers, each operator state."""
+def operator_content(path, operator_id: str, as_stored: bool = False) -> dict[str, list[str]]:
+    """One operator's tables as sorted rows: keyed, timers, each operator state; layout-free,
+    or *as_stored* (key groups and map entry order kept: for writes that keep the layout)."""
     op = open_flink_savepoint(str(path)).operator(operator_id)
-    out = {name: _rows(operator_state_table(op, name)) for name in op.operator_states}
+    out = {name: _rows(operator_state_table(op, name), as_stored) for name in op.operator_states}
     if op.keyed_schema is not None:
-        out["keyed"] = _rows(keyed_table(op))
+        out["keyed"] = _rows(keyed_table(op), as_stored)
         if any(m.kind == "timers" for m in op.keyed_header.states):
-            out["timers"] = _rows(timers_table(op))
+            out["timers"] = _rows(timers_table(op), as_stored)
     return out
 
 

@@ -14,7 +14,8 @@ import json
 import pytest
 
 import flink_job
-from statectl.statefmt.flink.savepoint import keyed_table, open_flink_savepoint, operator_state_table, timers_table
+from flink_sql_content import operator_content
+from statectl.statefmt.flink.savepoint import open_flink_savepoint
 from tests.cli_runner import statectl
 from tests.writers.test_flink_modify import digest
 
@@ -23,21 +24,6 @@ pytestmark = pytest.mark.slow  # the real SQL job restores
 VERSION = "2.3.0"
 SHAPE = dict(backend="hashmap", format="canonical")
 REMOVED = "Deduplicate[17]"
-
-
-def _rows(table) -> list[str]:
-    return sorted(json.dumps(r, sort_keys=True, default=str) for r in table.to_pylist())
-
-
-def state_of(path, operator_id: str) -> dict:
-    """Every table of one operator, read without Spark: keyed states, timers, operator states."""
-    op = open_flink_savepoint(str(path)).operator(operator_id)
-    out = {name: _rows(operator_state_table(op, name)) for name in op.operator_states}
-    if op.keyed_schema is not None:
-        out["keyed"] = _rows(keyed_table(op))
-        if any(m.kind == "timers" for m in op.keyed_header.states):
-            out["timers"] = _rows(timers_table(op))
-    return out
 
 
 def _changelog(rows: list) -> list:
@@ -64,9 +50,9 @@ def test_the_other_operators_state_reads_back_identical(modified):
     ids = {o["operator_id"] for o in snap.expected["operators"].values()} - {removed_id}
     assert len(ids) == 10
     for operator_id in sorted(ids):
-        state = state_of(snap.path, operator_id)
+        state = operator_content(snap.path, operator_id, as_stored=True)
         assert state["keyed"], operator_id
-        assert state_of(out, operator_id) == state, operator_id
+        assert operator_content(out, operator_id, as_stored=True) == state, operator_id
     kept = {op.operator_id for op in open_flink_savepoint(str(out)).metadata.operators}
     every = {op.operator_id for op in open_flink_savepoint(str(snap.path)).metadata.operators}
     assert kept == every - {removed_id}

@@ -7,7 +7,8 @@ binding naming its own serializers, so ``rescale`` (or ``bootstrap --format flin
 maps as rows (one per element or entry, lists ordered by position), REDUCING and AGGREGATING
 states as value columns with their Flink kind, timers per domain and service, operator list
 state with its ``subtask`` column. :func:`operator_spec` states that operator as one spec entry
-whose inputs are named DataFrames.
+whose inputs are named DataFrames. A SQL operator's binding is its base header's types as read
+and that header itself, which the writer copies (RowData has no binding text).
 """
 
 from __future__ import annotations
@@ -300,5 +301,6 @@ def operator_spec(spark, fsp: FlinkSavepoint, op: FlinkOperatorInfo, parallelism
     for state in data.operator_states:
         section = "broadcast_state" if isinstance(state, BroadcastState) else "operator_state"
         entry.setdefault(section, []).append(_state_spec(state, frame))
-    entry["flink"] = _binding_spec(data.flink)
+    if data.flink.header is None:  # a SQL operator's serializers come from its base (no binding text)
+        entry["flink"] = _binding_spec(data.flink)
     return entry, frames
