@@ -1,5 +1,5 @@
-"""`rescale` of the suite's Flink 2.3 SQL job (mode=sql), hashmap and RocksDB: every keyed SQL
-operator (GROUP BY, deduplications, joins, windows, Top-N, OVER...) is written again at the new
+"""`rescale` of the suite's Flink SQL job (mode=sql; 2.3 hashmap and RocksDB, 1.20 RocksDB): every
+keyed SQL operator (GROUP BY, deduplications, joins, windows, Top-N, OVER...) is written again at the new
 max parallelism from its tables, its keys placed by Flink's hash of the key row, its header (the
 RowData serializer snapshots) copied from the base. The job's savepoint made at max parallelism
 256 is rescaled to 128 and back: each step holds the base's content row for row (every table,
@@ -19,8 +19,7 @@ from tests.writers.test_flink_modify import digest
 
 pytestmark = pytest.mark.slow  # Flink makes and restores the SQL job's savepoints; statectl runs Spark
 
-VERSION = "2.3.0"
-BACKENDS = ("hashmap", "rocksdb")
+CASES = (("2.3.0", "hashmap"), ("2.3.0", "rocksdb"), ("1.20.3", "rocksdb"))
 JOB_MAX_PARALLELISM = 128  # the SQL job's default
 WIDE = 256
 
@@ -31,28 +30,33 @@ def _ok(result) -> None:
 
 @pytest.fixture(scope="module")
 def rescaled(tmp_path_factory):
-    """Per backend: the job's own savepoint at 128, its savepoint at 256, that one rescaled
-    to 128 (down) and back to 256 (up)."""
-    try:
-        own = flink_job.make_sql_snapshots(VERSION, [dict(backend=b, format="canonical") for b in BACKENDS])
-        wide = flink_job.make_sql_snapshots(VERSION, [dict(backend=b, format="canonical", max_parallelism=WIDE)
-                                                      for b in BACKENDS])
-    except flink_job.FlinkSetupError as e:
-        pytest.fail(str(e), pytrace=False)
+    """Per (version, backend): the job's own savepoint at 128, its savepoint at 256, that one
+    rescaled to 128 (down) and back to 256 (up)."""
     out = {}
-    for backend, mine, base in zip(BACKENDS, own, wide):
-        work = tmp_path_factory.mktemp(f"sql-rescale-{backend}")
-        before = digest(base.path)
-        _ok(statectl("rescale", str(base.path), str(work / "down"), "--max-parallelism", str(JOB_MAX_PARALLELISM)))
-        _ok(statectl("rescale", str(work / "down"), str(work / "up"), "--max-parallelism", str(WIDE)))
-        assert digest(base.path) == before
-        out[backend] = dict(own=mine.path, base=base.path, down=work / "down", up=work / "up")
-    return out
+    for version in dict(CASES):
+        backends = [b for v, b in CASES if v == version]
+        try:
+            own = flink_job.make_sql_snapshots(version, [dict(backend=b, format="canonical") for b in backends])
+            wide = flink_job.make_sql_snapshots(version, [dict(backend=b, format="canonical", max_parallelism=WIDE)
+                                                          for b in backends])
+        except flink_job.FlinkSetupError as e:
+            pytest.fail(str(e), pytrace=False)
+        out.update({(version, b): (mine, base) for b, mine, base in zip(backends, own, wide)})
+    return {case: _rescaled(tmp_path_factory, case, *snaps) for case, snaps in out.items()}
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_every_operator_is_at_the_new_max_parallelism(rescaled, backend):
-    paths = rescaled[backend]
+def _rescaled(tmp_path_factory, case, mine, base) -> dict:
+    work = tmp_path_factory.mktemp(f"sql-rescale-{'-'.join(case)}")
+    before = digest(base.path)
+    _ok(statectl("rescale", str(base.path), str(work / "down"), "--max-parallelism", str(JOB_MAX_PARALLELISM)))
+    _ok(statectl("rescale", str(work / "down"), str(work / "up"), "--max-parallelism", str(WIDE)))
+    assert digest(base.path) == before
+    return dict(own=mine.path, base=base.path, down=work / "down", up=work / "up")
+
+
+@pytest.mark.parametrize("case", CASES, ids="-".join)
+def test_every_operator_is_at_the_new_max_parallelism(rescaled, case):
+    paths = rescaled[case]
     for name, limit in (("down", JOB_MAX_PARALLELISM), ("up", WIDE)):
         operators = open_flink_savepoint(str(paths[name])).metadata.operators
         assert {op.max_parallelism for op in operators} == {limit}, name
@@ -60,9 +64,9 @@ def test_every_operator_is_at_the_new_max_parallelism(rescaled, backend):
     assert len(keyed) == 11
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_there_and_back_holds_the_bases_content_row_for_row(rescaled, backend):
-    paths = rescaled[backend]
+@pytest.mark.parametrize("case", CASES, ids="-".join)
+def test_there_and_back_holds_the_bases_content_row_for_row(rescaled, case):
+    paths = rescaled[case]
     base = savepoint_content(paths["base"])
     assert sum(len(rows) for tables in base.values() for rows in tables.values()) > 500
     assert savepoint_content(paths["down"]) == base
@@ -72,16 +76,18 @@ def test_there_and_back_holds_the_bases_content_row_for_row(rescaled, backend):
 
 
 def test_diff_content_only_finds_nothing(rescaled):
-    paths = rescaled["rocksdb"]
+    paths = rescaled[CASES[0]]
     result = statectl("diff", "--content-only", str(paths["base"]), str(paths["down"]))
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_the_sql_job_restores_the_rescaled_savepoints(rescaled):
-    items = [(rescaled[b][name], b) for b in BACKENDS for name in ("own", "down")]
-    dumps = [d["received_changelog"] for d in flink_job.restore_sql_many(VERSION, items)]
-    for i, backend in enumerate(BACKENDS):
-        own, down = dumps[2 * i], dumps[2 * i + 1]
-        assert down == own, backend
-        # restored state continues: the aggregates emit updates only, no key afresh
-        assert own["group_agg"] and {row[0] for row in own["group_agg"]} == {"-U", "+U"}
+    for version in dict(CASES):
+        backends = [b for v, b in CASES if v == version]
+        items = [(rescaled[version, b][name], b) for b in backends for name in ("own", "down")]
+        dumps = [d["received_changelog"] for d in flink_job.restore_sql_many(version, items)]
+        for i, backend in enumerate(backends):
+            own, down = dumps[2 * i], dumps[2 * i + 1]
+            assert down == own, (version, backend)
+            # restored state continues: the aggregates emit updates only, no key afresh
+            assert own["group_agg"] and {row[0] for row in own["group_agg"]} == {"-U", "+U"}
