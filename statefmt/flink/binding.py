@@ -18,6 +18,7 @@ import pyarrow as pa
 from ..errors import FlinkEncodeError
 from . import serializers as S
 from . import types as T
+from .rowdata import RowData
 
 _B = S._BASE
 _A = S._ARRAY
@@ -206,9 +207,12 @@ def check_written_type(column: pa.DataType, declared: T.FlinkType, where: str) -
 
 
 def key_java_type(t: T.FlinkType, where: str):
-    """The Java type :mod:`keyhash` hashes a key of *t* as; POJO, Row and other keys are refused."""
+    """The Java type :mod:`keyhash` hashes a key of *t* as (None for a SQL operator's key row,
+    placed by the hash of its bytes: :mod:`rowdata_keys`); POJO, Row and other keys are refused."""
     from .model import java_key_type
     from ..errors import KeyTypeError
+    if isinstance(t, RowData):
+        return None
     try:
         return java_key_type(t, where)
     except KeyTypeError:

@@ -53,6 +53,7 @@ class KeyedHeader:
     key: T.FlinkType
     states: tuple[StateMeta, ...]
     length: int  # bytes the header takes
+    raw: bytes = b""  # the header as stored: a SQL operator's is copied by the writer (snapshot_write)
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,7 @@ def read_keyed_header(data: bytes, source: str) -> KeyedHeader:
     if n < 0:
         raise r.error(f"negative state count {n}", r.pos - 2)
     states = tuple(_keyed_state(*_meta(r, version), source) for _ in range(n))
-    return KeyedHeader(version, compressed, key, states, r.pos)
+    return KeyedHeader(version, compressed, key, states, r.pos, bytes(data[:r.pos]))
 
 
 def read_operator_header(data: bytes, source: str) -> OperatorHeader:

@@ -164,6 +164,18 @@ def keyed_header(key: T.FlinkType, states) -> bytes:
     return w.getvalue()
 
 
+def copied_keyed_header(raw: bytes) -> bytes:
+    """A keyed header read from a base (`KeyedHeader.raw`) as the writer's uncompressed streams
+    carry it: its serializer snapshots the bytes Flink wrote, never written again from types.
+    A SQL operator's (`RowDataSerializer`, its logical types and RAW serializers) are only
+    ever copied, so the restored job's compatibility check sees what it wrote itself."""
+    if len(raw) < 5 or raw[:4] != struct.pack(">i", KEYED_STREAM_VERSION):
+        raise UnsupportedFlinkFeature(f"cannot copy a keyed header of version "
+                                      f"{struct.unpack('>i', raw[:4])[0] if len(raw) >= 4 else '?'}; "
+                                      f"only version {KEYED_STREAM_VERSION} is written")
+    return raw[:4] + b"\x00" + raw[5:]  # usingKeyGroupCompression: false
+
+
 def operator_header(states) -> bytes:
     """An operator state stream's header (`OperatorBackendSerializationProxy` v6, uncompressed):
     list and union states, then broadcast states (value: the map value; user_key: the map key)."""

@@ -5,8 +5,7 @@ states, timers, operator states) reads back identical, and the real SQL job rest
 and the modified savepoint and is fed a second batch (mode=sql-restore): from the base every
 statement continues its state (dedup_first emits only keys the first batch lacked), from the
 modified one dedup_first has forgotten every key and emits each key's first row again, while every
-other statement receives exactly what it receives from the base. A SQL operator's keyed state cannot be
-rescaled yet (its RowData key's placement is not computed): one line."""
+other statement ends with the same table as from the base."""
 
 from __future__ import annotations
 
@@ -15,8 +14,8 @@ import json
 import pytest
 
 import flink_job
-from statectl.statefmt.flink.savepoint import keyed_table, open_flink_savepoint, operator_state_table, timers_table
-from tests.cli.test_flink_cli import error_line
+from flink_sql_content import operator_content
+from statectl.statefmt.flink.savepoint import open_flink_savepoint
 from tests.cli_runner import statectl
 from tests.writers.test_flink_modify import digest
 
@@ -25,21 +24,6 @@ pytestmark = pytest.mark.slow  # the real SQL job restores
 VERSION = "2.3.0"
 SHAPE = dict(backend="hashmap", format="canonical")
 REMOVED = "Deduplicate[17]"
-
-
-def _rows(table) -> list[str]:
-    return sorted(json.dumps(r, sort_keys=True, default=str) for r in table.to_pylist())
-
-
-def state_of(path, operator_id: str) -> dict:
-    """Every table of one operator, read without Spark: keyed states, timers, operator states."""
-    op = open_flink_savepoint(str(path)).operator(operator_id)
-    out = {name: _rows(operator_state_table(op, name)) for name in op.operator_states}
-    if op.keyed_schema is not None:
-        out["keyed"] = _rows(keyed_table(op))
-        if any(m.kind == "timers" for m in op.keyed_header.states):
-            out["timers"] = _rows(timers_table(op))
-    return out
 
 
 def _changelog(rows: list) -> list:
@@ -66,9 +50,9 @@ def test_the_other_operators_state_reads_back_identical(modified):
     ids = {o["operator_id"] for o in snap.expected["operators"].values()} - {removed_id}
     assert len(ids) == 10
     for operator_id in sorted(ids):
-        state = state_of(snap.path, operator_id)
+        state = operator_content(snap.path, operator_id, as_stored=True)
         assert state["keyed"], operator_id
-        assert state_of(out, operator_id) == state, operator_id
+        assert operator_content(out, operator_id, as_stored=True) == state, operator_id
     kept = {op.operator_id for op in open_flink_savepoint(str(out)).metadata.operators}
     every = {op.operator_id for op in open_flink_savepoint(str(snap.path)).metadata.operators}
     assert kept == every - {removed_id}
@@ -99,11 +83,3 @@ def _first_rows(events: list) -> list:
         first.setdefault(k, ["+I", k, name, v, price, ratio, flag, seen_at])
     return list(first.values())
 
-
-def test_rescaling_a_sql_operator_is_refused_in_one_line(modified, tmp_path):
-    snap, _, removed_id = modified
-    result = statectl("rescale", str(snap.path), str(tmp_path / "out"), "--max-parallelism", "256",
-                      "--operator-id", removed_id)
-    assert error_line(result, snap.path).startswith(f"error: cannot rescale: operator '{removed_id}': "
-                                                    "a RowData<")
-    assert not (tmp_path / "out").exists()

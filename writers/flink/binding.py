@@ -50,16 +50,22 @@ class StateBinding:
 
 @dataclass(frozen=True)
 class FlinkBinding:
+    """An operator's serializers. *header*: the base's keyed header, copied as it is, when the
+    types are a SQL operator's (RowData, which has no binding text): its states keep the
+    base's order, and no serializer snapshot is written from a type."""
+
     key: T.FlinkType | None = None
     namespace: T.FlinkType | None = None
     timer_service: str = DEFAULT_TIMER_SERVICE
     states: dict[str, StateBinding] = field(default_factory=dict)
+    header: bytes | None = None
 
     def state(self, name: str) -> StateBinding:
         return self.states.get(name, StateBinding())
 
     def __hash__(self):  # frozen with a dict: hash by its items
-        return hash((self.key, self.namespace, self.timer_service, tuple(sorted(self.states.items()))))
+        return hash((self.key, self.namespace, self.timer_service, tuple(sorted(self.states.items())),
+                     self.header))
 
 
 def _type(value: Any, where: str) -> T.FlinkType:

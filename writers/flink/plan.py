@@ -15,9 +15,10 @@ import pyarrow as pa
 from statectl.statefmt.errors import FlinkEncodeError, StatectlError
 from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.binding import LIST_SERIALIZER, MAP_SERIALIZER, NAMED, VOID, key_java_type
-from statectl.statefmt.flink.headers import StateMeta
+from statectl.statefmt.flink.headers import StateMeta, read_keyed_header
+from statectl.statefmt.flink.rowdata import RowData
 from statectl.statefmt.flink.savepoint_write import KeyedStreamFile, OperatorStreamFile, flink_operator
-from statectl.statefmt.flink.snapshot_write import keyed_header, operator_header
+from statectl.statefmt.flink.snapshot_write import copied_keyed_header, keyed_header, operator_header
 from statectl.statefmt.flink.stream_write import (KEY, KEY_GROUP, OperatorStreamPart, StreamState,
                                                   operator_stream, row_ddl, row_schema)
 from statectl.statefmt.keygroups import check_parallelism
@@ -78,7 +79,8 @@ class FlinkOperatorPlan:
         unknown = sorted(set(self.binding.states) - set(names) - {s.name for s in self.data.operator_states})
         if unknown:
             raise SpecError(f"{self.where}.flink.states: no state named {', '.join(map(repr, unknown))}")
-        self.keyed_header = keyed_header(key, metas)
+        self.keyed_header = keyed_header(key, metas) if self.binding.header is None else \
+            copied_keyed_header(self.binding.header)
         ordered = {e.state_id for _, encodings, _ in inputs for e in encodings if e.ordered}
         self.stream_states = tuple(StreamState(m.name, m.kind, f"{self.where}, {m.kind} state {m.name!r}",
                                                i in ordered) for i, m in enumerate(metas))
@@ -109,6 +111,10 @@ class FlinkOperatorPlan:
             key = fields[0] if len(fields) == 1 else T.Tuple(
                 f"org.apache.flink.api.java.tuple.Tuple{len(fields)}", fields,
                 "org.apache.flink.api.java.typeutils.runtime.TupleSerializer")
+        elif isinstance(key, RowData):
+            if len(keyed.key) != len(key.fields):
+                raise SpecError(f"{self.where}: the key row has {len(key.fields)} field(s) "
+                                f"({', '.join(key.names)}), {len(keyed.key)} key column(s) are given")
         elif len(keyed.key) > 1 and not (isinstance(key, T.Tuple) and len(key.fields) == len(keyed.key)):
             raise SpecError(f"{self.where}: {len(keyed.key)} key columns need a Tuple{len(keyed.key)} key type")
         else:
@@ -133,10 +139,16 @@ class FlinkOperatorPlan:
     def _keyed_inputs(self, keyed: KeyedData, key: T.FlinkType, ns: T.FlinkType) -> tuple[list, list]:
         """The keyed states' and timers' header entries, and the inputs they are read from:
         (DataFrame, its states' encodings, their columns' SQL); states of one input share it."""
-        metas, inputs = [], []
+        copied = self._copied_states()
+        metas, inputs = list(copied or ()), []
         for state in keyed.states:
-            meta, encoding, df, columns = self._keyed_state(state, len(metas), keyed, ns)
-            metas.append(meta)
+            state_id = len(metas) if copied is None else self._copied_id(copied, state.name, f"state {state.name!r}")
+            meta, encoding, df, columns = self._keyed_state(state, state_id, keyed, ns)
+            if copied is None:
+                metas.append(meta)
+            elif copied[state_id].kind != meta.kind:
+                raise SpecError(f"{self.where}, state {state.name!r}: the base's state is a {copied[state_id].kind} "
+                                f"state, given as a {meta.kind} state")
             shared = next((i for i in inputs if i[0] is df), None)
             if shared is None:
                 inputs.append((df, [encoding], columns))
@@ -145,18 +157,35 @@ class FlinkOperatorPlan:
                 shared[2].update(columns)
         service = self.binding.timer_service
         timer_ids = {}
-        for domain in TimerDomain.words():
+        for domain in TimerDomain.words() if copied is None else ():
             timer_ids[domain] = len(metas)
             metas.append(StateMeta(TIMER_STATE.format(domain=domain, service=service), "timers",
                                    T.Timer(key, ns, "org.apache.flink.streaming.api.operators.TimerSerializer"), ns))
         for t in keyed.timers:
             where = f"{self.where}, {t.domain}-time timers"
+            if copied is not None:
+                timer_ids[t.domain] = self._copied_id(copied, TIMER_STATE.format(domain=t.domain, service=service),
+                                                      f"{t.domain}-time timers")
             df = t.data if t.data is not None else keyed.data
             check_columns(df, [*keyed.key, t.column] + ([keyed.namespace] if keyed.namespace else []), where)
             state_id = timer_ids[t.domain]
             inputs.append((df, [StateEncoding(state_id, "timers", None, None, None, False, where)],
                            {f"_ts{state_id}": q(t.column)}))
         return metas, inputs
+
+    def _copied_states(self) -> tuple[StateMeta, ...] | None:
+        """The states of the base's header the write copies (a SQL operator's), else None."""
+        if self.binding.header is None:
+            return None
+        return read_keyed_header(self.binding.header, f"{self.where}, the base's header").states
+
+    def _copied_id(self, copied: tuple[StateMeta, ...], name: str, what: str) -> int:
+        """A state's id in the copied header: its position there."""
+        for i, meta in enumerate(copied):
+            if meta.name == name:
+                return i
+        known = ", ".join(repr(m.name) for m in copied if m.kind != "timers")
+        raise SpecError(f"{self.where}: {what} is not in the base's SQL operator, whose states are {known}")
 
     def _keyed_state(self, state, state_id: int, keyed: KeyedData, ns):
         """A keyed state's header entry, its encoding, its input and its columns' SQL."""

@@ -3,7 +3,8 @@
 Each chosen operator is read into its tables and written by the Flink writer as
 :func:`.source.operator_data` states it: every key's group is Flink's hash for the new max
 parallelism, and every state's serializer is the one the base's snapshot names (a state or
-key the writer cannot bind is refused before Spark starts). The other operators are shallow
+key the writer cannot bind is refused before Spark starts; a SQL operator's header, its RowData
+serializer snapshots included, is copied from the base and its key rows placed by their bytes' hash). The other operators are shallow
 pointer copies of the base's, their lineage recorded beside `_metadata`; the base is only
 read. When every keyed operator is rescaled, the others (operator state only, or none) are
 given the new max parallelism too, in `_metadata` alone (:mod:`.write`): Flink checks every

@@ -7,7 +7,8 @@ binding naming its own serializers, so ``rescale`` (or ``bootstrap --format flin
 maps as rows (one per element or entry, lists ordered by position), REDUCING and AGGREGATING
 states as value columns with their Flink kind, timers per domain and service, operator list
 state with its ``subtask`` column. :func:`operator_spec` states that operator as one spec entry
-whose inputs are named DataFrames.
+whose inputs are named DataFrames. A SQL operator's binding is its base header's types as read
+and that header itself, which the writer copies (RowData has no binding text).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from statectl.statefmt.errors import FlinkEncodeError, UnknownOperatorError, Usa
 from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.binding import key_java_type, parse_type, type_text
 from statectl.statefmt.flink.describe import FlinkOperatorInfo, FlinkSavepoint
+from statectl.statefmt.flink.rowdata import RowData
 from statectl.statefmt.flink.savepoint import read_split
 from statectl.statefmt.flink.tables import key_fields, operator_list_schema, timer_service
 from statectl.statefmt.ids import OperatorRef
@@ -26,6 +28,7 @@ from statectl.statefmt.vocabulary import TimerDomain
 
 from ..definitions import (BroadcastState, KeyedData, ListState, MapState, OperatorData, OperatorListState,
                            Timers, UnionListState, ValueState)
+from ..errors import SpecError
 from .binding import DEFAULT_TIMER_SERVICE, FLINK_KINDS, FlinkBinding, StateBinding
 
 # --- the binding -------------------------------------------------------------------------------
@@ -39,37 +42,45 @@ def _bound(t: T.FlinkType) -> T.FlinkType:
     return parse_type(type_text(t), "binding")
 
 
+def _as_read(t: T.FlinkType) -> T.FlinkType:
+    """A SQL operator's type as its base's header states it (its header is copied, not written)."""
+    return t
+
+
 def _state_binding(where: str, t: T.FlinkType, ttl: bool, kind: str | None = None,
-                   key: T.FlinkType | None = None) -> StateBinding:
+                   key: T.FlinkType | None = None, bound=_bound) -> StateBinding:
     try:
-        return StateBinding(_bound(t), ttl, kind if kind in FLINK_KINDS else None,
-                            _bound(key) if key is not None else None)
+        return StateBinding(bound(t), ttl, kind if kind in FLINK_KINDS else None,
+                            bound(key) if key is not None else None)
     except FlinkEncodeError as e:
         raise FlinkEncodeError(f"{where}: {e}") from None
 
 
-def _keyed_state_binding(where: str, meta) -> StateBinding:
+def _keyed_state_binding(where: str, meta, bound) -> StateBinding:
     at = f"{where}, state {meta.name!r}"
     if meta.kind == "list":
-        return _state_binding(at, *_plain(meta.value.element))
+        return _state_binding(at, *_plain(meta.value.element), bound=bound)
     if meta.kind == "map":
         value, ttl = _plain(meta.value.value)
-        return _state_binding(at, value, ttl, key=meta.value.key)
+        return _state_binding(at, value, ttl, key=meta.value.key, bound=bound)
     if meta.kind in ("value", "reducing", "aggregating"):
-        return _state_binding(at, *_plain(meta.value), meta.kind)
+        return _state_binding(at, *_plain(meta.value), meta.kind, bound=bound)
     raise FlinkEncodeError(f"{at}: {meta.kind} state cannot be written to a Flink savepoint")
 
 
 def _keyed_binding(where: str, header) -> dict:
-    """The key, namespace, timer service and states of a keyed operator's binding."""
+    """The key, namespace, timer service and states of a keyed operator's binding; a SQL
+    operator's (a RowData key) its types as read, and its header, which the writer copies."""
+    sql = isinstance(header.key, RowData)
+    bound = _as_read if sql else _bound
     key_java_type(header.key, where)
-    found: dict = {"key": _bound(header.key), "states": {}}
+    found: dict = {"key": bound(header.key), "states": {}, **({"header": header.raw} if sql else {})}
     namespaces = [m.namespace for m in header.states if m.kind != "timers"]
-    if namespaces and isinstance(namespaces[0], T.TimeWindow):
-        found["namespace"] = _bound(namespaces[0])
+    if namespaces and (sql or isinstance(namespaces[0], T.TimeWindow)):
+        found["namespace"] = bound(namespaces[0])
     for meta in header.states:
         if meta.kind != "timers":
-            found["states"][meta.name] = _keyed_state_binding(where, meta)
+            found["states"][meta.name] = _keyed_state_binding(where, meta, bound)
     services = {timer_service(m.name)[1] for m in header.states if m.kind == "timers"}
     if len(services) > 1:
         raise FlinkEncodeError(f"{where}: timers of several services ({', '.join(sorted(services))}) "
@@ -82,7 +93,7 @@ def _keyed_binding(where: str, header) -> dict:
 def operator_binding(op: FlinkOperatorInfo) -> FlinkBinding:
     """The binding naming *op*'s serializers; one line naming the state when one has no binding
     the writer knows (Kryo, Avro, Row...), or the key when Flink's hash of it cannot be computed
-    (POJO, Row, opaque keys)."""
+    (POJO, Row, opaque keys). A SQL operator's are its header's own, copied by the writer."""
     where = f"operator {op.label!r}"
     try:
         found = _keyed_binding(where, op.keyed_header) if op.keyed_header is not None else {"states": {}}
@@ -92,7 +103,7 @@ def operator_binding(op: FlinkOperatorInfo) -> FlinkBinding:
     except FlinkEncodeError as e:
         raise UsageError(str(e)) from None
     return FlinkBinding(found.get("key"), found.get("namespace"),
-                        found.get("timer_service", DEFAULT_TIMER_SERVICE), found["states"])
+                        found.get("timer_service", DEFAULT_TIMER_SERVICE), found["states"], found.get("header"))
 
 
 # --- the data ------------------------------------------------------------------------------------
@@ -210,6 +221,8 @@ def on_flink_base(fsp: FlinkSavepoint, data: OperatorData) -> OperatorData:
     except UsageError:  # a state of the base has no binding: the spec's alone decides
         known = FlinkBinding()
     given = data.flink
+    if known.header is not None:
+        return _on_sql_base(op, data, known)
     names = [s.name for s in data.keyed.states] if isinstance(data.keyed, KeyedData) else []
     names += [s.name for s in data.operator_states]
     states = {}
@@ -220,6 +233,15 @@ def on_flink_base(fsp: FlinkSavepoint, data: OperatorData) -> OperatorData:
     binding = FlinkBinding((given and given.key) or known.key, (given and given.namespace) or known.namespace,
                            given.timer_service if given else known.timer_service, states)
     return dataclasses.replace(data, flink=binding, max_parallelism=data.max_parallelism or op.max_parallelism)
+
+
+def _on_sql_base(op: FlinkOperatorInfo, data: OperatorData, known: FlinkBinding) -> OperatorData:
+    """*data* replacing a SQL operator: written with the base's header and types (a RowData
+    serializer has no binding text, and the job restores only its own snapshots)."""
+    if data.flink is not None and data.flink != FlinkBinding():
+        raise SpecError(f"operator {data.label!r}: a SQL operator's serializers are its base's (copied); "
+                        "leave out its flink: binding")
+    return dataclasses.replace(data, flink=known, max_parallelism=data.max_parallelism or op.max_parallelism)
 
 
 
@@ -279,5 +301,6 @@ def operator_spec(spark, fsp: FlinkSavepoint, op: FlinkOperatorInfo, parallelism
     for state in data.operator_states:
         section = "broadcast_state" if isinstance(state, BroadcastState) else "operator_state"
         entry.setdefault(section, []).append(_state_spec(state, frame))
-    entry["flink"] = _binding_spec(data.flink)
+    if data.flink.header is None:  # a SQL operator's serializers come from its base (no binding text)
+        entry["flink"] = _binding_spec(data.flink)
     return entry, frames
