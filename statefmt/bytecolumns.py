@@ -42,6 +42,8 @@ def struct_fields(values: pa.Array, names: list[str], what: str, where: str) -> 
     if missing:
         raise FlinkEncodeError(f"{where}: the struct has no field(s) {', '.join(missing)} "
                                f"for {what} (it has {', '.join(have) or 'none'})")
+    import pyarrow.compute as pc
+
     return [pc.struct_field(values, [have.index(n)]) for n in names]
 
 
