@@ -5,9 +5,13 @@ RowData serializer snapshots) copied from the base. The job's savepoint made at 
 256 is rescaled to 128 and back: each step holds the base's content row for row (every table,
 every column, RowKinds, timers; `flink_sql_content`), `diff --content-only` finds nothing, and
 the real SQL job restores each rescaled savepoint at its max parallelism and, fed a second batch,
-receives what it receives from the savepoint it made itself at 128."""
+makes the same net change to every statement's table as from the savepoint it made itself at
+128 (at 128, the same changes too, but for retract_agg's order-dependent intermediate updates)."""
 
 from __future__ import annotations
+
+import json
+from collections import Counter
 
 import pytest
 
@@ -86,6 +90,18 @@ def _changes(dump: dict) -> dict:
     return {s: flink_job.sorted_rows(st["received_changelog"]) for s, st in dump["statements"].items()}
 
 
+def _net(changes: dict) -> dict:
+    """Each statement's net change to its table (rows added less rows retracted), whatever the
+    order and the intermediate updates."""
+    net = {}
+    for statement, rows in changes.items():
+        counts = Counter()
+        for kind, *row in rows:
+            counts[json.dumps(row)] += 1 if kind in ("+I", "+U") else -1
+        net[statement] = {row: n for row, n in counts.items() if n}
+    return net
+
+
 def test_the_sql_job_restores_the_rescaled_savepoints(rescaled):
     """Fed a second batch (mode=sql-restore), the job restored from the rescaled savepoints (down at
     128, up at 256) emits what it emits from its own savepoint at 128, and group_agg what the model
@@ -97,5 +113,10 @@ def test_the_sql_job_restores_the_rescaled_savepoints(rescaled):
         dumps = flink_job.restore_sqls(version, items)
         for i, backend in enumerate(backends):
             own, down, up = (_changes(d) for d in dumps[3 * i:3 * i + 3])
-            assert down == own and up == own, (version, backend)
+            # a statement over another's changes (retract_agg over a deduplication) sees them from
+            # several subtasks interleaved as they come, so its intermediate updates differ from
+            # run to run while every table ends the same: compared by net change
+            assert _net(down) == _net(own) and _net(up) == _net(own), (version, backend)
+            assert {s: rows for s, rows in down.items() if s != "retract_agg"} == \
+                {s: rows for s, rows in own.items() if s != "retract_agg"}, (version, backend)
             assert own["group_agg"] == flink_job.sorted_rows(dumps[3 * i]["model_after_restore"]["group_agg"])
