@@ -7,6 +7,7 @@ savepoints of one job before and after a rescale hold the same content, row for 
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pyarrow as pa
 
@@ -54,3 +55,25 @@ def savepoint_content(path) -> dict[str, dict[str, list[str]]]:
     """Every operator's content, by operator id."""
     return {op.operator_id: operator_content(path, op.operator_id)
             for op in open_flink_savepoint(str(path)).metadata.operators}
+
+
+def restored_changes(dump: dict) -> dict[str, list]:
+    """Each statement's changelog after a restore (flink_job.restore_sqls), in one order whatever
+    the order its rows came in."""
+    import flink_job
+
+    return {s: flink_job.sorted_rows(st["received_changelog"]) for s, st in dump["statements"].items()}
+
+
+def net_changes(changes: dict[str, list]) -> dict[str, dict[str, int]]:
+    """Each statement's net change to its table (rows added less rows retracted). A statement over
+    another's changes (retract_agg over a deduplication) sees them from several subtasks
+    interleaved as they come, so its intermediate updates differ from run to run while its table
+    ends the same: compare such runs by net change."""
+    net = {}
+    for statement, rows in changes.items():
+        counts = Counter()
+        for kind, *row in rows:
+            counts[json.dumps(row)] += 1 if kind in ("+I", "+U") else -1
+        net[statement] = {row: n for row, n in counts.items() if n}
+    return net

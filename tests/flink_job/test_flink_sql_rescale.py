@@ -10,13 +10,10 @@ makes the same net change to every statement's table as from the savepoint it ma
 
 from __future__ import annotations
 
-import json
-from collections import Counter
-
 import pytest
 
 import flink_job
-from flink_sql_content import savepoint_content
+from flink_sql_content import net_changes, restored_changes, savepoint_content
 from statectl.statefmt.flink.savepoint import open_flink_savepoint
 from tests.cli_runner import statectl
 from tests.writers.test_flink_modify import digest
@@ -85,23 +82,6 @@ def test_diff_content_only_finds_nothing(rescaled):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def _changes(dump: dict) -> dict:
-    """Each statement's changelog after the restore, in one order whatever the order rows came in."""
-    return {s: flink_job.sorted_rows(st["received_changelog"]) for s, st in dump["statements"].items()}
-
-
-def _net(changes: dict) -> dict:
-    """Each statement's net change to its table (rows added less rows retracted), whatever the
-    order and the intermediate updates."""
-    net = {}
-    for statement, rows in changes.items():
-        counts = Counter()
-        for kind, *row in rows:
-            counts[json.dumps(row)] += 1 if kind in ("+I", "+U") else -1
-        net[statement] = {row: n for row, n in counts.items() if n}
-    return net
-
-
 def test_the_sql_job_restores_the_rescaled_savepoints(rescaled):
     """Fed a second batch (mode=sql-restore), the job restored from the rescaled savepoints (down at
     128, up at 256) emits what it emits from its own savepoint at 128, and group_agg what the model
@@ -112,11 +92,9 @@ def test_the_sql_job_restores_the_rescaled_savepoints(rescaled):
                  for name, limit in (("own", JOB_MAX_PARALLELISM), ("down", JOB_MAX_PARALLELISM), ("up", WIDE))]
         dumps = flink_job.restore_sqls(version, items)
         for i, backend in enumerate(backends):
-            own, down, up = (_changes(d) for d in dumps[3 * i:3 * i + 3])
-            # a statement over another's changes (retract_agg over a deduplication) sees them from
-            # several subtasks interleaved as they come, so its intermediate updates differ from
-            # run to run while every table ends the same: compared by net change
-            assert _net(down) == _net(own) and _net(up) == _net(own), (version, backend)
+            own, down, up = (restored_changes(d) for d in dumps[3 * i:3 * i + 3])
+            # retract_agg's intermediate updates differ from run to run (see net_changes)
+            assert net_changes(down) == net_changes(own) and net_changes(up) == net_changes(own), (version, backend)
             assert {s: rows for s, rows in down.items() if s != "retract_agg"} == \
                 {s: rows for s, rows in own.items() if s != "retract_agg"}, (version, backend)
             assert own["group_agg"] == flink_job.sorted_rows(dumps[3 * i]["model_after_restore"]["group_agg"])
