@@ -52,7 +52,7 @@ class FlinkSetupError(RuntimeError):
 
 
 class FlinkJobError(RuntimeError):
-    """The Flink job failed; the message holds the end of its output."""
+    """The Flink job failed; the message holds the causes in its output and its end."""
 
 
 def flink_home() -> Path:
@@ -197,7 +197,10 @@ def run_job(version: str, runs: list[dict[str, str]], timeout: float = 1800) -> 
            "-cp", f"{classes}:{lib_dir(version)}/*", "flinkjob.Main", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-40:])
+        lines = (proc.stdout + proc.stderr).splitlines()
+        # the causes, then the end: a shutdown's own warnings may follow the failure's trace
+        causes = list(dict.fromkeys(line.strip() for line in lines if line.lstrip().startswith("Caused by:")))
+        tail = "\n".join([*causes, "...", *lines[-40:]])
         raise FlinkJobError(f"the Flink {version} job failed (exit {proc.returncode}):\n{tail}")
     return proc.stdout
 
