@@ -29,6 +29,7 @@ import os
 import shutil
 
 C1_ONLY = "-XX:TieredStopAtLevel=1"
+SHARED_ARCHIVE = "-XX:SharedArchiveFile="  # followed by the archive's path
 C1_READ_BYTES = 1 << 30
 
 
@@ -49,7 +50,7 @@ def class_data_sharing() -> list[str]:
             _take(dump, archive)
     if os.path.exists(archive):
         # a JVM that dies on the archive writes its crash report beside it, not in the user's folder
-        return [f"-XX:SharedArchiveFile={archive}", f"-XX:ErrorFile={crash_report_pattern(archive)}"]
+        return [f"{SHARED_ARCHIVE}{archive}", f"-XX:ErrorFile={crash_report_pattern(archive)}"]
     if any(_alive(d) for d in glob.glob(glob.escape(archive) + ".*.tmp")):
         return []
     return [f"-XX:ArchiveClassesAtExit={archive}.{os.getpid()}.tmp"]
@@ -60,8 +61,8 @@ def without_archive(options: str) -> str:
     with it, and it must not stop the commands after this one either."""
     kept = []
     for option in options.split():
-        if option.startswith("-XX:SharedArchiveFile="):
-            archive = option.split("=", 1)[1]
+        if option.startswith(SHARED_ARCHIVE):
+            archive = option[len(SHARED_ARCHIVE):]
             for path in [archive, *glob.glob(crash_report_pattern(archive).replace("%p", "*"))]:
                 try:
                     os.remove(path)

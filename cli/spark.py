@@ -48,13 +48,13 @@ def spark_session(master: str | None = None, app_name: str = "statectl", read_by
     if not _starts_a_jvm():
         return builder.getOrCreate()
     builder = builder.config("spark.sql.warehouse.dir", _warehouse())
-    from .jvm import driver_java_options, without_archive
+    from .jvm import SHARED_ARCHIVE, driver_java_options, without_archive
 
     options = driver_java_options(read_bytes)
     try:
         return builder.config("spark.driver.extraJavaOptions", options).getOrCreate()
     except Exception as e:  # PySpark's gateway error: the JVM ended before it was up
-        if "JAVA_GATEWAY_EXITED" not in str(e) or without_archive(options) == options:
+        if "JAVA_GATEWAY_EXITED" not in str(e) or SHARED_ARCHIVE not in options:
             raise
     return builder.config("spark.driver.extraJavaOptions", without_archive(options)).getOrCreate()
 
