@@ -53,7 +53,7 @@ def child(savepoint: str, uid: str, plain_jvm: bool) -> None:
     if plain_jvm:
         import statectl.cli.jvm
 
-        statectl.cli.jvm.driver_java_options = lambda read_bytes: ""
+        statectl.cli.jvm.driver_java_options = lambda read_bytes, user_properties=None: ""
     mark = time.perf_counter()
 
     def step(name: str) -> None:
