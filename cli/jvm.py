@@ -20,7 +20,8 @@
 
 The user's own ``spark.driver.extraJavaOptions`` (spark-defaults.conf, `cli.sparkconf`) come
 first and stay; statectl's are added after them, less any that the user's options (or
-``spark.driver.defaultJavaOptions``) already decide: their ``-XX:TieredStopAtLevel`` or
+``spark.driver.defaultJavaOptions``, ``JAVA_TOOL_OPTIONS``, ``JDK_JAVA_OPTIONS``, which the
+command line would override) already decide: their ``-XX:TieredStopAtLevel`` or
 ``-XX:[+-]TieredCompilation`` keeps C1-only out, their own archive or ``-Xshare`` keeps the
 class-data sharing out, their ``-XX:ErrorFile`` keeps the crash report where they put it.
 
@@ -42,6 +43,7 @@ C1_READ_BYTES = 1 << 30
 
 EXTRA_JAVA_OPTIONS = "spark.driver.extraJavaOptions"  # the user's, then statectl's
 DEFAULT_JAVA_OPTIONS = "spark.driver.defaultJavaOptions"  # an administrator's, applied before; left as is
+JAVA_ENVIRONMENT = ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS")  # the JVM reads them before its command line
 COMPILER_OPTIONS = ("-XX:TieredStopAtLevel=", "-XX:-TieredCompilation", "-XX:+TieredCompilation")
 SHARING_OPTIONS = (SHARED_ARCHIVE, "-XX:ArchiveClassesAtExit=", "-Xshare:", "-XX:+AutoCreateSharedArchive")
 
@@ -49,8 +51,8 @@ SHARING_OPTIONS = (SHARED_ARCHIVE, "-XX:ArchiveClassesAtExit=", "-Xshare:", "-XX
 def driver_java_options(read_bytes: int | None = None, user_properties: dict[str, str] | None = None) -> str:
     """statectl's options for the driver JVM: C1 only for a read of at most :data:`C1_READ_BYTES`
     (*read_bytes* None: not only a read), and the class-data-sharing archive where one can be
-    kept; each left out where the user's own Spark properties already decide it."""
-    user = _tokens(" ".join((user_properties or {}).get(k, "") for k in (DEFAULT_JAVA_OPTIONS, EXTRA_JAVA_OPTIONS)))
+    kept; each left out where the user's own Spark properties or Java environment already decide it."""
+    user = _users_options(user_properties or {})
     c1 = [C1_ONLY] if read_bytes is not None and read_bytes <= C1_READ_BYTES and \
         not _sets(user, COMPILER_OPTIONS) else []
     sharing = [] if _sets(user, SHARING_OPTIONS) else class_data_sharing()
@@ -62,6 +64,12 @@ def driver_java_options(read_bytes: int | None = None, user_properties: dict[str
 def extra_java_options(user_properties: dict[str, str], ours: str) -> str:
     """:data:`EXTRA_JAVA_OPTIONS` as statectl sets it: the user's own, then *ours*."""
     return " ".join(o for o in (user_properties.get(EXTRA_JAVA_OPTIONS, "").strip(), ours) if o)
+
+
+def _users_options(user_properties: dict[str, str]) -> list[str]:
+    """Every JVM option the user gave the driver, by Spark property or by environment."""
+    given = [user_properties.get(k, "") for k in (DEFAULT_JAVA_OPTIONS, EXTRA_JAVA_OPTIONS)]
+    return _tokens(" ".join([*given, *(os.environ.get(v, "") for v in JAVA_ENVIRONMENT)]))
 
 
 def _tokens(options: str) -> list[str]:

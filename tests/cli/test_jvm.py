@@ -18,6 +18,8 @@ from statectl.cli import jvm, sparkconf
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    for variable in jvm.JAVA_ENVIRONMENT:  # the user's own JVM options would leave statectl's out
+        monkeypatch.delenv(variable, raising=False)
     return tmp_path / "statectl" / "jvm"
 
 
@@ -28,7 +30,7 @@ def test_the_first_command_dumps_the_archive_to_a_name_of_its_own(cache):
 
 
 
-def test_c1_only_for_a_read_of_at_most_1_gib():
+def test_c1_only_for_a_read_of_at_most_1_gib(cache):
     assert jvm.driver_java_options(jvm.C1_READ_BYTES).startswith("-XX:TieredStopAtLevel=1 ")
     assert "TieredStopAtLevel" not in jvm.driver_java_options(jvm.C1_READ_BYTES + 1)
     assert "TieredStopAtLevel" not in jvm.driver_java_options(None)  # a write, a rescale, a diff
@@ -131,6 +133,12 @@ def test_statectl_options_follow_the_users(cache):
 def test_the_users_compiler_choice_keeps_c1_only_out(cache, option):
     for key in ("spark.driver.extraJavaOptions", "spark.driver.defaultJavaOptions"):
         assert "TieredStopAtLevel" not in jvm.driver_java_options(1, {key: f"-Dx=1 {option}"})
+
+
+@pytest.mark.parametrize("variable", ["JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS"])
+def test_the_users_java_environment_is_not_overridden(cache, monkeypatch, variable):
+    monkeypatch.setenv(variable, "-XX:TieredStopAtLevel=4 -Xshare:off")
+    assert jvm.driver_java_options(1, {}) == ""
 
 
 @pytest.mark.parametrize("option", ["-XX:SharedArchiveFile=/mine.jsa", "-Xshare:off", "-XX:ArchiveClassesAtExit=/x"])
