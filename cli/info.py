@@ -6,6 +6,9 @@ answers ``info SAVEPOINT [--json]`` without building the typer app.
 
 from __future__ import annotations
 
+import contextlib
+import gc
+
 
 def show_info(savepoint: str, json_: bool = False, checkpoint: int | None = None) -> None:
     from statectl.statefmt.formats import load
@@ -14,4 +17,19 @@ def show_info(savepoint: str, json_: bool = False, checkpoint: int | None = None
     from .snapshots import opened
     from .summary import savepoint_summary
 
-    output_for(json_).savepoint_info(savepoint_summary(load(opened(savepoint, checkpoint))))
+    with _no_cycle_collection():
+        output_for(json_).savepoint_info(savepoint_summary(load(opened(savepoint, checkpoint))))
+
+
+@contextlib.contextmanager
+def _no_cycle_collection():
+    """The cyclic garbage collector paused: describing a savepoint allocates a few hundred
+    thousand objects, freed by their reference counts, and the collector's passes over the
+    ones still alive took a tenth of `info`'s CPU on a 1,000-operator Flink savepoint."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
