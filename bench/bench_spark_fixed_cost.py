@@ -53,7 +53,7 @@ def child(savepoint: str, uid: str, plain_jvm: bool) -> None:
     if plain_jvm:
         import statectl.cli.jvm
 
-        statectl.cli.jvm.driver_java_options = lambda read_bytes: ""
+        statectl.cli.jvm.driver_java_options = lambda read_bytes, user_properties=None: ""
     mark = time.perf_counter()
 
     def step(name: str) -> None:
@@ -62,7 +62,7 @@ def child(savepoint: str, uid: str, plain_jvm: bool) -> None:
         steps[name] = now - mark
         mark = now
 
-    from statectl.cli.main import app  # noqa: F401  (the console script's imports)
+    from statectl.cli.app import app  # noqa: F401  (the console script's imports)
     from statectl.readers import SavepointReader
     from statectl.readers.resolve import choose_table
     from statectl.statefmt.formats import load

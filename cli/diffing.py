@@ -37,7 +37,7 @@ def diff(
     from statectl.readers.diff import diff_savepoints
     from statectl.statefmt.formats import load
 
-    from .listing import opened
+    from .snapshots import opened
     from .output import output_for
     from .summary import diff_summary
 

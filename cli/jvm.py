@@ -18,6 +18,13 @@
   the working directory) are removed (:func:`without_archive`), so the next command dumps a
   new one.
 
+The user's own ``spark.driver.extraJavaOptions`` (spark-defaults.conf, `cli.sparkconf`) come
+first and stay; statectl's are added after them, less any that the user's options (or
+``spark.driver.defaultJavaOptions``, ``JAVA_TOOL_OPTIONS``, ``JDK_JAVA_OPTIONS``, which the
+command line would override) already decide: their ``-XX:TieredStopAtLevel`` or
+``-XX:[+-]TieredCompilation`` keeps C1-only out, their own archive or ``-Xshare`` keeps the
+class-data sharing out, their ``-XX:ErrorFile`` keeps the crash report where they put it.
+
 `bench/bench_spark_fixed_cost.py` measures the start-up with and without them.
 """
 
@@ -26,18 +33,55 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
+import shlex
 import shutil
 
 C1_ONLY = "-XX:TieredStopAtLevel=1"
 SHARED_ARCHIVE = "-XX:SharedArchiveFile="  # followed by the archive's path
+ERROR_FILE = "-XX:ErrorFile="
 C1_READ_BYTES = 1 << 30
 
+EXTRA_JAVA_OPTIONS = "spark.driver.extraJavaOptions"  # the user's, then statectl's
+DEFAULT_JAVA_OPTIONS = "spark.driver.defaultJavaOptions"  # an administrator's, applied before; left as is
+JAVA_ENVIRONMENT = ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS")  # the JVM reads them before its command line
+COMPILER_OPTIONS = ("-XX:TieredStopAtLevel=", "-XX:-TieredCompilation", "-XX:+TieredCompilation")
+SHARING_OPTIONS = (SHARED_ARCHIVE, "-XX:ArchiveClassesAtExit=", "-Xshare:", "-XX:+AutoCreateSharedArchive")
 
-def driver_java_options(read_bytes: int | None = None) -> str:
-    """The driver JVM's options: C1 only for a read of at most :data:`C1_READ_BYTES` (*read_bytes*
-    None: not only a read), and the class-data-sharing archive where one can be kept."""
-    c1 = [C1_ONLY] if read_bytes is not None and read_bytes <= C1_READ_BYTES else []
-    return " ".join([*c1, *class_data_sharing()])
+
+def driver_java_options(read_bytes: int | None = None, user_properties: dict[str, str] | None = None) -> str:
+    """statectl's options for the driver JVM: C1 only for a read of at most :data:`C1_READ_BYTES`
+    (*read_bytes* None: not only a read), and the class-data-sharing archive where one can be
+    kept; each left out where the user's own Spark properties or Java environment already decide it."""
+    user = _users_options(user_properties or {})
+    c1 = [C1_ONLY] if read_bytes is not None and read_bytes <= C1_READ_BYTES and \
+        not _sets(user, COMPILER_OPTIONS) else []
+    sharing = [] if _sets(user, SHARING_OPTIONS) else class_data_sharing()
+    if _sets(user, (ERROR_FILE,)):
+        sharing = [o for o in sharing if not o.startswith(ERROR_FILE)]
+    return " ".join([*c1, *sharing])
+
+
+def extra_java_options(user_properties: dict[str, str], ours: str) -> str:
+    """:data:`EXTRA_JAVA_OPTIONS` as statectl sets it: the user's own, then *ours*."""
+    return " ".join(o for o in (user_properties.get(EXTRA_JAVA_OPTIONS, "").strip(), ours) if o)
+
+
+def _users_options(user_properties: dict[str, str]) -> list[str]:
+    """Every JVM option the user gave the driver, by Spark property or by environment."""
+    given = [user_properties.get(k, "") for k in (DEFAULT_JAVA_OPTIONS, EXTRA_JAVA_OPTIONS)]
+    return _tokens(" ".join([*given, *(os.environ.get(v, "") for v in JAVA_ENVIRONMENT)]))
+
+
+def _tokens(options: str) -> list[str]:
+    """*options* split as Spark's launcher splits them (quotes group); plain whitespace if unbalanced."""
+    try:
+        return shlex.split(options)
+    except ValueError:
+        return options.split()
+
+
+def _sets(user: list[str], options: tuple[str, ...]) -> bool:
+    return any(o.startswith(options) for o in user)
 
 
 def class_data_sharing() -> list[str]:
@@ -50,7 +94,7 @@ def class_data_sharing() -> list[str]:
             _take(dump, archive)
     if os.path.exists(archive):
         # a JVM that dies on the archive writes its crash report beside it, not in the user's folder
-        return [f"{SHARED_ARCHIVE}{archive}", f"-XX:ErrorFile={crash_report_pattern(archive)}"]
+        return [f"{SHARED_ARCHIVE}{archive}", f"{ERROR_FILE}{crash_report_pattern(archive)}"]
     if any(_alive(d) for d in glob.glob(glob.escape(archive) + ".*.tmp")):
         return []
     return [f"-XX:ArchiveClassesAtExit={archive}.{os.getpid()}.tmp"]
@@ -68,7 +112,7 @@ def without_archive(options: str) -> str:
                     os.remove(path)
                 except OSError:
                     pass
-        elif not option.startswith("-XX:ErrorFile="):
+        elif not option.startswith(ERROR_FILE):
             kept.append(option)
     return " ".join(kept)
 

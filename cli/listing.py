@@ -1,9 +1,4 @@
-"""`statectl ls`, and a folder of snapshots as the input of a reading command.
-
-A reading command given a folder without `_metadata` (a job's checkpoint folder, a folder of
-savepoints) opens the newest complete snapshot under it, or ``--checkpoint N``, and says
-which on standard error.
-"""
+"""`statectl ls`, and the ``--checkpoint N`` option of the reading commands (see `cli.snapshots`)."""
 
 from __future__ import annotations
 
@@ -19,19 +14,6 @@ Checkpoint = Annotated[Optional[int], typer.Option(
 
 def register(app: typer.Typer) -> None:
     app.command("ls")(ls)
-
-
-def opened(savepoint: str, checkpoint: int | None = None) -> str:
-    """The snapshot a reading command opens for *savepoint* (see module doc); a note says
-    which when it was chosen from a folder."""
-    from statectl.statefmt.discovery import choose_snapshot
-
-    from .output import make_console, plain
-
-    chosen, note = choose_snapshot(savepoint, checkpoint)
-    if note:
-        make_console(stderr=True).print(plain(note), soft_wrap=True)
-    return chosen
 
 
 def ls(

@@ -1,113 +1,21 @@
-"""`statectl`: inspect, read, bootstrap, modify and rescale savepoints.
+"""`statectl`'s entry point: one clear `error:` line for bad input, never a traceback.
 
-Commands here only parse options, call the library and hand results to
-:mod:`statectl.cli.output`. Spark is imported only by the commands that need it.
+``statectl --version`` and ``statectl info SAVEPOINT [--json]`` are answered here without
+building the typer app (`cli.app`), whose parsing imports typer, click and pydantic (about
+0.1 s, a third of the time `info` may take); any other command line, these with any other
+option included, goes to the app, which parses it the same way.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import traceback
 
-import typer
-
-from statectl.statefmt import __version__
 from statectl.statefmt.errors import StatectlError
-
-from .listing import Checkpoint, opened
-from .options import OPTIONS, debug_enabled
-from .output import output_for, print_error
-
-app = typer.Typer(
-    name="statectl",
-    help="Read, bootstrap, modify and rescale savepoints of stateful stream-processing jobs.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-
-
-
-def _version(value: bool) -> None:
-    if value:
-        print(f"statectl {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def main(
-    debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks on errors."),
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="Print the version and exit."),
-    s3_endpoint: str = typer.Option(None, "--s3-endpoint", metavar="URL",
-                                    help="The S3 API endpoint of s3:// locations (default: "
-                                    "$AWS_ENDPOINT_URL, else AWS); credentials come from the "
-                                    "usual AWS_* variables."),
-) -> None:
-    OPTIONS["debug"] = debug
-    if s3_endpoint:  # read by pyarrow here and in Spark's workers, which start after this
-        os.environ["AWS_ENDPOINT_URL"] = s3_endpoint
-
-
-@app.command()
-def info(
-    savepoint: str = typer.Argument(..., help="Savepoint directory (a path or URI), or a folder of "
-                                    "snapshots (the newest is shown)."),
-    json_: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
-    checkpoint: Checkpoint = None,
-) -> None:
-    """Show what a savepoint holds: operators, states, types, files and sizes."""
-    from statectl.statefmt.formats import load
-
-    from .summary import savepoint_summary
-
-    output_for(json_).savepoint_info(savepoint_summary(load(opened(savepoint, checkpoint))))
-
-
-@app.command()
-def validate(
-    savepoint: str = typer.Argument(..., help="Savepoint directory (a path or URI), or a folder of "
-                                    "snapshots (the newest is checked)."),
-    json_: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
-    deep: bool = typer.Option(False, "--deep", help="Also decode every stream and file, in this process "
-                              "(finds damaged bytes that sizes cannot show: Flink keeps no checksums)."),
-    checkpoint: Checkpoint = None,
-) -> None:
-    """Check every file reference, size, checksum and schema. Exit 1 if anything is wrong."""
-    from statectl.statefmt.validate import validate as run_validation
-
-    report = run_validation(opened(savepoint, checkpoint), deep=deep)
-    doc = {
-        "location": report.location,
-        "valid": report.valid,
-        "problems": report.problems,
-        "dependencies": [vars(d) for d in report.dependencies],
-        "files_checked": report.files_checked,
-        "bytes_checked": report.bytes_checked,
-        "notes": report.notes,
-    }
-    output_for(json_).validation(doc)
-    if not report.valid:
-        raise typer.Exit(1)
-
-
-from .diffing import register as _register_diffing  # noqa: E402
-from .listing import register as _register_listing  # noqa: E402
-from .reading import register as _register_reading  # noqa: E402
-from .rescaling import register as _register_rescaling  # noqa: E402
-from .writing import register as _register_writing  # noqa: E402
-
-_register_reading(app)
-_register_writing(app)
-_register_rescaling(app)
-_register_diffing(app)
-_register_listing(app)
 
 
 def run() -> None:
-    """Console-script entry point: one clear `error:` line for bad input, never a traceback.
+    """Console-script entry point.
 
     Usage lines name ``statectl`` however Python was started (click would name
     ``python -m ...`` when the command runs inside another module's process).
@@ -115,23 +23,15 @@ def run() -> None:
     Exit codes: 0 success, 1 bad input (or an invalid savepoint), 2 a usage error
     (an unknown option, a missing argument), 130 interrupted.
     """
-    from typer._click import exceptions as click_errors  # typer's own copy of click
+    from .options import debug_enabled
+    from .output import print_error
 
     try:
-        code = app(standalone_mode=False, prog_name="statectl")
-    except click_errors.NoArgsIsHelpError as e:
-        print(e.ctx.get_help())
-        sys.exit(2)
-    except click_errors.UsageError as e:
-        command = e.ctx.command_path if e.ctx is not None else "statectl"
-        print_error(f"{e.format_message()} (see {command} --help)")
-        sys.exit(2)
-    except click_errors.ClickException as e:
-        print_error(e.format_message())
-        sys.exit(e.exit_code)
-    except typer.Abort:
-        print_error("interrupted")
-        sys.exit(130)
+        code = _answer_fast(sys.argv[1:])
+        if code is None:
+            from .app import run_app
+
+            code = run_app()
     except StatectlError as e:
         if debug_enabled():
             traceback.print_exc()
@@ -141,7 +41,28 @@ def run() -> None:
     except KeyboardInterrupt:
         print_error("interrupted")
         sys.exit(130)
-    sys.exit(code if isinstance(code, int) else 0)
+    sys.exit(code)
+
+
+def _answer_fast(args: list[str]) -> int | None:
+    """The exit code of a command line answered without the app, or None."""
+    if args == ["--version"]:
+        from statectl.statefmt import __version__
+
+        print(f"statectl {__version__}")
+        return 0
+    if not args or args[0] != "info" or len(args) > 3:
+        return None
+    rest = args[1:]
+    json_ = "--json" in rest
+    if json_:
+        rest.remove("--json")
+    if len(rest) != 1 or rest[0].startswith("-"):
+        return None
+    from .info import show_info
+
+    show_info(rest[0], json_)
+    return 0
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ import typer
 
 from statectl.statefmt.errors import UsageError, first_line
 
-from .listing import Checkpoint, opened
+from .listing import Checkpoint
+from .snapshots import opened
 from .progress import scan_progress
 from .results import FRAME_FORMATS, check_frame_output
 from .spark import MASTER_HELP as _MASTER_HELP

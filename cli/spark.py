@@ -48,15 +48,17 @@ def spark_session(master: str | None = None, app_name: str = "statectl", read_by
     if not _starts_a_jvm():
         return builder.getOrCreate()
     builder = builder.config("spark.sql.warehouse.dir", _warehouse())
-    from .jvm import SHARED_ARCHIVE, driver_java_options, without_archive
+    from .jvm import EXTRA_JAVA_OPTIONS, SHARED_ARCHIVE, driver_java_options, extra_java_options, without_archive
+    from .sparkconf import spark_defaults
 
-    options = driver_java_options(read_bytes)
+    user = spark_defaults()  # a --conf of the same key would replace the user's: theirs are kept
+    ours = driver_java_options(read_bytes, user)
     try:
-        return builder.config("spark.driver.extraJavaOptions", options).getOrCreate()
+        return builder.config(EXTRA_JAVA_OPTIONS, extra_java_options(user, ours)).getOrCreate()
     except Exception as e:  # PySpark's gateway error: the JVM ended before it was up
-        if "JAVA_GATEWAY_EXITED" not in str(e) or SHARED_ARCHIVE not in options:
+        if "JAVA_GATEWAY_EXITED" not in str(e) or SHARED_ARCHIVE not in ours:
             raise
-    return builder.config("spark.driver.extraJavaOptions", without_archive(options)).getOrCreate()
+    return builder.config(EXTRA_JAVA_OPTIONS, extra_java_options(user, without_archive(ours))).getOrCreate()
 
 
 def _warehouse() -> str:

@@ -79,7 +79,7 @@ def _starts_spark(command: str | None) -> bool:
     suite's session first, so the CLI never builds one of its own in this process."""
     import typer
 
-    from statectl.cli.main import app
+    from statectl.cli.app import app
 
     found = typer.main.get_command(app).commands.get(command)
     return found is not None and any(param.name == "master" for param in found.params)

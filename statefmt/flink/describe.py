@@ -159,6 +159,21 @@ class _Gathered:
     unreadable: dict[str, StatectlError] = field(default_factory=dict)  # part (KEYED_PART or a state) -> why
     unreadable_files: dict[str, dict[str, int]] = field(default_factory=dict)
     keyed_files: dict[str, int] = field(default_factory=dict)
+    headers: dict[tuple, KeyedHeader | OperatorHeader] = field(default_factory=dict)  # see header()
+
+    def header(self, parse, data: bytes, source: str):
+        """*data* parsed by *parse* (`read_keyed_header` or `read_operator_header`), once per
+        operator: its subtasks' streams start with the same header bytes, and only the first
+        subtask's parsed header is kept (the others are checked to parse, which the same bytes
+        do alike), so parsing each distinct header once halves `info` on a Flink savepoint of
+        parallelism 2. A header with a failure (naming its stream) is not shared."""
+        key = (parse, data)
+        header = self.headers.get(key)
+        if header is None:
+            header = parse(data, source)
+            if getattr(header, "failure", None) is None:
+                self.headers[key] = header
+        return header
 
 
 def describe_operator(base: Location, op: FlinkOperator) -> FlinkOperatorInfo:
@@ -201,7 +216,7 @@ def _gather_keyed(found: _Gathered, base: Location, op: FlinkOperator, subtask: 
     found.keyed_bytes += sum(s.size for s in _handle_streams(handle))  # inline streams too
     try:
         check_keyed_handle(handle, op.max_parallelism, context)
-        header = _read_keyed_header(base, handle, stream)
+        header = _read_keyed_header(found, base, handle, stream)
         found.keyed_header = found.keyed_header or header
         found.keyed_splits += _keyed_splits(base, op, subtask, handle)
     except (UnsupportedFlinkFeature, FlinkFormatError, MissingFileError) as e:
@@ -211,7 +226,7 @@ def _gather_keyed(found: _Gathered, base: Location, op: FlinkOperator, subtask: 
 def _gather_operator_stream(found: _Gathered, base: Location, op: FlinkOperator, subtask: int,
                             oh: OperatorStream) -> None:
     """One subtask's operator state stream: its states, or why a state cannot be read."""
-    header = _read_operator_header(base, oh, f"{base.child(METADATA)}: operator {op.label} subtask {subtask}")
+    header = _read_operator_header(found, base, oh, f"{base.child(METADATA)}: operator {op.label} subtask {subtask}")
     for s in header.states:
         found.op_states.setdefault(s.name, s)
         found.op_bytes[s.name] = found.op_bytes.get(s.name, 0) + oh.stream.size
@@ -240,7 +255,7 @@ def _states(found: _Gathered) -> list[FlinkStateInfo]:
     return states
 
 
-def _read_operator_header(base: Location, oh: OperatorStream, context: str) -> OperatorHeader:
+def _read_operator_header(found: _Gathered, base: Location, oh: OperatorStream, context: str) -> OperatorHeader:
     """An operator stream's header; an unreadable one describes no state (and says why)."""
     offsets = [o for st in oh.states for o in st.offsets]
     try:
@@ -248,7 +263,7 @@ def _read_operator_header(base: Location, oh: OperatorStream, context: str) -> O
         data = read_range(base, oh.stream, 0, min(offsets) if offsets else oh.stream.size)
     except (FlinkFormatError, MissingFileError) as e:
         return OperatorHeader(0, False, (), 0, failure=e)
-    return read_operator_header(data, stream_name(base, oh.stream))
+    return found.header(read_operator_header, data, stream_name(base, oh.stream))
 
 
 def check_keyed_handle(handle, max_parallelism: int, context: str) -> None:
@@ -284,11 +299,11 @@ def check_operator_handle(oh: OperatorStream, context: str) -> None:
                                        f"its stream of {size} bytes")
 
 
-def _read_keyed_header(base: Location, handle, stream: StreamHandle) -> KeyedHeader:
+def _read_keyed_header(found: _Gathered, base: Location, handle, stream: StreamHandle) -> KeyedHeader:
     if not isinstance(handle, KeyGroupsStream):
-        return read_keyed_header(read_stream(base, stream), stream_name(base, stream))
+        return found.header(read_keyed_header, read_stream(base, stream), stream_name(base, stream))
     length = header_length(handle)
-    header = read_keyed_header(read_range(base, stream, 0, length), stream_name(base, stream))
+    header = found.header(read_keyed_header, read_range(base, stream, 0, length), stream_name(base, stream))
     if header.length != length:  # bytes between the header and the first key group belong to nothing
         raise FlinkFormatError(f"{stream_name(base, stream)}: the header ends at offset {header.length}, "
                                f"the first key group starts at {length}")

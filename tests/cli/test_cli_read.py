@@ -76,7 +76,7 @@ def test_mistakes_in_what_to_read_fail_before_spark_starts(saved):
         f"error: {base}-nope: no such savepoint directory"
     help_text = ok(statectl("--help"))
     assert "read" in help_text and "sql" in help_text
-    probe = subprocess.run([sys.executable, "-c", "import sys, statectl.cli.main; "
+    probe = subprocess.run([sys.executable, "-c", "import sys, statectl.cli.app; "
                             "print(sorted(m for m in sys.modules if m.startswith(('pyspark', "
                             "'py4j'))))"], capture_output=True, text=True)
     assert probe.stdout.strip() == "[]"  # info, validate and --help never load Spark
