@@ -9,6 +9,7 @@ imports them by name. Test folders have no __init__.py; test file basenames are 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,24 @@ from spark_session import running_spark, stop_suite_spark, suite_spark
 
 REPO = Path(__file__).resolve().parent.parent
 SUITE_TMP = temp_folders.use_own_tempdir()  # before any test, Spark or subprocess starts
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (pyproject's addopts): one worker per core, at most four and one per 6 GiB of
+    memory. Each worker is a pytest process of its own with its own Spark session and its own
+    TMPDIR, and starts Flink JVMs of its own; files are its unit (``--dist loadfile``), so a
+    module's fixtures are made once. ``-n 0`` runs the suite in this one process."""
+    memory_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return max(1, min(os.cpu_count() or 1, 4, int(memory_gib // 6)))
+
+
+def pytest_collection_modifyitems(items):
+    """Files marked slow as a whole (a cluster, a server, Flink runs) first, each file's tests in
+    their order: a worker that draws one of them late would run alone at the end."""
+    def whole_file_slow(item) -> bool:
+        marks = getattr(item.module, "pytestmark", [])
+        return any(m.name == "slow" for m in (marks if isinstance(marks, list) else [marks]))
+    items.sort(key=lambda item: not whole_file_slow(item))
 
 
 @pytest.fixture(scope="session")

@@ -25,6 +25,10 @@ from tests.writers.test_flink_modify import digest
 sys.path.insert(0, str(Path(__file__).parents[1]))
 import flink_job  # noqa: E402
 
+# Every test here needs the module's writes and the restores of them by a real Flink (cached),
+# or statectl processes: the inner loop has the same writes' logic in tests/writers/test_sql_inputs.py.
+pytestmark = pytest.mark.slow
+
 VERSION = "2.3.0"
 FIXTURE = "long-hashmap-canonical"
 PROC = "lk-proc"
@@ -174,7 +178,6 @@ def _union_sorted(op: dict) -> dict:
     return out
 
 
-@pytest.mark.slow
 def test_the_fixed_operator_restores_with_the_fix_and_the_others_as_in_the_base(written):
     base = written["dumps"]["base"]["operators"]
     counts = base[PROC]["keyed_state"]["count"]["values"]
@@ -264,7 +267,6 @@ def int_base(tmp_path_factory):
      "error: operator 'cnt'.keyed.input.sql: statectl sql runs queries only (SELECT, WITH, VALUES, TABLE, "
      "FROM); the statement begins with INSERT"),
 ])
-@pytest.mark.slow
 def test_refusals_are_one_line(int_base, name, query, flink, base, line):
     ints = int_base / "ints"
     before = digest(ints)
@@ -297,7 +299,6 @@ def _n_values(savepoint: Path) -> dict:
     return {r["key"]: r["n"] for r in map(json.loads, result.stdout.splitlines())}
 
 
-@pytest.mark.slow
 def test_overwrite_replaces_a_flink_savepoint_only_once_the_new_one_is_complete(int_base):
     target = int_base / "over"
     spec = str(int_base / "ints.yaml")

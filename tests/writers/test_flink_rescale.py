@@ -41,9 +41,15 @@ CASES = {
 
 
 @pytest.fixture(scope="module")
-def rescaled(flink_snapshots, tmp_path_factory):
-    """{case: (the job's snapshot, [(max parallelism, rescaled savepoint), ...])}."""
-    snaps = dict(zip(CASES, flink_snapshots(VERSION, [s for s, _ in CASES.values()])))
+def snapshots(flink_snapshots):
+    """{case: the job's snapshot} (cached: the refusals below need nothing else)."""
+    return dict(zip(CASES, flink_snapshots(VERSION, [s for s, _ in CASES.values()])))
+
+
+@pytest.fixture(scope="module")
+def rescaled(snapshots, tmp_path_factory):
+    """{case: (the job's snapshot, the base's copy, [(max parallelism, rescaled savepoint), ...])}."""
+    snaps = snapshots
     out = {}
     for name, (_, steps) in CASES.items():
         work = tmp_path_factory.mktemp(name)
@@ -131,9 +137,9 @@ def test_rescaled_savepoints_restore_in_flink_into_both_backends(rescaled):
         assert dump["operators"]["win"]["keyed_state"]["window-contents"]["values"]
 
 
-def test_keys_flinks_hash_cannot_place_are_refused(rescaled):
+def test_keys_flinks_hash_cannot_place_are_refused(snapshots):
     """A POJO or Row key has a Java hashCode of its class: it is refused in one line."""
-    _, base, _ = rescaled["long-128-to-256"]
+    base = snapshots["long-128-to-256"].path
     proc = open_flink_savepoint(base).operator("proc")
     pojo = T.Pojo("a.User", (("name", T.String("org.apache.flink.api.common.typeutils.base.StringSerializer")),),
                   (), "org.apache.flink.api.java.typeutils.runtime.PojoSerializer")
@@ -145,8 +151,8 @@ def test_keys_flinks_hash_cannot_place_are_refused(rescaled):
         "and tuples of these")
 
 
-def test_limits_are_refused_before_spark_starts(rescaled, tmp_path):
-    _, base, _ = rescaled["string-256-to-4096-to-128"]
+def test_limits_are_refused_before_spark_starts(snapshots, tmp_path):
+    base = snapshots["string-256-to-4096-to-128"].path
     result = statectl("rescale", str(base), str(tmp_path / "out"), "--max-parallelism", "2")
     assert (result.returncode, result.stderr.strip().splitlines()) == (1, [
         "error: operator proc runs at parallelism 3, more than the new max parallelism 2; "
