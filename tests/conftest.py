@@ -46,13 +46,22 @@ def spark():
     return suite_spark()
 
 
+LEFT_BY_WORKERS = pytest.StashKey[list]()
+
+
 def pytest_sessionfinish(session, exitstatus):
     """Stop the suite's Spark; fail the run if statectl left a temporary folder behind (in the
-    suite's TMPDIR, or in the scratch space of the suite's Spark executor)."""
+    suite's TMPDIR, or in the scratch space of the suite's Spark executor). An xdist worker
+    hands what it found to the controller (a worker's exit status does not fail the run)."""
     scratch = temp_folders.suite_scratch_dirs(running_spark())
     left = temp_folders.statectl_entries(SUITE_TMP, *scratch)
     stop_suite_spark()  # started by the `spark` fixture or by an in-process `statectl` run
     temp_folders.remove(SUITE_TMP)
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["statectl_left"] = left
+        return
+    left += session.config.stash.get(LEFT_BY_WORKERS, [])
     if left:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         message = f"statectl left {len(left)} temporary folder(s): " + ", ".join(left)
@@ -60,6 +69,13 @@ def pytest_sessionfinish(session, exitstatus):
             reporter.ensure_newline()
             reporter.write_line(message, red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """(xdist, in the controller) What a finished worker found left behind."""
+    left = getattr(node, "workeroutput", {}).get("statectl_left", [])
+    node.config.stash.setdefault(LEFT_BY_WORKERS, []).extend(left)
 
 
 @pytest.fixture(scope="session")
