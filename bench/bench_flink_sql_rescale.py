@@ -56,7 +56,7 @@ def load_average() -> str:
 
 
 def write_own(savepoint: str, out: str, operator: str, max_parallelism: int) -> None:
-    """B: the SQL operator's keyed table read and written as statectl's canonical savepoint."""
+    """B: the SQL operator's keyed table and timers read and written as statectl's canonical savepoint."""
     from statectl.cli.spark import start_spark
     from statectl.readers import open_savepoint
     from statectl.statefmt.vocabulary import TimerDomain
