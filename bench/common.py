@@ -52,13 +52,11 @@ def rss_mib(pid: int | str = "self") -> float:
     return 0.0
 
 
-def process_tree_cpu() -> dict[str, float]:
-    """CPU seconds (user + system) used so far by this process ("driver") and by its
-    descendants, split into the JVM ("jvm") and everything else, Spark's Python workers
-    ("workers"). Unlike wall time, this does not depend on what else the machine runs
-    (processes that ended are counted in their parent, once reaped)."""
+def _processes() -> tuple[dict[int, int], dict[int, float], dict[int, float], dict[int, str]]:
+    """Every process's parent, own CPU seconds (user + system), CPU seconds with its reaped
+    children's, and command name, from /proc."""
     tick = os.sysconf("SC_CLK_TCK")
-    parent, cpu, comm = {}, {}, {}
+    parent, own, cpu, comm = {}, {}, {}, {}
     for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
         try:
             with open(f"/proc/{pid}/stat") as f:
@@ -66,19 +64,59 @@ def process_tree_cpu() -> dict[str, float]:
         except OSError:
             continue
         rest = fields.split()
-        # utime + stime, and cutime + cstime: children that ended (a Python worker that
-        # finished) count in their parent
-        parent[pid], cpu[pid] = int(rest[1]), sum(int(x) for x in rest[11:15]) / tick
-        comm[pid] = name.split("(", 1)[1]
+        parent[pid], comm[pid] = int(rest[1]), name.split("(", 1)[1]
+        own[pid] = sum(int(x) for x in rest[11:13]) / tick  # utime + stime
+        cpu[pid] = sum(int(x) for x in rest[11:15]) / tick  # and cutime + cstime
+    return parent, own, cpu, comm
+
+
+def _descends(pid: int, root: int, parent: dict[int, int]) -> bool:
+    up = parent.get(pid)
+    while up not in (None, 0, 1, root):
+        up = parent.get(up)
+    return up == root
+
+
+def process_tree_cpu() -> dict[str, float]:
+    """CPU seconds (user + system) used so far by this process ("driver") and by its
+    descendants, split into the JVM ("jvm") and everything else, Spark's Python workers
+    ("workers"). Unlike wall time, this does not depend on what else the machine runs
+    (processes that ended are counted in their parent, once reaped)."""
+    parent, _, cpu, comm = _processes()
     me = os.getpid()
     totals = {"driver": cpu.get(me, 0.0), "jvm": 0.0, "workers": 0.0}
     for pid in cpu:
-        up = parent.get(pid)
-        while up not in (None, 0, 1, me):
-            up = parent.get(up)
-        if up == me and pid != me:
+        if pid != me and _descends(pid, me, parent):
             totals["jvm" if comm[pid] == "java" else "workers"] += cpu[pid]
     return totals
+
+
+class TreeCpuSampler:
+    """CPU seconds of a child process and all its descendants while it runs, sampled every
+    *interval* s: each process's own last-seen user + system seconds (a descendant that is
+    never reaped by a waiting parent, like the JVM a PySpark process starts, escapes
+    ``getrusage``). A process's last *interval* before it ends is missed."""
+
+    def __init__(self, pid: int, interval: float = 0.2):
+        self.pid, self.interval, self.seen = pid, interval, {}
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._loop, daemon=True)
+        self._t.start()
+
+    def _loop(self):
+        while True:
+            parent, own, _, _ = _processes()
+            for pid, seconds in own.items():
+                if pid == self.pid or _descends(pid, self.pid, parent):
+                    self.seen[pid] = seconds
+            if self._stop.wait(self.interval):
+                return
+
+    def stop(self) -> float:
+        """The CPU seconds of the tree."""
+        self._stop.set()
+        self._t.join()
+        return sum(self.seen.values())
 
 
 class RssSampler:

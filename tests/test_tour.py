@@ -7,8 +7,12 @@ import re
 import shlex
 
 import pytest
+import yaml
 
 from conftest import REPO, statectl
+
+SQL_EXAMPLE = "examples/flink-sql/savepoint"
+GROUP_AGG, GROUP_AGG_ID = "GroupAggregate[4]", "212e7b15b7b0440bdd18c1658047cbf7"
 
 
 def readme_commands() -> list[list[str]]:
@@ -19,6 +23,14 @@ def readme_commands() -> list[list[str]]:
     commands = [part.strip() for part in setup.split("&&") if part.strip().startswith("statectl")]
     commands += [line for line in tour.splitlines() if line.startswith("statectl")]
     return [shlex.split(c)[1:] for c in commands]
+
+
+def accumulators(savepoint: str, *operator: str, cwd=REPO) -> dict[int, dict]:
+    """The GROUP BY's accState per key (f0: COUNT(*), f1: SUM(v), ...) of a SQL-job savepoint."""
+    result = statectl("read", savepoint, *operator, "--state", "accState", "--format", "jsonl", cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    return {row["f0"]: row["accState"] for row in rows}
 
 
 def test_the_tour_names_the_shipped_examples():
@@ -42,3 +54,30 @@ def test_every_tour_command_runs_as_written(tmp_path):
     report = json.loads(standalone.stdout)
     assert report["valid"] and report["dependencies"] == []
     assert (tmp_path / "counts").is_dir()
+    before = accumulators(SQL_EXAMPLE, "--name", GROUP_AGG)
+    after = accumulators("out/flink-sql-fixed", "--operator-id", GROUP_AGG_ID, cwd=tmp_path)
+    assert {k: {**acc, "f1": acc["f1"] - (1000 if k % 2 == 0 else 0)} for k, acc in before.items()} == after
+
+
+def test_the_sql_fix_in_flink_md_is_the_shipped_spec():
+    """docs/FLINK.md's worked example of a SQL fix shows examples/fix-flink-sql.yaml as it is."""
+    text = (REPO / "docs" / "FLINK.md").read_text()
+    section = text[text.index("### Fixing a SQL job's state"):text.index("### Rescaling a SQL job")]
+    shown = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
+    assert "examples/fix-flink-sql.yaml" in shown
+    assert yaml.safe_load(shown) == yaml.safe_load((REPO / "examples" / "fix-flink-sql.yaml").read_text())
+    assert f"--base {SQL_EXAMPLE} --format flink --spec examples/fix-flink-sql.yaml" in section
+
+
+def test_the_shipped_sql_savepoint_holds_what_the_docs_say():
+    """Its GROUP BY is GroupAggregate[4] under the id the spec names, the spec gives every state of
+    it, and SUM(v) of key 10 is the 30421 docs/FLINK.md quotes."""
+    info = json.loads(statectl("info", SQL_EXAMPLE, "--json", cwd=REPO).stdout)
+    (op,) = [o for o in info["operators"] if o["name"] == GROUP_AGG]
+    assert op["operator_id"] == GROUP_AGG_ID and op["uid"] is None
+    (spec_op,) = yaml.safe_load((REPO / "examples" / "fix-flink-sql.yaml").read_text())["operators"]
+    assert spec_op["operator_id"] == GROUP_AGG_ID and spec_op["parallelism"] == op["parallelism"]
+    assert sorted(s["name"] for s in op["states"]) == sorted(s["name"] for s in spec_op["keyed"]["states"])
+    acc = accumulators(SQL_EXAMPLE, "--name", GROUP_AGG)
+    assert sorted(acc) == [3, 10, 17, 24, 31, 38, 45, 52] and acc[10]["f1"] == 30421
+    assert sum(f.stat().st_size for f in (REPO / SQL_EXAMPLE).iterdir()) < 500_000
