@@ -48,10 +48,13 @@ def spark_session(master: str | None = None, app_name: str = "statectl", read_by
     if not _starts_a_jvm():
         return builder.getOrCreate()
     builder = builder.config("spark.sql.warehouse.dir", _warehouse())
-    from .jvm import EXTRA_JAVA_OPTIONS, SHARED_ARCHIVE, driver_java_options, extra_java_options, without_archive
     from .sparkconf import spark_defaults
 
     user = spark_defaults()  # a --conf of the same key would replace the user's: theirs are kept
+    if chosen and not chosen.startswith("local"):
+        for key, value in executor_s3_environment(user).items():
+            builder = builder.config(key, value)
+    from .jvm import EXTRA_JAVA_OPTIONS, SHARED_ARCHIVE, driver_java_options, extra_java_options, without_archive
     ours = driver_java_options(read_bytes, user)
     try:
         return builder.config(EXTRA_JAVA_OPTIONS, extra_java_options(user, ours)).getOrCreate()
@@ -59,6 +62,17 @@ def spark_session(master: str | None = None, app_name: str = "statectl", read_by
         if "JAVA_GATEWAY_EXITED" not in str(e) or SHARED_ARCHIVE not in ours:
             raise
     return builder.config(EXTRA_JAVA_OPTIONS, extra_java_options(user, without_archive(ours))).getOrCreate()
+
+
+def executor_s3_environment(user: dict[str, str]) -> dict[str, str]:
+    """``spark.executorEnv.*`` for the S3 settings in this process's environment (endpoint, region,
+    credentials), each unless the user's Spark properties set it: an executor on another machine
+    reads `s3://` files through pyarrow as the driver does, and would not see the driver's
+    variables. (Spark's UI and event log redact the keys holding SECRET and TOKEN.)"""
+    from statectl.statefmt.fs import S3_VARIABLES
+
+    forwarded = {f"spark.executorEnv.{name}": os.environ[name] for name in S3_VARIABLES if name in os.environ}
+    return {key: value for key, value in forwarded.items() if key not in user}
 
 
 def _warehouse() -> str:

@@ -22,6 +22,11 @@ if TYPE_CHECKING:
 
 CHUNK = 4 * 1024 * 1024
 
+S3_VARIABLES = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAULT_REGION",
+                "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_EC2_METADATA_DISABLED")
+"""The environment pyarrow's S3 filesystem takes its endpoint, region and credentials from:
+Spark's executors on a cluster are given the driver's (see `cli.spark`)."""
+
 
 @lru_cache(maxsize=256)
 def _filesystem_and_path(uri: str) -> tuple[pafs.FileSystem, str]:

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import REPO, statectl, statectl_process
+from s3_store import start_s3_store
 from spark_cluster import spark_home
 from temp_folders import statectl_entries
 
@@ -59,9 +60,9 @@ class Runs:
             if d is not self.tmp:
                 (d / "examples").symlink_to(REPO / "examples")
 
-    def cluster(self, *args: str):
+    def cluster(self, *args: str, env: dict[str, str] | None = None):
         return statectl_process(*args, "--master", self.master, cwd=self.cluster_dir,
-                                env={"TMPDIR": str(self.tmp)})
+                                env={"TMPDIR": str(self.tmp), **(env or {})})
 
     def local(self, *args: str):
         return statectl(*args, cwd=self.local_dir)
@@ -133,6 +134,21 @@ def test_flink_savepoint_reads_the_same(runs):
     on_cluster, local = runs.both("read", savepoint, "--uid", "lk-proc", "-f", "jsonl")
     assert sorted(on_cluster.splitlines()) == sorted(local.splitlines())
     assert len(on_cluster.splitlines()) == 30
+
+
+def test_a_savepoint_on_s3_reads_the_same_with_the_drivers_s3_settings(runs, tmp_path_factory):
+    """The workers were started without any AWS_* variable: the executors reach the store
+    (endpoint, credentials) through the settings statectl hands them from the driver's."""
+    store = start_s3_store(tmp_path_factory.mktemp("s3-store"))
+    try:
+        remote = store.upload(FLINK / "long-rocksdb-native" / "savepoint", "flink/native")
+        on_cluster = ok(runs.cluster("read", remote, "--uid", "lk-proc", "--engine", "spark", "-f", "jsonl",
+                                     env=store.env))
+    finally:
+        store.stop()
+    local = ok(runs.local("read", str(FLINK / "long-rocksdb-native" / "savepoint"), "--uid", "lk-proc",
+                          "-f", "jsonl"))
+    assert sorted(on_cluster.splitlines()) == sorted(local.splitlines()) and len(local.splitlines()) == 30
 
 
 def readme_cluster_commands() -> list[str]:
