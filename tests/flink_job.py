@@ -437,6 +437,13 @@ def restore_sqls(version: str, items: list[tuple[Snapshot | Path | None, dict]])
     return _restore_cached(version, [(path(sp), sql_restore_knobs(sp, **kw)) for sp, kw in items])
 
 
+def sql_shape_knobs(shape: str, **kw) -> dict:
+    """restore_sqls kwargs for a savepoint of SQL_SHAPES[*shape*]'s job or one written from it (a Path,
+    which brings no knobs): that shape's backend and TTL, then *kw*."""
+    spec = SQL_SHAPES[shape]
+    return dict(backend=spec["backend"], state_ttl=spec.get(SQL_STATE_TTL), **kw)
+
+
 def restore_sql(version: str, savepoint: Snapshot | Path | None, backend: str = "rocksdb", **kw) -> dict:
     """The SQL job restored from *savepoint* and fed the second batch: restored.json (see restore_sqls)."""
     return restore_sqls(version, [(savepoint, dict(backend=backend, **kw))])[0]

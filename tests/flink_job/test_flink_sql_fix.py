@@ -14,7 +14,8 @@ from __future__ import annotations
 import pytest
 
 import flink_job
-from flink_sql_content import net_changes, operator_content, restored_changes, savepoint_content, ttl_timestamps
+from flink_sql_content import (net_changes, operator_content, raw_entries, restored_changes, savepoint_content,
+                               ttl_timestamps)
 from statectl.statefmt.flink.savepoint import keyed_table, open_flink_savepoint
 from tests.cli.test_flink_cli import error_line
 from tests.cli_runner import statectl
@@ -64,12 +65,6 @@ def _base(shape: str):
         pytest.fail(str(e), pytrace=False)
 
 
-def _knobs(shape: str) -> dict:
-    """A restore of *shape*'s savepoint, or of one written from it: its backend and TTL."""
-    spec = flink_job.SQL_SHAPES[shape]
-    return dict(backend=spec["backend"], state_ttl=spec.get("state_ttl"))
-
-
 @pytest.fixture(scope="module", params=SHAPES)
 def fixed(request, tmp_path_factory):
     shape = request.param
@@ -114,6 +109,21 @@ def test_the_fix_keeps_every_ttl_timestamp(fixed):
     assert ttl_timestamps(out) == base
 
 
+def test_what_the_fix_did_not_change_keeps_flinks_bytes(fixed):
+    """In GroupAggregate[4]'s entries: distinctAcc_0's are the bytes Flink wrote, accState's keys
+    too, and so are the values of the odd keys (the fix lowers the even keys' SUM); with TTL, every
+    accState value starts with its base's 8 bytes, the last-access time."""
+    snap, out, op_id, shape = fixed
+    base, after = raw_entries(snap.path)[op_id], raw_entries(out)[op_id]
+    assert after["distinctAcc_0"] == base["distinctAcc_0"]
+    base_acc, after_acc = dict(base["accState"]), dict(after["accState"])
+    assert set(after_acc) == set(base_acc)
+    kept = {k for k, v in after_acc.items() if v == base_acc[k]}
+    assert len(kept) == len(base_acc) // 2  # the odd keys of 30
+    if "state_ttl" in flink_job.SQL_SHAPES[shape]:
+        assert {k: v[:8] for k, v in after_acc.items()} == {k: v[:8] for k, v in base_acc.items()}
+
+
 def _shifted(row: list) -> list:
     """A group_agg change after the fix: an even key's restored total is SHIFT less (a key new
     to the second batch, +I, had no state to fix)."""
@@ -123,7 +133,8 @@ def _shifted(row: list) -> list:
 
 def test_the_sql_job_restores_the_fix(fixed):
     snap, out, _, shape = fixed
-    base_dump, fix_dump = flink_job.restore_sqls(VERSION, [(snap, _knobs(shape)), (out, _knobs(shape))])
+    base_dump, fix_dump = flink_job.restore_sqls(VERSION, [(snap, flink_job.sql_shape_knobs(shape)),
+                                                          (out, flink_job.sql_shape_knobs(shape))])
     base, fix = restored_changes(base_dump), restored_changes(fix_dump)
     assert base["group_agg"] == flink_job.sorted_rows(base_dump["model_after_restore"]["group_agg"])
     assert "-U" in {row[0] for row in base["group_agg"]}  # restored totals were retracted

@@ -117,7 +117,7 @@ def test_the_sql_job_restores_the_rescaled_savepoints(rescaled, version):
     128, up at 256) emits what it emits from its own savepoint at 128, and group_agg what the model
     of the saved totals says. The restored job takes over its savepoint's TTL."""
     shapes = [s for v, s in CASES if v == version]
-    items = [(rescaled[version, s][name], _restore_knobs(s, limit)) for s in shapes
+    items = [(rescaled[version, s][name], flink_job.sql_shape_knobs(s, max_parallelism=limit)) for s in shapes
              for name, limit in (("own", JOB_MAX_PARALLELISM), ("down", JOB_MAX_PARALLELISM), ("up", WIDE))]
     dumps = flink_job.restore_sqls(version, items)
     for i, shape in enumerate(shapes):
@@ -127,9 +127,3 @@ def test_the_sql_job_restores_the_rescaled_savepoints(rescaled, version):
         assert {s: rows for s, rows in down.items() if s != "retract_agg"} == \
             {s: rows for s, rows in own.items() if s != "retract_agg"}, (version, shape)
         assert own["group_agg"] == flink_job.sorted_rows(dumps[3 * i]["model_after_restore"]["group_agg"])
-
-
-def _restore_knobs(shape: str, max_parallelism: int) -> dict:
-    """The restore of a savepoint (a Path: rewritten) of *shape*'s job: its backend and TTL."""
-    spec = flink_job.SQL_SHAPES[shape]
-    return dict(backend=spec["backend"], max_parallelism=max_parallelism, state_ttl=spec.get("state_ttl"))
