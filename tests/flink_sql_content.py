@@ -73,10 +73,12 @@ def ttl_timestamps(path) -> dict[str, dict[str, list]]:
             continue
         table = keyed_table(op)
         keys = [n for n in table.column_names if n.startswith("f") and n[1:].isdigit()]
-        out[op.operator_id] = {
-            n[:-len(TTL_SUFFIX)]: sorted(json.dumps([[r[k] for k in keys], _canonical(r[n], table.schema.field(n).type)],
-                                                    default=str) for r in table.to_pylist() if r[n] is not None)
-            for n in table.column_names if n.endswith(TTL_SUFFIX)}
+
+        def stamps(column: str) -> list[str]:
+            t = table.schema.field(column).type
+            return sorted(json.dumps([[r[k] for k in keys], _canonical(r[column], t)], default=str)
+                          for r in table.to_pylist() if r[column] is not None)
+        out[op.operator_id] = {n.removesuffix(TTL_SUFFIX): stamps(n) for n in table.column_names if n.endswith(TTL_SUFFIX)}
     return out
 
 

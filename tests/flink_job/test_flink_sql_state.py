@@ -233,7 +233,8 @@ def test_cli_info_and_validate(ops, cli):
     assert not any(op.get("unreadable") for op in doc["operators"])
     assert {op["operator_id"] for op in doc["operators"]} >= {e["operator_id"] for e in ops.expected.values()}
     by_id = {op["operator_id"]: op for op in doc["operators"]}
-    ttl = {name: {s["name"] for s in by_id[e["operator_id"]]["states"] if s.get("ttl")} for name, e in ops.expected.items()}
+    ttl = {name: {s["name"] for s in by_id[e["operator_id"]]["states"] if s.get("ttl")}
+           for name, e in ops.expected.items()}
     assert {name: states for name, states in ttl.items() if states} == (TTL_STATES if _has_ttl(ops.snap) else {})
     valid = cli("validate", path)
     assert valid.returncode == 0, valid.stderr
@@ -257,11 +258,19 @@ def test_spark_reads_every_sql_table_as_the_format_layer_does(spark, shape):
             assert timers == timers_table(info).num_rows, name
 
 
-def test_cli_reads_a_sql_operator_by_name(cli):
-    snap = _snapshot("2.3.0", "rocksdb-canonical")
+@pytest.mark.parametrize("shape", ["rocksdb-canonical", "rocksdb-canonical-ttl"])
+def test_cli_reads_a_sql_operator_by_name(cli, shape):
+    snap = _snapshot("2.3.0", shape)
     model = {int(k): v for k, v in snap.expected["operators"]["GroupAggregate[4]"]["state"]["accState"].items()}
     out = cli("read", str(snap.path), "--name", "GroupAggregate[4]", "--key", "10", "-f", "jsonl")
     assert out.returncode == 0, out.stderr
     [row] = [json.loads(line) for line in out.stdout.strip().splitlines()]
     acc = row["accState"]
     assert [acc["f0"], acc["f1"], acc["f2"], acc["f3"]] == model[10][:4]
+    first, last = snap.expected["produce_wall_clock_ms"]
+    if _has_ttl(snap):
+        assert first <= row["accState" + TTL_SUFFIX] <= last
+        assert set(row["distinctAcc_0"]) == set(row["distinctAcc_0" + TTL_SUFFIX])  # a map with the same keys
+        assert all(first <= t <= last for t in row["distinctAcc_0" + TTL_SUFFIX].values())
+    else:
+        assert not [c for c in row if c.endswith(TTL_SUFFIX)]
