@@ -1,8 +1,8 @@
-"""`rescale` of the suite's Flink SQL job (mode=sql; Flink 2.3 and 1.20, hashmap and RocksDB, a
-RocksDB native base, and state with TTL, `table.exec.state.ttl`): every keyed SQL operator (GROUP BY,
-deduplications, joins, windows, Top-N, OVER...) is written again at the new max parallelism from
-its tables, its keys placed by Flink's hash of the key row, its header (the RowData serializer
-snapshots) copied from the base. The job's savepoint made at max parallelism 256 is rescaled to
+"""`rescale` of the suite's Flink SQL job (mode=sql; Flink 2.3 and 1.20, hashmap and RocksDB,
+RocksDB native bases (SST files), and state with TTL, `table.exec.state.ttl`): every keyed SQL
+operator (GROUP BY, deduplications, joins, windows, Top-N, OVER...) is written again at the new max
+parallelism from its tables, its keys placed by Flink's hash of the key row, its header (the RowData
+serializer snapshots) copied from the base. The job's savepoint made at max parallelism 256 is rescaled to
 128 and back: each step holds the base's content row for row (every table, every column, RowKinds,
 timers, TTL timestamps; `flink_sql_content`), a canonical base's entries byte for byte, `diff
 --content-only` finds nothing, and the real SQL job restores each rescaled savepoint at its max
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow  # Flink makes and restores the SQL job's savepoin
 # (release, SQL_SHAPES entry)
 CASES = (("2.3.0", "hashmap-canonical"), ("2.3.0", "rocksdb-canonical"), ("2.3.0", "rocksdb-native"),
          ("2.3.0", "rocksdb-canonical-ttl"), ("1.20.3", "hashmap-canonical"), ("1.20.3", "rocksdb-canonical"),
-         ("1.20.3", "rocksdb-canonical-ttl"))
+         ("1.20.3", "rocksdb-native"), ("1.20.3", "rocksdb-canonical-ttl"))
 JOB_MAX_PARALLELISM = 128  # the SQL job's default
 WIDE = 256
 
