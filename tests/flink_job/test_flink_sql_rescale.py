@@ -24,7 +24,8 @@ pytestmark = pytest.mark.slow  # Flink makes and restores the SQL job's savepoin
 
 # (release, SQL_SHAPES entry)
 CASES = (("2.3.0", "hashmap-canonical"), ("2.3.0", "rocksdb-canonical"), ("2.3.0", "rocksdb-native"),
-         ("2.3.0", "rocksdb-canonical-ttl"), ("1.20.3", "hashmap-canonical"), ("1.20.3", "rocksdb-canonical"),
+         ("2.3.0", "hashmap-canonical-ttl"), ("2.3.0", "rocksdb-canonical-ttl"),
+         ("1.20.3", "hashmap-canonical"), ("1.20.3", "rocksdb-canonical"),
          ("1.20.3", "rocksdb-native"), ("1.20.3", "rocksdb-canonical-ttl"))
 JOB_MAX_PARALLELISM = 128  # the SQL job's default
 WIDE = 256
