@@ -215,11 +215,20 @@ DEFAULTS = {
 }
 
 
+# The SQL jobs' knob without a default (table.exec.state.ttl, e.g. "1 d"; tests/flink/README.md "The
+# SQL job"): absent unless given, so the knobs of the savepoints made without it stay as they were.
+SQL_STATE_TTL = "state_ttl"
+
+
 def knobs(**kw) -> dict[str, str]:
     """The job's knobs with defaults filled in, as the strings it takes on its command line."""
-    unknown = set(kw) - set(DEFAULTS)
+    unknown = set(kw) - set(DEFAULTS) - {SQL_STATE_TTL}
     if unknown:
         raise TypeError(f"unknown Flink job knobs: {sorted(unknown)}")
+    if kw.get(SQL_STATE_TTL) is None:
+        kw.pop(SQL_STATE_TTL, None)
+    elif kw.get("mode") not in ("sql", "sql-restore"):
+        raise TypeError(f"state_ttl is a knob of mode=sql and mode=sql-restore, not of mode={kw.get('mode')}")
     merged = {**DEFAULTS, **{k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in kw.items()}}
     if merged["mode"] == "size":
         merged.update(events=merged["keys"], key_type="string", states="base")
@@ -302,12 +311,15 @@ def make_snapshot(version: str = "2.3.0", **kw) -> Snapshot:
     return make_snapshots(version, [kw])[0]
 
 
-# The SQL job's savepoint shapes (mode=sql, tests/flink/README.md "The SQL job"), all made in one JVM.
+# The SQL job's savepoint shapes (mode=sql, tests/flink/README.md "The SQL job"), all made in one JVM;
+# the -ttl ones with table.exec.state.ttl of a day (TTL-wrapped state that no test outlives).
 SQL_SHAPES = {
     "hashmap-canonical": dict(backend="hashmap", format="canonical"),
     "hashmap-native": dict(backend="hashmap", format="native"),
     "rocksdb-canonical": dict(backend="rocksdb", format="canonical"),
     "rocksdb-native": dict(backend="rocksdb", format="native"),
+    "hashmap-canonical-ttl": dict(backend="hashmap", format="canonical", state_ttl="1 d"),
+    "rocksdb-canonical-ttl": dict(backend="rocksdb", format="canonical", state_ttl="1 d"),
 }
 SQL_VERSIONS = ("1.20.3", "2.3.0")
 
@@ -397,7 +409,8 @@ def _restore_cached(version: str, items: list[tuple[Path | None, dict[str, str]]
 SQL_RESTORE_DEFAULTS = {"first_batch": "false", "allow_non_restored": "false", "more_keys": "0,1,2,28,29,30,31",
                         "more_events": "12", "more_watermark": "60000"}
 # The knobs of the savepoint's job that the restored job takes over: its input and shape.
-_SQL_INPUT_KNOBS = ("seed", "keys", "events", "value_max", "parallelism", "max_parallelism", "format")
+_SQL_INPUT_KNOBS = ("seed", "keys", "events", "value_max", "parallelism", "max_parallelism", "format",
+                    SQL_STATE_TTL)
 
 
 def sql_restore_knobs(savepoint: Snapshot | Path | None, backend: str = "rocksdb", **kw) -> dict[str, str]:
@@ -422,6 +435,13 @@ def restore_sqls(version: str, items: list[tuple[Snapshot | Path | None, dict]])
     def path(savepoint):
         return savepoint.path if isinstance(savepoint, Snapshot) else savepoint
     return _restore_cached(version, [(path(sp), sql_restore_knobs(sp, **kw)) for sp, kw in items])
+
+
+def sql_shape_knobs(shape: str, **kw) -> dict:
+    """restore_sqls kwargs for a savepoint of SQL_SHAPES[*shape*]'s job or one written from it (a Path,
+    which brings no knobs): that shape's backend and TTL, then *kw*."""
+    spec = SQL_SHAPES[shape]
+    return dict(backend=spec["backend"], state_ttl=spec.get(SQL_STATE_TTL), **kw)
 
 
 def restore_sql(version: str, savepoint: Snapshot | Path | None, backend: str = "rocksdb", **kw) -> dict:

@@ -2,7 +2,8 @@
 TTL timestamps, RowKinds), timers table and operator state table, read without Spark, as sorted
 rows with the key group left out (a rescale moves keys to new groups) and each map's entries in
 key order (a heap backend writes a map in its hash order, RocksDB in its keys' bytes order). Two
-savepoints of one job before and after a rescale hold the same content, row for row."""
+savepoints of one job before and after a rescale hold the same content, row for row; in a
+canonical savepoint, the same entries byte for byte (raw_entries)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ from collections import Counter
 
 import pyarrow as pa
 
+from statectl.statefmt.flink.describe import key_group_blocks
+from statectl.statefmt.flink.headers import read_keyed_header
 from statectl.statefmt.flink.savepoint import keyed_table, open_flink_savepoint, operator_state_table, timers_table
+from statectl.statefmt.flink.streamio import header_length, read_range, split_base
+from statectl.statefmt.flink.streams import prefix_bytes, scan_canonical
+from statectl.statefmt.flink.types import Buf
+from statectl.statefmt.model import TTL_SUFFIX
 
 KEY_GROUP = "_key_group"
 
@@ -55,6 +62,54 @@ def savepoint_content(path) -> dict[str, dict[str, list[str]]]:
     """Every operator's content, by operator id."""
     return {op.operator_id: operator_content(path, op.operator_id)
             for op in open_flink_savepoint(str(path)).metadata.operators}
+
+
+def ttl_timestamps(path) -> dict[str, dict[str, list]]:
+    """Every TTL state's last-access timestamps (its ``<state>_ttl_ts`` column: a value's, or a map's
+    per entry), by operator id and state, each a sorted list of (key row, timestamps)."""
+    out = {}
+    for op in open_flink_savepoint(str(path)).operators:
+        if op.keyed_schema is None or not any(n.endswith(TTL_SUFFIX) for n in op.keyed_schema.names):
+            continue
+        table = keyed_table(op)
+        keys = [n for n in table.column_names if n.startswith("f") and n[1:].isdigit()]
+
+        def stamps(column: str) -> list[str]:
+            t = table.schema.field(column).type
+            return sorted(json.dumps([[r[k] for k in keys], _canonical(r[column], t)], default=str)
+                          for r in table.to_pylist() if r[column] is not None)
+        out[op.operator_id] = {n.removesuffix(TTL_SUFFIX): stamps(n) for n in table.column_names if n.endswith(TTL_SUFFIX)}
+    return out
+
+
+def raw_entries(path) -> dict[str, dict[str, list[tuple[bytes, bytes]]]]:
+    """Every keyed operator's entries in a canonical savepoint as Flink's bytes, by operator id and
+    state: the key (key row, namespace, a map's user key; a timer's timestamp, key row and
+    namespace) without its key-group prefix, and the value (a TTL value: its last-access timestamp,
+    then the user value), sorted. A rewrite at another max parallelism that keeps every byte of
+    every entry keeps these."""
+    out = {}
+    for op in open_flink_savepoint(str(path)).operators:
+        if op.keyed_header is None:
+            continue
+        states: dict[str, list] = {}
+        for split in op.keyed_splits:
+            for name, (keys, values) in _split_entries(split).items():
+                states.setdefault(name, []).extend(zip(keys, values))
+        out[op.operator_id] = {name: sorted(entries) for name, entries in states.items()}
+    return out
+
+
+def _split_entries(split) -> dict[str, tuple[list[bytes], list[bytes]]]:
+    """Per state name, the keys and values of one canonical keyed split (see raw_entries)."""
+    base, handle = split_base(split), split.handle
+    data = read_range(base, handle.stream, 0, handle.stream.size)
+    header = read_keyed_header(data[:header_length(handle)], "header")
+    assert not header.compressed
+    blocks = key_group_blocks(handle, handle.stream.size, split.key_groups)
+    raw = scan_canonical(Buf(data, "stream"), header, blocks, prefix_bytes(split.max_parallelism))
+    return {header.states[i].name: (r.buf.slices(r.key_starts, r.key_ends).to_pylist(),
+                                    r.buf.slices(r.value_starts, r.value_ends).to_pylist()) for i, r in raw.items()}
 
 
 def restored_changes(dump: dict) -> dict[str, list]:

@@ -1,5 +1,6 @@
 """The SQL job restores its own savepoints and continues (mode=sql-restore, tests/flink/README.md
-"Restoring the SQL job"), in Flink 1.20 and 2.3, hashmap and RocksDB: fed a second batch of events,
+"Restoring the SQL job"), in Flink 1.20 and 2.3, hashmap and RocksDB, with and without
+`table.exec.state.ttl` (flink_job.SQL_SHAPES): fed a second batch of events,
 the restored job emits exactly what the model of the saved state says (GROUP BY: -U old, +U new
 totals; the first-row deduplication: only keys it never saw), and every statement ends with the
 table of a reference job that ran both batches without stopping. A job started without the saved

@@ -3,7 +3,8 @@ state its own input says every operator holds (expected.json, a Java model check
 what the job's sinks received): a GROUP BY with a DISTINCT aggregate, MIN/MAX with retraction,
 deduplication keep-first and keep-last, a Top-3, tumbling and hopping window aggregates, a
 regular join, an interval join and an OVER aggregate; Flink 1.20 and 2.3, hashmap and
-RocksDB, canonical and native.
+RocksDB, canonical and native, and with `table.exec.state.ttl` (TTL-wrapped state: the same
+values, each with its last-access timestamp in `<state>_ttl_ts`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 import flink_job
 from statectl.statefmt.flink.savepoint import keyed_table, open_flink_savepoint, timers_table
 from statectl.statefmt.formats import load
+from statectl.statefmt.model import TTL_SUFFIX
 
 SHAPES = [(v, shape) for v in flink_job.SQL_VERSIONS for shape in flink_job.SQL_SHAPES]
 _made: dict[str, list] = {}
@@ -26,6 +28,25 @@ def _snapshot(version: str, shape: str):
     if version not in _made:
         _made[version] = dict(zip(flink_job.SQL_SHAPES, flink_job.make_sql_snapshots(version)))
     return _made[version][shape]
+
+
+# The states `table.exec.state.ttl` wraps in TTL, by operator (windows, the interval join and the
+# OVER aggregate clean up by their timers instead).
+TTL_STATES = {
+    "GroupAggregate[4]": {"accState", "distinctAcc_0", "distinctAcc_0_null_state"},
+    "GroupAggregate[12]": {"accState", "agg0$map", "agg1$map"},
+    "Deduplicate[9]": {"deduplicate-state"}, "Deduplicate[17]": {"deduplicate-state"},
+    "Deduplicate[23]": {"deduplicate-state"}, "Rank[29]": {"data-state-with-append"},
+    "Join[52]": {"left-records", "right-records"},
+}
+TTL_MS = 86_400_000  # the -ttl shapes' state_ttl, "1 d"
+# With TTL, the OVER aggregate also keeps a cleanup time per key (a value state, not TTL-wrapped):
+# the processing time of its last input plus 1.5 x TTL, when a processing-time timer clears the key.
+OVER_CLEANUP = "RowTimeBoundedRowsOverCleanupTime"
+
+
+def _has_ttl(snap) -> bool:
+    return "state-ttl" in snap.expected["scenario"]["knobs"]
 
 
 def plain(v):
@@ -72,7 +93,7 @@ def test_every_operator_opens(ops):
     assert not any(op.unreadable for op in sp.operators)
     for name, exp in ops.expected.items():
         op = sp.operator(exp["operator_id"]) if sp.operators[0].name is None else sp.operator_named(name)
-        keyed = {s.name for s in op.keyed.states}
+        keyed = {s.name for s in op.keyed.states} - ({OVER_CLEANUP} if _has_ttl(ops.snap) else set())
         assert keyed | {"_timer_state/event_user-timers", "_timer_state/processing_user-timers",
                         "_timer_state/event_window-timers", "_timer_state/processing_window-timers"} \
             >= set(exp["state"]["state_names"]) >= keyed, name
@@ -172,6 +193,38 @@ def test_over_aggregate(ops):
         assert row["lastTriggeringTsState"] == ops.model("OverAggregate[67]", "lastTriggeringTsState")[k]
 
 
+def test_ttl_state_reads_with_its_last_access_timestamps(ops):
+    """With TTL, each TTL state's value (a map's entry) has a last-access timestamp of the job's run
+    (epoch ms of the wall clock while it made the savepoint); without, no state has one."""
+    first, last = ops.snap.expected["produce_wall_clock_ms"]
+    want = TTL_STATES if _has_ttl(ops.snap) else {}
+    found = {}
+    for name in ops.expected:
+        table = keyed_table(ops.info(name))
+        ttl = {c.removesuffix(TTL_SUFFIX) for c in table.column_names if c.endswith(TTL_SUFFIX)}
+        if ttl:
+            found[name] = ttl
+        for state in ttl:
+            for value, ts in zip(table[state].to_pylist(), table[state + TTL_SUFFIX].to_pylist()):
+                stamps = [t for _, t in ts] if isinstance(ts, list) else [ts]
+                assert (value is None) == (ts is None), (name, state)
+                assert all(first <= t <= last for t in stamps if ts is not None), (name, state)
+    assert found == want
+
+
+def test_ttl_over_aggregate_cleanup_times_and_their_timers(ops):
+    info = ops.info("OverAggregate[67]")
+    if not _has_ttl(ops.snap):
+        assert OVER_CLEANUP not in info.keyed_schema.names
+        return
+    first, last = ops.snap.expected["produce_wall_clock_ms"]
+    cleanup = {r["f0"]: r[OVER_CLEANUP] for r in keyed_table(info).to_pylist()}
+    assert len(cleanup) == len(ops.model("OverAggregate[67]", "accState"))
+    assert all(first <= t - TTL_MS * 3 // 2 <= last for t in cleanup.values())
+    timers = {(t["f0"], t["timestamp"]) for t in timers_table(info).to_pylist() if t["domain"] == "processing"}
+    assert timers == set(cleanup.items())
+
+
 def test_cli_info_and_validate(ops, cli):
     path = str(ops.snap.path)
     info = cli("info", "--json", path)
@@ -179,6 +232,10 @@ def test_cli_info_and_validate(ops, cli):
     doc = json.loads(info.stdout)
     assert not any(op.get("unreadable") for op in doc["operators"])
     assert {op["operator_id"] for op in doc["operators"]} >= {e["operator_id"] for e in ops.expected.values()}
+    by_id = {op["operator_id"]: op for op in doc["operators"]}
+    ttl = {name: {s["name"] for s in by_id[e["operator_id"]]["states"] if s.get("ttl")}
+           for name, e in ops.expected.items()}
+    assert {name: states for name, states in ttl.items() if states} == (TTL_STATES if _has_ttl(ops.snap) else {})
     valid = cli("validate", path)
     assert valid.returncode == 0, valid.stderr
 
@@ -201,11 +258,19 @@ def test_spark_reads_every_sql_table_as_the_format_layer_does(spark, shape):
             assert timers == timers_table(info).num_rows, name
 
 
-def test_cli_reads_a_sql_operator_by_name(cli):
-    snap = _snapshot("2.3.0", "rocksdb-canonical")
+@pytest.mark.parametrize("shape", ["rocksdb-canonical", "rocksdb-canonical-ttl"])
+def test_cli_reads_a_sql_operator_by_name(cli, shape):
+    snap = _snapshot("2.3.0", shape)
     model = {int(k): v for k, v in snap.expected["operators"]["GroupAggregate[4]"]["state"]["accState"].items()}
     out = cli("read", str(snap.path), "--name", "GroupAggregate[4]", "--key", "10", "-f", "jsonl")
     assert out.returncode == 0, out.stderr
     [row] = [json.loads(line) for line in out.stdout.strip().splitlines()]
     acc = row["accState"]
     assert [acc["f0"], acc["f1"], acc["f2"], acc["f3"]] == model[10][:4]
+    first, last = snap.expected["produce_wall_clock_ms"]
+    if _has_ttl(snap):
+        assert first <= row["accState" + TTL_SUFFIX] <= last
+        assert set(row["distinctAcc_0"]) == set(row["distinctAcc_0" + TTL_SUFFIX])  # a map with the same keys
+        assert all(first <= t <= last for t in row["distinctAcc_0" + TTL_SUFFIX].values())
+    else:
+        assert not [c for c in row if c.endswith(TTL_SUFFIX)]

@@ -7,6 +7,8 @@ elements and delimiters), and each key's key group is the one stored with it; ke
 encode the same from the types Spark gives them back as. Canonical streams
 (heap and RocksDB), native RocksDB and ForSt SST files and heap-native streams (whose values are
 written by the whole state's serializer: a map state's whole map) are read entry by entry.
+TTL-wrapped state (the SQL job with `table.exec.state.ttl`, heap and RocksDB) encodes with its
+last-access times.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from statectl.statefmt.flink.types import Buf
 from statectl.statefmt.scratch import new_scratch_dir
 from statectl.statefmt.vocabulary import StateKind
 
-SHAPES = ("hashmap-canonical", "rocksdb-canonical", "rocksdb-native")
+SHAPES = ("hashmap-canonical", "rocksdb-canonical", "rocksdb-native",
+          "hashmap-canonical-ttl", "rocksdb-canonical-ttl")
 
 
 def _savepoints():

@@ -18,6 +18,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.dag.Transformation;
+import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -108,7 +109,7 @@ public final class SqlJob {
         long t0 = System.currentTimeMillis();
         Path out = Paths.get(sc.out);
         Files.createDirectories(out);
-        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(Main.configuration(sc));
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(configuration(sc));
         env.setParallelism(sc.parallelism);
         env.setMaxParallelism(sc.maxParallelism);
         SqlInput in = new SqlInput(sc);
@@ -219,6 +220,18 @@ public final class SqlJob {
         expected.put("job_graph", nodes);
         Main.write(out.resolve("expected.json"), expected);
         System.out.println("sql snapshot " + path + " in " + (System.currentTimeMillis() - t0) + " ms");
+    }
+
+    /**
+     * Main.configuration plus the knob state-ttl (absent: none), the planner's table.exec.state.ttl:
+     * it wraps the state of the GROUP BYs, deduplications, Top-N and the regular join in TTL. The
+     * table environment takes the execution environment's configuration as its root.
+     */
+    static Configuration configuration(Scenario sc) {
+        Configuration conf = Main.configuration(sc);
+        String ttl = sc.knobs.get("state-ttl");
+        if (ttl != null) conf.setString("table.exec.state.ttl", ttl);
+        return conf;
     }
 
     /** The job's transformations: each statement's (up to the two sources), its statement, its columns. */

@@ -75,7 +75,7 @@ public final class SqlRestore {
     }
 
     private static Configuration configuration(Scenario sc) {
-        Configuration conf = Main.configuration(sc);
+        Configuration conf = SqlJob.configuration(sc);
         boolean allow = Boolean.parseBoolean(sc.knobs.getOrDefault("allow-non-restored", "false"));
         if (sc.restoreFrom != null) conf.setString(Compat.KEY_IGNORE_UNCLAIMED, String.valueOf(allow));
         return conf;
