@@ -31,7 +31,7 @@ from .lineage import check_present, flink_savepoint_id, lineage_roots, read_line
 from .metadata import is_flink_metadata, parse_metadata
 from .streamio import (METADATA, FlinkFolder, header_length, native_files, read_range, read_stream, split_base,
                        stream_name)
-from .streams import (StateRows, decode_canonical_state, decode_heap_native, decode_operator_state,
+from .streams import (RawEntries, StateRows, decode_canonical_state, decode_heap_native, decode_operator_state,
                       prefix_bytes, raw_from_extents, scan_canonical)
 from .types import Buf
 
@@ -113,6 +113,33 @@ def decode_keyed_split(split: FlinkSplit, key_groups: Iterable[int] | None = Non
 def _decode_stream(split: FlinkSplit, wanted: set[int] | None, timers: bool | None
                    ) -> tuple[KeyedHeader, dict[str, StateRows]]:
     """The rows of a keyed stream's split (a canonical or heap-native stream)."""
+    header, buf, blocks = _stream_bytes(split, wanted)
+    if split.handle.layout == "native":
+        by_id = decode_heap_native(buf, header, blocks)
+        return header, {header.states[i].name: rows for i, rows in by_id.items()}
+    raw = scan_canonical(buf, header, blocks, prefix_bytes(split.max_parallelism))
+    return header, {header.states[i].name: decode_canonical_state(header.states[i], header.key, r)
+                    for i, r in raw.items() if _wanted(header.states[i], timers)}
+
+
+def canonical_entries(split: FlinkSplit) -> Iterator[tuple[KeyedHeader, dict[int, RawEntries]]]:
+    """Every state's entries of a canonical keyed stream's split, undecoded (by state id: each
+    entry's key group and the extents of its key and value bytes), piece by piece (:func:`_pieces`):
+    what moves entries to new key groups without decoding their values needs."""
+    with _decoding(split):
+        for piece in _pieces(split):
+            header, buf, blocks = _stream_bytes(piece, None)
+            yield header, scan_canonical(buf, header, blocks, prefix_bytes(split.max_parallelism))
+
+
+def is_canonical_stream(split: FlinkSplit) -> bool:
+    """Whether *split* is a key-group range of a canonical keyed stream."""
+    return isinstance(split.handle, KeyGroupsStream) and split.handle.layout == "canonical"
+
+
+def _stream_bytes(split: FlinkSplit, wanted: set[int] | None) -> tuple[KeyedHeader, Buf, list]:
+    """The header of a keyed stream's split and the bytes of its key groups (those in *wanted*),
+    decompressed, with their blocks ``(key group, start, end)`` in those bytes."""
     base = split_base(split)
     handle = split.handle
     stream = handle.stream
@@ -127,13 +154,7 @@ def _decode_stream(split: FlinkSplit, wanted: set[int] | None, timers: bool | No
     if header.compressed:
         data, blocks = _decompress_blocks(data, blocks, source, start)
         start = 0
-    buf = Buf(data, source, base=start)
-    if handle.layout == "native":
-        by_id = decode_heap_native(buf, header, blocks)
-        return header, {header.states[i].name: rows for i, rows in by_id.items()}
-    raw = scan_canonical(buf, header, blocks, prefix_bytes(split.max_parallelism))
-    return header, {header.states[i].name: decode_canonical_state(header.states[i], header.key, r)
-                    for i, r in raw.items() if _wanted(header.states[i], timers)}
+    return header, Buf(data, source, base=start), blocks
 
 
 def _wanted(meta: StateMeta, timers: bool | None) -> bool:
