@@ -21,9 +21,11 @@ import pyarrow as pa
 import pytest
 
 from flink_sql_entries import SplitRewrite, sql_keyed_splits, sql_savepoints
+from statectl.statefmt.errors import FlinkFormatError
 from statectl.statefmt.flink.rowdata_regroup import regrouped_entries
 from statectl.statefmt.flink.savepoint import canonical_entries
 from statectl.statefmt.flink.stream_write import row_schema
+from statectl.statefmt.flink.types import Buf
 
 CANONICAL = ("rocksdb-canonical", "hashmap-canonical", "rocksdb-canonical-ttl", "hashmap-canonical-ttl")
 
@@ -65,3 +67,16 @@ def test_sql_entries_moved_by_their_bytes_are_flinks_streams_and_the_encoders_ro
             assert _sorted(_regrouped(rewrite, max_parallelism)).equals(_sorted(encoded)), (op.name, max_parallelism)
         streams += 1
     assert streams >= 4
+
+
+def test_a_key_row_running_past_its_key_is_one_line():
+    op, split = next(sql_keyed_splits(sql_savepoints("rocksdb-canonical")[0].values[0]))
+    header, raw = next(canonical_entries(split))
+    state_id, entries = next((i, r) for i, r in raw.items() if header.states[i].kind != "timers")
+    data = bytearray(entries.buf.data)
+    at = int(entries.key_starts[0])
+    data[at:at + 4] = (1 << 20).to_bytes(4, "big")  # the key row's length
+    broken = dataclasses.replace(entries, buf=Buf(bytes(data), "stream", base=entries.buf.base))
+    schema = row_schema(SplitRewrite(op, split).states)
+    with pytest.raises(FlinkFormatError, match=r"^stream: the key row at offset \d+ runs past its key$"):
+        regrouped_entries(header, {state_id: broken}, schema, 256)
