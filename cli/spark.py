@@ -76,9 +76,12 @@ def _jvm_ends_before_this_process(spark) -> None:
     proc = getattr(spark.sparkContext._gateway, "proc", None)
     if proc is None or proc.stdin is None:
         return
+    accumulators = spark.sparkContext._accumulatorServer
 
     def wait() -> None:
         with contextlib.suppress(Exception):
+            if accumulators is not None:  # the JVM's end closes its connection: not an error to print
+                accumulators.handle_error = lambda *_: None
             proc.stdin.close()
             proc.wait(timeout=JVM_EXIT_WAIT)
     atexit.register(wait)
