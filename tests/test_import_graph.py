@@ -129,8 +129,8 @@ SUBPACKAGE_MAY_IMPORT = {
     # snapshots are read with statectl's SST reader
     f"{STATEFMT}.flink": BASE | {f"{STATEFMT}.rocksdb.sstread", f"{STATEFMT}.rocksdb.sstkernels"},
 }
-# The only modules that know both families: the seam, and the checks that decode every format.
-BOTH_FAMILIES = {f"{STATEFMT}.{m}" for m in ("formats", "deep", "validate")}
+# The only module that knows both families: the seam (`validate` and `deep` ask it).
+BOTH_FAMILIES = {f"{STATEFMT}.formats"}
 
 
 def _statefmt_edges():

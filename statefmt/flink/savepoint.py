@@ -320,6 +320,26 @@ def _decompress_elements(data: bytes, offsets: tuple[int, ...], source: str) -> 
     return b"".join(out), tuple(new_offsets)
 
 
+def decode_operator(op: FlinkOperatorInfo) -> tuple[int, int, tuple[str, ...]]:
+    """`validate --deep` of a Flink operator: every keyed split (keyed table and timers) and
+    every operator state split decoded, one after another: rows, splits, and one problem line
+    per failure (each named once, with the operator)."""
+    work = [(split, table) for split in op.keyed_splits for table in ("keyed", "timers")
+            if table == "keyed" or op.timers_schema is not None]
+    work += [(split, name) for name in op.operator_states for split in op.operator_splits]
+    rows, parts, problems = 0, 0, []
+    for split, table in work:
+        try:
+            rows += sum(b.num_rows for b in read_split(split, table))
+            parts += 1
+        except StatectlError as e:
+            text = str(e)
+            line = text if text.startswith(f"operator {op.label}") else f"operator {op.label}: {text}"
+            if line not in problems:
+                problems.append(line)
+    return rows, parts, tuple(problems)
+
+
 # --- whole tables (for tests and small savepoints) --------------------------------------
 
 def keyed_table(op: FlinkOperatorInfo, key_groups=None) -> pa.Table:
