@@ -18,9 +18,9 @@ from typing import Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from ..errors import FlinkFormatError, NotASavepointError, StatectlError, UnsupportedFlinkFeature
+from ..errors import FlinkFormatError, NotASavepointError, StatectlError
 from ..fs import Location
-from ..model import KEYED_PART
+from ..model import KEYED_PART, cannot_read
 from ..scratch import new_scratch_dir
 from . import tables as TB
 from .describe import (FlinkOperatorInfo, FlinkSavepoint, FlinkSplit, describe_operator, key_group_blocks,
@@ -291,8 +291,7 @@ def _operator_batches(split: FlinkSplit, state: str, batch_rows: int) -> Iterato
     header = read_operator_header(data, source)
     meta = next((s for s in header.states if s.name == state), None)
     if meta is None and header.failure:
-        raise UnsupportedFlinkFeature(f"operator {split.operator_id}: operator state {state!r} cannot be read: "
-                                      f"{header.failure}")
+        raise cannot_read(split.operator_id, state, str(header.failure))
     if meta is None:
         raise FlinkFormatError(f"{source}: state {state!r} is in _metadata but not in the stream's header")
     offsets = info.offsets
@@ -354,7 +353,7 @@ def timers_table(op: FlinkOperatorInfo, key_groups=None) -> pa.Table:
 
 def _check_readable(op: FlinkOperatorInfo, part: str) -> None:
     if part in op.unreadable:
-        raise UnsupportedFlinkFeature(f"operator {op.label}: {part} cannot be read: {op.unreadable[part].reason}")
+        raise cannot_read(op.label, part, op.unreadable[part].reason)
 
 
 def operator_state_table(op: FlinkOperatorInfo, state: str) -> pa.Table:
