@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from statectl.statefmt.errors import UnknownStateError, UsageError
 from statectl.statefmt.ids import OperatorRef
 from statectl.statefmt.model import KEYED_PART, Operator, Savepoint, cannot_read
+from statectl.statefmt.vocabulary import KeyedTable
 
-KEYED = "keyed"
-TIMERS = "timers"
+KEYED, TIMERS = KeyedTable.KEYED, KeyedTable.TIMERS
 OPERATOR_STATE = "operator"
 
 

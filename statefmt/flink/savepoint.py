@@ -22,6 +22,7 @@ from ..errors import FlinkFormatError, NotASavepointError, StatectlError
 from ..fs import Location
 from ..model import KEYED_PART, cannot_read
 from ..scratch import new_scratch_dir
+from ..vocabulary import KeyedTable
 from . import tables as TB
 from .describe import (FlinkOperatorInfo, FlinkSavepoint, FlinkSplit, describe_operator, key_group_blocks,
                        key_group_ranges)
@@ -137,7 +138,7 @@ def _decode_stream(split: FlinkSplit, wanted: set[int] | None, timers: bool | No
 
 
 def _wanted(meta: StateMeta, timers: bool | None) -> bool:
-    return timers is None or (meta.kind == "timers") == timers
+    return timers is None or (meta.kind == KeyedTable.TIMERS) == timers
 
 
 def _decompress_blocks(data: bytes, blocks, source: str, base: int):
@@ -233,7 +234,7 @@ def _native_entries(files, workdir: str, names: set[str], split: FlinkSplit,
     yield out
 
 
-def read_split(split: FlinkSplit, table: str = "keyed", key_groups: Iterable[int] | None = None,
+def read_split(split: FlinkSplit, table: str = KeyedTable.KEYED, key_groups: Iterable[int] | None = None,
                batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
     """The record batches of *table* in one split.
 
@@ -266,12 +267,12 @@ def _read_split(split: FlinkSplit, table: str, key_groups, batch_rows: int) -> I
     if split.kind == "operator":
         yield from _operator_batches(split, table, batch_rows)
         return
-    if table not in ("keyed", "timers"):
-        raise StatectlError(f"unknown keyed table {table!r} (keyed or timers)")
+    if table not in KeyedTable.words():
+        raise StatectlError(f"unknown keyed table {table!r} ({' or '.join(KeyedTable.words())})")
     base = split_base(split)
     source = f"{base} operator {split.operator_id} subtask {split.subtask}"
-    for header, rows in decode_keyed_split(split, key_groups, timers=table == "timers"):
-        if table == "keyed":
+    for header, rows in decode_keyed_split(split, key_groups, timers=table == KeyedTable.TIMERS):
+        if table == KeyedTable.KEYED:
             schema = TB.keyed_schema(header.key, header.states)
             t = TB.keyed_table(header.key, header.states, rows, schema, source)
         else:
@@ -323,8 +324,8 @@ def decode_operator(op: FlinkOperatorInfo) -> tuple[int, int, tuple[str, ...]]:
     """`validate --deep` of a Flink operator: every keyed split (keyed table and timers) and
     every operator state split decoded, one after another: rows, splits, and one problem line
     per failure (each named once, with the operator)."""
-    work = [(split, table) for split in op.keyed_splits for table in ("keyed", "timers")
-            if table == "keyed" or op.timers_schema is not None]
+    work = [(split, table) for split in op.keyed_splits for table in KeyedTable
+            if table == KeyedTable.KEYED or op.timers_schema is not None]
     work += [(split, name) for name in op.operator_states for split in op.operator_splits]
     rows, parts, problems = 0, 0, []
     for split, table in work:
@@ -343,12 +344,12 @@ def decode_operator(op: FlinkOperatorInfo) -> tuple[int, int, tuple[str, ...]]:
 
 def keyed_table(op: FlinkOperatorInfo, key_groups=None) -> pa.Table:
     _check_readable(op, KEYED_PART)
-    return _collect(op.keyed_splits, "keyed", op.keyed_schema, key_groups)
+    return _collect(op.keyed_splits, KeyedTable.KEYED, op.keyed_schema, key_groups)
 
 
 def timers_table(op: FlinkOperatorInfo, key_groups=None) -> pa.Table:
     _check_readable(op, KEYED_PART)
-    return _collect(op.keyed_splits, "timers", op.timers_schema, key_groups)
+    return _collect(op.keyed_splits, KeyedTable.TIMERS, op.timers_schema, key_groups)
 
 
 def _check_readable(op: FlinkOperatorInfo, part: str) -> None:
