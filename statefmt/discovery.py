@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from .errors import NotASavepointError, StatectlError
-from .formats import load
+from .formats import SavepointFormat, load_sniffed
 from .fs import Location
 from .locations import METADATA_FILE
 from .model import Savepoint
@@ -52,11 +52,11 @@ def find_snapshots(folder: str | Location) -> tuple[list[Snapshot], list[Unreada
     found, unreadable = [], []
     for where in _metadata_folders(root):
         try:
-            sp = load(where)
+            fmt, sp = load_sniffed(where)
         except StatectlError as e:
             unreadable.append(Unreadable(where.uri, str(e)))
             continue
-        found.append((_snapshot(sp), frozenset(e.savepoint_id for e in sp.lineage)))
+        found.append((_snapshot(fmt, sp), frozenset(e.savepoint_id for e in sp.lineage)))
     return newest_first(found), unreadable
 
 
@@ -102,7 +102,7 @@ def _metadata_folders(root: Location) -> list[Location]:
     return folders
 
 
-def _snapshot(sp: Savepoint) -> Snapshot:
+def _snapshot(fmt: SavepointFormat, sp: Savepoint) -> Snapshot:
     name = sp.location.rstrip("/").rsplit("/", 1)[-1]
     number = _CHECKPOINT.fullmatch(name)
     files = [f for _, f in sp.data_files()]
@@ -111,7 +111,7 @@ def _snapshot(sp: Savepoint) -> Snapshot:
         location=sp.location, savepoint_id=sp.savepoint_id,
         kind="checkpoint" if number else "savepoint", checkpoint=int(number.group(1)) if number else None,
         incremental=any(_outside(sp, f.ref) for f in files),
-        family="flink" if sp.savepoint_id.startswith("flink-") else "statectl",
+        family=fmt.family,
         formats=formats, created_at=sp.created_at, bytes=sum(f.size for f in files),
         operators=len(sp.operators))
 

@@ -57,6 +57,7 @@ class FlinkCommit:
 
 class SavepointFormat(Protocol):
     name: str  # a :class:`Format` word
+    family: str  # whose format: "statectl" or "flink" (`statectl ls`)
 
     def sniff(self, head: bytes) -> bool:
         """Whether a `_metadata` starting with *head* (its first bytes) is of this format."""
@@ -107,6 +108,7 @@ class StatectlFormat:
     files carry a sha256 of their own and are checked by it alone."""
     name: str
     keyed_parquet: bool
+    family = "statectl"
 
     def sniff(self, head: bytes) -> bool:
         return True
@@ -153,6 +155,7 @@ class StatectlFormat:
 class FlinkFormat:
     """Apache Flink's savepoints and retained checkpoints (`statefmt/flink`)."""
     name = Format.FLINK
+    family = "flink"
 
     def sniff(self, head: bytes) -> bool:
         from .flink.metadata import is_flink_metadata
@@ -233,6 +236,12 @@ def formats_of(sp: Savepoint) -> list[SavepointFormat]:
 
 def load(location: str | Location) -> Savepoint:
     """Read and check a savepoint's `_metadata`, of whichever format; the result knows its location."""
+    return load_sniffed(location)[1]
+
+
+def load_sniffed(location: str | Location) -> tuple[SavepointFormat, Savepoint]:
+    """:func:`load`, with the format its `_metadata` was sniffed as (statectl's own: one of
+    its family)."""
     loc = Location.of(location)
     meta = loc.child(METADATA_FILE)
     if not meta.exists():
@@ -243,7 +252,8 @@ def load(location: str | Location) -> Savepoint:
             )
         raise NotASavepointError(f"{loc}: no such savepoint directory")
     data = meta.read_bytes()
-    return sniff(data[:4]).load(loc, data)
+    fmt = sniff(data[:4])
+    return fmt, fmt.load(loc, data)
 
 
 def previous_files(out: Location) -> set[str]:
