@@ -132,35 +132,30 @@ class SavepointReader:
         """Run *query* over the views it names; only the files it reads are checked.
 
         A view's table is planned (its Data Source read set up) only when the query names
-        it: the views whose names the query's text holds are registered first (a superset:
-        an unknown name sends Spark's analysis to the session catalog, which creates a
-        `spark-warehouse` folder in the working directory), then each missing view Spark's
-        analysis still reports, and the query analysed again. The views exist while the
-        query is analysed and are dropped afterwards. A query naming a view whose files
-        are missing fails with the missing file.
+        it: the views whose names the query's text holds (:func:`_named_in`, a superset) are
+        registered before Spark analyses it, so the analysis never asks the session catalog for
+        a name (which creates a `spark-warehouse` folder in the working directory). A view that
+        cannot be registered fails the query only if the query reads it (Spark's analysis then
+        misses it): a view whose files are missing with the missing file. The views exist
+        while the query is analysed and are dropped afterwards.
         """
         from pyspark.errors import PySparkException
 
-        by_name = {v.name.lower(): v for v in views(self.savepoint)}
-        registered, by_key = [], {}
-        text = query.lower()
+        registered, by_key, broken = [], {}, {}
         try:
-            for name in [n for n in by_name if n in text]:
+            for view in _named_in(query, views(self.savepoint)):
                 try:
-                    by_key.update(self._register(by_name[name]))
-                except (StatectlError, PySparkException):
-                    continue  # a broken view fails the query only if the query reads it
-                registered.append(by_name.pop(name).name)
-            while True:
-                try:
-                    result = self.spark.sql(query)
-                    break
-                except PySparkException as e:
-                    view = by_name.pop(_missing_relation(e), None)
-                    if view is None:
-                        self._explain_failure(e)
                     by_key.update(self._register(view))
                     registered.append(view.name)
+                except (StatectlError, PySparkException) as e:
+                    broken[view.name.lower()] = e
+            try:
+                result = self.spark.sql(query)
+            except PySparkException as e:
+                failure = broken.get(_missing_relation(e))
+                if failure is not None:
+                    raise failure from None
+                self._explain_failure(e)
         finally:
             for name in registered:
                 self.spark.catalog.dropTempView(name)
@@ -246,6 +241,13 @@ def _missing_relation(e) -> str | None:
         return None
     name = (e.getMessageParameters() or {}).get("relationName", "")
     return name.strip("`").replace("``", "`").lower()
+
+
+def _named_in(query: str, candidates: list[View]) -> list[View]:
+    """The views whose names *query* holds, as Spark compares names (case-insensitively),
+    written plain or between backticks (where a backtick of the name is doubled)."""
+    text = query.lower()
+    return [v for v in candidates if v.name.lower() in text or v.name.lower().replace("`", "``") in text]
 
 
 def _sql_name(view_name: str) -> str:
