@@ -14,6 +14,7 @@ from statectl.statefmt.validate import files_with_schemas
 from statectl.statefmt.vocabulary import OperatorStateKind
 
 from .catalogue import View, catalogue_frame, views
+from .explode import explode_frame, exploded_state
 from .files import Split, spark_file_key, split_key, splits
 from .keyed import keyed_table, timers_table
 from .operator_state import operator_state_table
@@ -68,18 +69,24 @@ class SavepointReader:
     # --- state tables -------------------------------------------------------
     def keyed(self, operator: OperatorName, states: str | list[str] | None = None, *,
               key_groups: tuple[int, int] | None = None, include_key_group: bool = False,
-              keys: list | None = None):
+              keys: list | None = None, explode: bool = False):
         """The keyed table: key column(s), ``namespace`` if any, one column per keyed state.
 
         *states* keeps only those columns and the rows with a value in one of them.
         *key_groups* ``(first, last)`` reads only that range of key groups. *keys*
         keeps only those keys (a value each, a sequence for a tuple key), reading
-        only the key groups that can hold them.
+        only the key groups that can hold them. *explode* flattens the one list or map
+        state (of *states*, or the operator's only one) into a row per element (``index``)
+        or entry (``map_key``), as ``read --explode`` does.
         """
         op = self._keyed_operator(operator)
         chosen = check_keyed_states(op, states)
-        return keyed_table(self.spark, self.savepoint, op, chosen, key_groups, include_key_group,
-                           verify=self._verify, keys=keys)[0]
+        flattened = exploded_state(TableChoice(op, KEYED, chosen)) if explode else None
+        if flattened is not None:
+            chosen = (flattened.name,)
+        df = keyed_table(self.spark, self.savepoint, op, chosen, key_groups, include_key_group,
+                         verify=self._verify, keys=keys)[0]
+        return explode_frame(df, op, flattened) if flattened is not None else df
 
     def timers(self, operator: OperatorName, domain: str | None = None, *,
                key_groups: tuple[int, int] | None = None, include_key_group: bool = False,
