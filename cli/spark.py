@@ -57,11 +57,37 @@ def spark_session(master: str | None = None, app_name: str = "statectl", read_by
     from .jvm import EXTRA_JAVA_OPTIONS, SHARED_ARCHIVE, driver_java_options, extra_java_options, without_archive
     ours = driver_java_options(read_bytes, user)
     try:
-        return builder.config(EXTRA_JAVA_OPTIONS, extra_java_options(user, ours)).getOrCreate()
+        spark = builder.config(EXTRA_JAVA_OPTIONS, extra_java_options(user, ours)).getOrCreate()
     except Exception as e:  # PySpark's gateway error: the JVM ended before it was up
         if "JAVA_GATEWAY_EXITED" not in str(e) or SHARED_ARCHIVE not in ours:
             raise
-    return builder.config(EXTRA_JAVA_OPTIONS, extra_java_options(user, without_archive(ours))).getOrCreate()
+        spark = builder.config(EXTRA_JAVA_OPTIONS, extra_java_options(user, without_archive(ours))).getOrCreate()
+    _jvm_ends_before_this_process(spark)
+    return spark
+
+
+def _jvm_ends_before_this_process(spark) -> None:
+    """At exit, end the JVM this process started and wait for it (up to :data:`JVM_EXIT_WAIT`
+    seconds). It ends when its standard input closes, and on its way out removes Spark's folders
+    (``blockmgr-*``, ``spark-*``, ``artifacts-*`` in ``java.io.tmpdir``); without the wait the
+    command returned while they were still there."""
+    import atexit
+
+    proc = getattr(spark.sparkContext._gateway, "proc", None)
+    if proc is None or proc.stdin is None:
+        return
+    accumulators = spark.sparkContext._accumulatorServer
+
+    def wait() -> None:
+        with contextlib.suppress(Exception):
+            if accumulators is not None:  # the JVM's end closes its connection: not an error to print
+                accumulators.handle_error = lambda *_: None
+            proc.stdin.close()
+            proc.wait(timeout=JVM_EXIT_WAIT)
+    atexit.register(wait)
+
+
+JVM_EXIT_WAIT = 10.0
 
 
 def executor_s3_environment(user: dict[str, str]) -> dict[str, str]:

@@ -14,6 +14,7 @@ from statectl.statefmt.validate import files_with_schemas
 from statectl.statefmt.vocabulary import OperatorStateKind
 
 from .catalogue import View, catalogue_frame, views
+from .explode import explode_frame, exploded_state
 from .files import Split, spark_file_key, split_key, splits
 from .keyed import keyed_table, timers_table
 from .operator_state import operator_state_table
@@ -68,18 +69,24 @@ class SavepointReader:
     # --- state tables -------------------------------------------------------
     def keyed(self, operator: OperatorName, states: str | list[str] | None = None, *,
               key_groups: tuple[int, int] | None = None, include_key_group: bool = False,
-              keys: list | None = None):
+              keys: list | None = None, explode: bool = False):
         """The keyed table: key column(s), ``namespace`` if any, one column per keyed state.
 
         *states* keeps only those columns and the rows with a value in one of them.
         *key_groups* ``(first, last)`` reads only that range of key groups. *keys*
         keeps only those keys (a value each, a sequence for a tuple key), reading
-        only the key groups that can hold them.
+        only the key groups that can hold them. *explode* flattens the one list or map
+        state (of *states*, or the operator's only one) into a row per element (``index``)
+        or entry (``map_key``), as ``read --explode`` does.
         """
         op = self._keyed_operator(operator)
         chosen = check_keyed_states(op, states)
-        return keyed_table(self.spark, self.savepoint, op, chosen, key_groups, include_key_group,
-                           verify=self._verify, keys=keys)[0]
+        flattened = exploded_state(TableChoice(op, KEYED, chosen)) if explode else None
+        if flattened is not None:
+            chosen = (flattened.name,)
+        df = keyed_table(self.spark, self.savepoint, op, chosen, key_groups, include_key_group,
+                         verify=self._verify, keys=keys)[0]
+        return explode_frame(df, op, flattened) if flattened is not None else df
 
     def timers(self, operator: OperatorName, domain: str | None = None, *,
                key_groups: tuple[int, int] | None = None, include_key_group: bool = False,
@@ -132,35 +139,30 @@ class SavepointReader:
         """Run *query* over the views it names; only the files it reads are checked.
 
         A view's table is planned (its Data Source read set up) only when the query names
-        it: the views whose names the query's text holds are registered first (a superset:
-        an unknown name sends Spark's analysis to the session catalog, which creates a
-        `spark-warehouse` folder in the working directory), then each missing view Spark's
-        analysis still reports, and the query analysed again. The views exist while the
-        query is analysed and are dropped afterwards. A query naming a view whose files
-        are missing fails with the missing file.
+        it: the views whose names the query's text holds (:func:`_named_in`, a superset) are
+        registered before Spark analyses it, so the analysis never asks the session catalog for
+        a name (which creates a `spark-warehouse` folder in the working directory). A view that
+        cannot be registered fails the query only if the query reads it (Spark's analysis then
+        misses it): a view whose files are missing with the missing file. The views exist
+        while the query is analysed and are dropped afterwards.
         """
         from pyspark.errors import PySparkException
 
-        by_name = {v.name.lower(): v for v in views(self.savepoint)}
-        registered, by_key = [], {}
-        text = query.lower()
+        registered, by_key, broken = [], {}, {}
         try:
-            for name in [n for n in by_name if n in text]:
+            for view in _named_in(query, views(self.savepoint)):
                 try:
-                    by_key.update(self._register(by_name[name]))
-                except (StatectlError, PySparkException):
-                    continue  # a broken view fails the query only if the query reads it
-                registered.append(by_name.pop(name).name)
-            while True:
-                try:
-                    result = self.spark.sql(query)
-                    break
-                except PySparkException as e:
-                    view = by_name.pop(_missing_relation(e), None)
-                    if view is None:
-                        self._explain_failure(e)
                     by_key.update(self._register(view))
                     registered.append(view.name)
+                except (StatectlError, PySparkException) as e:
+                    broken[view.name.lower()] = e
+            try:
+                result = self.spark.sql(query)
+            except PySparkException as e:
+                failure = broken.get(_missing_relation(e))
+                if failure is not None:
+                    raise failure from None
+                self._explain_failure(e)
         finally:
             for name in registered:
                 self.spark.catalog.dropTempView(name)
@@ -246,6 +248,13 @@ def _missing_relation(e) -> str | None:
         return None
     name = (e.getMessageParameters() or {}).get("relationName", "")
     return name.strip("`").replace("``", "`").lower()
+
+
+def _named_in(query: str, candidates: list[View]) -> list[View]:
+    """The views whose names *query* holds, as Spark compares names (case-insensitively),
+    written plain or between backticks (where a backtick of the name is doubled)."""
+    text = query.lower()
+    return [v for v in candidates if v.name.lower() in text or v.name.lower().replace("`", "``") in text]
 
 
 def _sql_name(view_name: str) -> str:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from statectl.statefmt.errors import UnknownStateError, UnreadableStateError, UsageError
+from statectl.statefmt.errors import UnknownStateError, UsageError
 from statectl.statefmt.ids import OperatorRef
-from statectl.statefmt.model import KEYED_PART, Operator, Savepoint
+from statectl.statefmt.model import KEYED_PART, Operator, Savepoint, cannot_read
+from statectl.statefmt.vocabulary import KeyedTable
 
-KEYED = "keyed"
-TIMERS = "timers"
+KEYED, TIMERS = KeyedTable.KEYED, KeyedTable.TIMERS
 OPERATOR_STATE = "operator"
 
 
@@ -58,8 +58,7 @@ def check_readable(op: Operator, part: str) -> None:
     """One error line when *part* (:data:`KEYED_PART` or an operator state) of *op* cannot be read."""
     u = op.unreadable_part(part)
     if u is not None:
-        what = "its keyed state and timers" if part == KEYED_PART else f"its operator state {part!r}"
-        raise UnreadableStateError(f"operator {op.label}: {what} cannot be read: {u.reason}")
+        raise cannot_read(op.label, part, u.reason)
 
 
 def check_keyed_states(op: Operator, states) -> tuple[str, ...]:

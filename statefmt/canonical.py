@@ -24,13 +24,16 @@ from .errors import DataFileError, UsageError
 from .fs import Location
 from .integrity import checksum_file, read_verified
 from .keygroups import key_groups_for_columns
+from .locations import file_location
 from .model import (
     KEY_GROUP_COLUMN,
     NAMESPACE_COLUMN,
     DataFile,
     FileRef,
     KeyedSection,
+    Operator,
     OperatorState,
+    Savepoint,
 )
 from .types import to_arrow
 from .vocabulary import OperatorStateKind
@@ -255,6 +258,25 @@ def read_key_group_range(location: Location, expected: DataFile, schema: pa.Sche
     groups = table.column(KEY_GROUP_COLUMN)
     mask = pc.and_(pc.greater_equal(groups, first), pc.less_equal(groups, last))
     return table.filter(mask)
+
+
+def decode_pages(sp: Savepoint, op: Operator, skip: set[tuple[str, str]]) -> tuple[int, int, tuple[str, ...]]:
+    """`validate --deep` of a canonical operator: every Parquet page of its files decoded
+    (but those in *skip*, (operator id, file path) already found bad): rows, files, problems."""
+    rows, parts, problems = 0, 0, []
+    for f in op.data_files():
+        if (op.operator_id, f.ref.path) in skip:
+            continue
+        loc = file_location(sp, f.ref)
+        try:
+            with loc.open_input_file() as source:
+                pf = pq.ParquetFile(source)
+                for i in range(pf.num_row_groups):
+                    rows += pf.read_row_group(i).num_rows
+            parts += 1
+        except (OSError, ValueError) as e:
+            problems.append(f"operator {op.label}: {loc}: a page does not decode ({e})")
+    return rows, parts, tuple(problems)
 
 
 def files_for_range(files, first: int, last: int) -> list[DataFile]:

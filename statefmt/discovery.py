@@ -3,9 +3,9 @@
 A job's checkpoint folder holds ``chk-N/`` folders (each a checkpoint once its `_metadata`
 is written; one without is still being written, or was abandoned) beside ``shared/`` and
 ``taskowned/``; a savepoint folder holds ``savepoint-…/`` folders. A snapshot is any folder
-within :data:`DEPTH` levels whose `_metadata` loads, whatever its format. Newest first:
-the time its `_metadata` records (Flink's: the file's modification time), then the
-checkpoint number.
+within :data:`DEPTH` levels whose `_metadata` loads, whatever its format. Newest first
+(:func:`newest_first`): the time its `_metadata` records (Flink's: the file's modification
+time), in whole seconds; within one second, by lineage, then by location.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from .errors import NotASavepointError, StatectlError
-from .formats import load
+from .formats import SavepointFormat, load_sniffed
 from .fs import Location
 from .locations import METADATA_FILE
 from .model import Savepoint
@@ -52,11 +52,44 @@ def find_snapshots(folder: str | Location) -> tuple[list[Snapshot], list[Unreada
     found, unreadable = [], []
     for where in _metadata_folders(root):
         try:
-            found.append(_snapshot(load(where)))
+            fmt, sp = load_sniffed(where)
         except StatectlError as e:
             unreadable.append(Unreadable(where.uri, str(e)))
-    found.sort(key=lambda s: (s.created_at, s.checkpoint or -1), reverse=True)
-    return found, unreadable
+            continue
+        found.append((_snapshot(fmt, sp), frozenset(e.savepoint_id for e in sp.lineage)))
+    return newest_first(found), unreadable
+
+
+def newest_first(found: list[tuple[Snapshot, frozenset[str]]]) -> list[Snapshot]:
+    """Snapshots (each with the ids of the savepoints its lineage names) newest first: by the
+    time each records, and within one second (times have whole seconds) after every snapshot
+    made from them (:func:`_made_after`); snapshots the rule leaves unordered by location."""
+    by_time: dict[str, list] = {}
+    for item in sorted(found, key=lambda item: item[0].location):
+        by_time.setdefault(item[0].created_at, []).append(item)
+    out: list[Snapshot] = []
+    for created_at in sorted(by_time, reverse=True):
+        left = by_time[created_at]
+        while left:  # the first by location that no snapshot still left was made after
+            i = next((i for i, (s, _) in enumerate(left)
+                      if not any(_made_after(other, s) for other in left)), 0)  # 0: a lineage circle
+            out.append(left.pop(i)[0])
+    return out
+
+
+def _made_after(item: tuple[Snapshot, frozenset[str]], other: Snapshot) -> bool:
+    """Whether *item* is known to be newer than *other*: its lineage names *other* (it was
+    derived from it), or both are checkpoints of one job and its number is higher."""
+    snapshot, bases = item
+    if other.savepoint_id in bases:
+        return True
+    return snapshot.checkpoint is not None and other.checkpoint is not None \
+        and _job(snapshot) == _job(other) and snapshot.checkpoint > other.checkpoint
+
+
+def _job(checkpoint: Snapshot) -> str:
+    """A checkpoint's job folder: the one holding its ``chk-N`` folder."""
+    return checkpoint.location.rstrip("/").rsplit("/", 1)[0]
 
 
 def _metadata_folders(root: Location) -> list[Location]:
@@ -69,7 +102,7 @@ def _metadata_folders(root: Location) -> list[Location]:
     return folders
 
 
-def _snapshot(sp: Savepoint) -> Snapshot:
+def _snapshot(fmt: SavepointFormat, sp: Savepoint) -> Snapshot:
     name = sp.location.rstrip("/").rsplit("/", 1)[-1]
     number = _CHECKPOINT.fullmatch(name)
     files = [f for _, f in sp.data_files()]
@@ -78,7 +111,7 @@ def _snapshot(sp: Savepoint) -> Snapshot:
         location=sp.location, savepoint_id=sp.savepoint_id,
         kind="checkpoint" if number else "savepoint", checkpoint=int(number.group(1)) if number else None,
         incremental=any(_outside(sp, f.ref) for f in files),
-        family="flink" if sp.savepoint_id.startswith("flink-") else "statectl",
+        family=fmt.family,
         formats=formats, created_at=sp.created_at, bytes=sum(f.size for f in files),
         operators=len(sp.operators))
 

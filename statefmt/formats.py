@@ -19,16 +19,19 @@ families; the Flink one is imported when a Flink savepoint is met.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol, Sequence
 
 from .errors import NotASavepointError, StatectlError
 from .fs import Location
 from .ids import OperatorRef
 from .locations import METADATA_FILE, FileCopy, remove_replaced
-from .model import LineageEntry, Operator, Savepoint
+from .model import DataFile, LineageEntry, Operator, Savepoint
 from .savepoint import commit as commit_statectl
 from .savepoint import load_statectl, merge_lineage, named_files, shallow_copy
 from .vocabulary import Format
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 NameFor = Callable[[str, "set[str]"], str]  # (file name, names taken) -> the copy's name
 
@@ -54,6 +57,7 @@ class FlinkCommit:
 
 class SavepointFormat(Protocol):
     name: str  # a :class:`Format` word
+    family: str  # whose format: "statectl" or "flink" (`statectl ls`)
 
     def sniff(self, head: bytes) -> bool:
         """Whether a `_metadata` starting with *head* (its first bytes) is of this format."""
@@ -74,12 +78,37 @@ class SavepointFormat(Protocol):
         """The operators *operator_ids* of *base* as pointer copies (their files referenced
         where they lie), or with *name_for* self-contained (the files to copy, named by it)."""
 
+    def file_schemas(self, op: Operator) -> Iterator[tuple[DataFile, "pa.Schema | None"]]:
+        """Every data file of *op*'s states with the Arrow schema `validate` checks it
+        against (None: a file that is not statectl's Parquet, checked by size and checksum)."""
+
+    def decode_all(self, sp: Savepoint, op: Operator, skip: set[tuple[str, str]]) -> Decoded:
+        """`validate --deep`: decode every file of *op* but those in *skip* (operator id,
+        file path: already found bad)."""
+
+    def validation_notes(self, sp: Savepoint, deep: bool) -> list[str]:
+        """What `validate` says of a savepoint holding operators of this format, besides
+        its problems: what it could not check, and why."""
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """What `validate --deep` decoded of one operator: rows, parts (splits or files) and
+    the problems found, one line each."""
+    rows: int = 0
+    parts: int = 0
+    problems: tuple[str, ...] = ()
+
 
 @dataclass(frozen=True)
 class StatectlFormat:
     """statectl's own format family: one `_metadata` document for both physical formats.
-    Sniffed last: its decoder names what is wrong with anything that is not Flink's."""
+    Sniffed last: its decoder names what is wrong with anything that is not Flink's.
+    *keyed_parquet*: keyed state is Parquet files (canonical), not RocksDB databases, whose
+    files carry a sha256 of their own and are checked by it alone."""
     name: str
+    keyed_parquet: bool
+    family = "statectl"
 
     def sniff(self, head: bytes) -> bool:
         return True
@@ -102,10 +131,31 @@ class StatectlFormat:
         pairs = [shallow_copy(base, base.operator(OperatorRef(operator_id=i))) for i in operator_ids]
         return OperatorCopies(tuple(op for op, _ in pairs), merge_lineage(*(e for _, e in pairs)))
 
+    def file_schemas(self, op: Operator) -> Iterator[tuple[DataFile, "pa.Schema | None"]]:
+        from .canonical import keyed_schema, operator_state_schema, timers_schema
+
+        if op.keyed is not None:
+            keyed = keyed_schema(op.keyed) if self.keyed_parquet else None
+            yield from ((f, keyed) for f in op.keyed.files)
+            yield from ((f, timers_schema(op.keyed)) for f in op.keyed.timers)
+        for state in op.operator_states:
+            yield from ((f, operator_state_schema(state)) for f in state.files)
+
+    def decode_all(self, sp: Savepoint, op: Operator, skip: set[tuple[str, str]]) -> Decoded:
+        if not self.keyed_parquet:
+            return Decoded()  # the RocksDB files' sha256 is checked without --deep
+        from .canonical import decode_pages
+
+        return Decoded(*decode_pages(sp, op, skip))
+
+    def validation_notes(self, sp: Savepoint, deep: bool) -> list[str]:
+        return []
+
 
 class FlinkFormat:
     """Apache Flink's savepoints and retained checkpoints (`statefmt/flink`)."""
     name = Format.FLINK
+    family = "flink"
 
     def sniff(self, head: bytes) -> bool:
         from .flink.metadata import is_flink_metadata
@@ -144,9 +194,28 @@ class FlinkFormat:
         return OperatorCopies(tuple(pointer_copy(fsp.location, op) for op in kept),
                               lineage_needed(fsp.location, fsp.savepoint_id, fsp.lineage, kept) if kept else ())
 
+    def file_schemas(self, op: Operator) -> Iterator[tuple[DataFile, "pa.Schema | None"]]:
+        sections = [op.keyed.files, op.keyed.timers] if op.keyed is not None else []
+        return ((f, None) for files in sections + [s.files for s in op.operator_states] for f in files)
+
+    def decode_all(self, sp: Savepoint, op: Operator, skip: set[tuple[str, str]]) -> Decoded:
+        from .flink.model import flink_savepoint
+        from .flink.savepoint import decode_operator
+
+        return Decoded(*decode_operator(flink_savepoint(sp).operator(op.operator_id)))
+
+    def validation_notes(self, sp: Savepoint, deep: bool) -> list[str]:
+        absolute = [f"operator {op.label}: absolute file reference {f.ref.path}" for op, f in sp.data_files()
+                    if f.ref.location is not None and f.ref.savepoint is None]
+        checked = ("Flink savepoint: its files have no checksums; every stream was decoded (--deep)" if deep
+                   else "Flink savepoint: its files have no checksums, so only their presence and sizes "
+                   "were checked (--deep decodes every stream)")
+        return [checked, *absolute]
+
 
 FORMATS: dict[str, SavepointFormat] = {  # sniffed in this order
-    f.name: f for f in (FlinkFormat(), StatectlFormat(Format.CANONICAL), StatectlFormat(Format.ROCKSDB))}
+    f.name: f for f in (FlinkFormat(), StatectlFormat(Format.CANONICAL, keyed_parquet=True),
+                        StatectlFormat(Format.ROCKSDB, keyed_parquet=False))}
 
 
 def sniff(head: bytes) -> SavepointFormat:
@@ -159,8 +228,20 @@ def for_operator(op: Operator) -> SavepointFormat:
     return FORMATS[op.format]
 
 
+def formats_of(sp: Savepoint) -> list[SavepointFormat]:
+    """The formats of *sp*'s operators, each once, in the order of :data:`FORMATS`."""
+    used = {op.format for op in sp.operators}
+    return [f for name, f in FORMATS.items() if name in used]
+
+
 def load(location: str | Location) -> Savepoint:
     """Read and check a savepoint's `_metadata`, of whichever format; the result knows its location."""
+    return load_sniffed(location)[1]
+
+
+def load_sniffed(location: str | Location) -> tuple[SavepointFormat, Savepoint]:
+    """:func:`load`, with the format its `_metadata` was sniffed as (statectl's own: one of
+    its family)."""
     loc = Location.of(location)
     meta = loc.child(METADATA_FILE)
     if not meta.exists():
@@ -171,7 +252,8 @@ def load(location: str | Location) -> Savepoint:
             )
         raise NotASavepointError(f"{loc}: no such savepoint directory")
     data = meta.read_bytes()
-    return sniff(data[:4]).load(loc, data)
+    fmt = sniff(data[:4])
+    return fmt, fmt.load(loc, data)
 
 
 def previous_files(out: Location) -> set[str]:

@@ -9,7 +9,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from .errors import UnknownOperatorError, UnknownStateError, UsageError
+from .errors import UnknownOperatorError, UnknownStateError, UnreadableStateError, UsageError
 from .ids import OperatorRef, is_operator_id
 from .types import DataType, list_of, map_of
 from .vocabulary import Format, StateKind
@@ -155,6 +155,13 @@ class UnreadablePart:
     reason: str
     files: tuple[DataFile, ...] = ()
     damaged: bool = True  # False: intact, only not decodable here (e.g. the job's own serializer)
+
+
+def cannot_read(label: str, part: str, reason: str) -> UnreadableStateError:
+    """The one line that refuses to read *part* (:data:`KEYED_PART` or an operator state's
+    name) of operator *label*, for *reason*."""
+    what = "its keyed state and timers" if part == KEYED_PART else f"its operator state {part!r}"
+    return UnreadableStateError(f"operator {label}: {what} cannot be read: {reason}")
 
 
 @dataclass(frozen=True)

@@ -18,15 +18,14 @@ from dataclasses import dataclass, field
 
 import pyarrow.compute as pc
 
-from .canonical import check_parquet, keyed_schema, operator_state_schema, timers_schema
+from .canonical import check_parquet
 from .errors import DataFileError, MissingFileError, StatectlError
-from .formats import load
+from .formats import for_operator, formats_of, load
 from .keygroups import key_group_for_key
 from .fs import Location
 from .integrity import verify_file
 from .locations import file_location
 from .model import KEY_GROUP_COLUMN, DataFile, Operator, Savepoint
-from .vocabulary import Format
 
 
 @dataclass
@@ -56,20 +55,10 @@ class ValidationReport:
 
 
 def files_with_schemas(sp: Savepoint):
-    """(operator, data file, expected Arrow schema) for every file of the savepoint."""
+    """(operator, data file, expected Arrow schema, as its format says) for every file of the
+    savepoint."""
     for op in sp.operators:
-        if op.keyed is not None:
-            ks, ts = keyed_schema(op.keyed), timers_schema(op.keyed)
-            if op.format in (Format.ROCKSDB, Format.FLINK):
-                ks = None  # RocksDB files: size and checksum only; Flink files: size only
-            for f in op.keyed.files:
-                yield op, f, ks
-            for f in op.keyed.timers:
-                yield op, f, ts
-        for state in op.operator_states:
-            schema = operator_state_schema(state) if op.format != Format.FLINK else None
-            for f in state.files:
-                yield op, f, schema
+        yield from ((op, f, schema) for f, schema in for_operator(op).file_schemas(op))
         for part in op.unreadable:  # not decodable, but its files are there to check
             for f in part.files:
                 yield op, f, None
@@ -155,10 +144,6 @@ def validate(location: str | Location, deep: bool = False) -> ValidationReport:
         found = deep_check(sp, {(op_id, ref.path) for op_id, ref in failed})
         report.problems += [p for p in found.problems if p not in report.problems]
         report.notes.append(f"deep: {found.parts} split(s) and file(s) decoded, {found.rows} row(s)")
-    if any(op.format == Format.FLINK for op in sp.operators):
-        report.notes.append("Flink savepoint: its files have no checksums; every stream was decoded (--deep)"
-                            if deep else "Flink savepoint: its files have no checksums, so only their "
-                            "presence and sizes were checked (--deep decodes every stream)")
-        report.notes += [f"operator {op.label}: absolute file reference {f.ref.path}"
-                         for op, f in sp.data_files() if f.ref.location is not None and f.ref.savepoint is None]
+    for fmt in formats_of(sp):
+        report.notes += fmt.validation_notes(sp, deep)
     return report

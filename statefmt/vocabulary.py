@@ -1,4 +1,5 @@
-"""The words of the format, each defined once: state kinds, timer domains, physical formats.
+"""The words of the format, each defined once: state kinds, keyed tables, timer domains,
+physical formats.
 
 Each is a string enum: a member equals, hashes, prints and serialises as its
 word (``StateKind.MAP == "map"``, ``f"{TimerDomain.EVENT}" == "event"``), so
@@ -46,6 +47,15 @@ class StateKind(Word):
     def is_collection(self) -> bool:
         """A list or a map: empty is no entry (`docs/FORMAT.md` §11.3)."""
         return self in (StateKind.LIST, StateKind.MAP)
+
+
+class KeyedTable(Word):
+    """A keyed operator's two tables, and what fills each: its keyed states (one column per
+    state, of a :class:`StateKind`) and its timers. A Flink stream header's timer service is
+    a state of kind ``TIMERS``; statectl's own data files are of the one or the other."""
+
+    KEYED = "keyed"
+    TIMERS = "timers"
 
 
 class OperatorStateKind(Word):

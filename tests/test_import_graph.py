@@ -125,12 +125,11 @@ BASE = {f"{STATEFMT}.{m}" for m in (
 # What a format family's subpackage may import from its parent package, beyond its own modules.
 SUBPACKAGE_MAY_IMPORT = {
     f"{STATEFMT}.rocksdb": BASE,
-    # a lineage location may hold a savepoint of statectl's own (`metadata`); Flink's native
-    # snapshots are read with statectl's SST reader
+    # Flink's native snapshots are read with statectl's SST reader
     f"{STATEFMT}.flink": BASE | {f"{STATEFMT}.rocksdb.sstread", f"{STATEFMT}.rocksdb.sstkernels"},
 }
-# The only modules that know both families: the seam, and the checks that decode every format.
-BOTH_FAMILIES = {f"{STATEFMT}.{m}" for m in ("formats", "deep", "validate")}
+# The only module that knows both families: the seam (`validate` and `deep` ask it).
+BOTH_FAMILIES = {f"{STATEFMT}.formats"}
 
 
 def _statefmt_edges():

@@ -68,6 +68,18 @@ def test_a_query_naming_no_view_leaves_no_spark_warehouse(fresh_tmp, tmp_path):
     assert list(work.iterdir()) == []
 
 
+@pytest.mark.slow
+def test_a_spark_command_returns_after_its_jvm_removed_its_folders(tmp_path):
+    """Spark's JVM keeps its block manager, artifacts and work folders in ``java.io.tmpdir`` and
+    removes them on its way out: the command returns only after its JVM did."""
+    jvm_tmp = tmp_path / "jvm-tmp"
+    jvm_tmp.mkdir()
+    result = statectl_process("read", FLINK_NATIVE, "--uid", "lk-proc", "--engine", "spark", "--limit", "1",
+                              "-f", "jsonl", env={"JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={jvm_tmp}"})
+    assert len(ok(result).splitlines()) == 1 and result.stderr == ""
+    assert sorted(p.name for p in jvm_tmp.iterdir()) == []
+
+
 def test_a_failing_read_leaves_no_temporary_folder(fresh_tmp, tmp_path):
     native = tmp_path / "native"
     ok(statectl("bootstrap", "--spec", SPEC, str(native), "--format", "rocksdb", "--json"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import FlinkFormatError, UnsupportedFlinkFeature
+from ..vocabulary import KeyedTable
 from .binary import Reader
 from .rowdata import RowData
 from .serializers import read_top_snapshot
@@ -26,8 +27,8 @@ KEYED_KINDS = {"VALUE": "value", "LIST": "list", "MAP": "map", "REDUCING": "redu
 class StateMeta:
     """One state of a stream header.
 
-    *kind*: value, list, map, reducing, aggregating (keyed), timers (a timer
-    service's priority queue), list, union or broadcast (operator state).
+    *kind*: value, list, map, reducing, aggregating (keyed), ``KeyedTable.TIMERS`` (a
+    timer service's priority queue), list, union or broadcast (operator state).
     """
     name: str
     kind: str
@@ -98,7 +99,7 @@ def _keyed_state(name: str, state_type: int, options: dict[str, str], ser: dict[
                 f"{source}: priority-queue state {name!r} holds {value.serializer or 'unknown'} "
                 "elements, not timers")
         value = T.Timer(as_key(value.key), value.namespace, value.serializer)
-        return StateMeta(name, "timers", value, value.namespace, None, value.serializer)
+        return StateMeta(name, KeyedTable.TIMERS, value, value.namespace, None, value.serializer)
     kind = KEYED_KINDS.get(options.get("KEYED_STATE_TYPE", ""), "value")
     namespace = ser.get("NAMESPACE_SERIALIZER")
     if namespace is None:

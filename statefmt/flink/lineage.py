@@ -24,6 +24,7 @@ from ..errors import MetadataError, MissingFileError, StatectlError, UnsafeRefer
 from ..fs import Location
 from ..model import LineageEntry
 from ..refs import check_lineage_location, split_options
+from .metadata import is_flink_metadata
 
 FORMAT_NAME = "statectl-flink-lineage"
 FORMAT_VERSION = 1
@@ -106,29 +107,19 @@ def read_lineage(location: Location, savepoint_id: str) -> tuple[LineageEntry, .
 
 
 def _check_holds(base: Location, savepoint_id: str, written: str, where: str) -> None:
-    """A lineage location that exists must hold the savepoint its entry names."""
+    """A lineage location that exists must hold the savepoint its entry names: a Flink one (a
+    shallow copy's files are Flink streams of Flink bases; statectl's own format checks its own
+    lineage, `statefmt/savepoint.check_lineage`)."""
     meta = base.child(METADATA)
     if not base.exists():
         return  # gone: reported as a missing dependency by whoever needs it
     try:
-        found = savepoint_id_at(base) if meta.exists() else None
+        data = meta.read_bytes() if meta.exists() else b""
     except StatectlError:
-        found = None
+        data = b""
+    found = flink_savepoint_id(data) if is_flink_metadata(data[:4]) else None
     if found != savepoint_id:
         raise UnsafeReferenceError(f"{where}: lineage location {written!r} does not hold savepoint {savepoint_id}")
-
-
-def savepoint_id_at(location: Location) -> str:
-    """The id of the savepoint at *location*: a Flink one's from its `_metadata`, statectl's own
-    from its document."""
-    from ..metadata import decode
-    from .metadata import is_flink_metadata
-
-    meta = location.child(METADATA)
-    data = meta.read_bytes()
-    if is_flink_metadata(data[:4]):
-        return flink_savepoint_id(data)
-    return decode(data, source=str(meta)).savepoint_id
 
 
 def check_present(location: Location, lineage: tuple[LineageEntry, ...]) -> None:

@@ -26,6 +26,9 @@ def is_flink_metadata(first_bytes: bytes) -> bool:
     return first_bytes[:4] == MAGIC_BYTES
 
 
+FULLY_FINISHED = -1  # the subtask count Flink writes for a fully finished operator (no other negative)
+
+
 @dataclass(frozen=True)
 class SubtaskState:
     index: int
@@ -127,9 +130,9 @@ def _operator(r: Reader, version: int) -> FlinkOperator:
     parallelism, max_parallelism = r.int(), r.int()
     coordinator = read_stream_handle(r, f"{label} coordinator")
     n = r.int()
-    if n < 0:
+    if n == FULLY_FINISHED:
         return FlinkOperator(name, uid, operator_id, parallelism, max_parallelism, (), True, coordinator)
-    if n > r.remaining:
+    if n < 0 or n > r.remaining:
         raise r.error(f"impossible number of subtasks: {n}", r.pos - 4)
     subtasks = tuple(_subtask(r, label) for _ in range(n))
     return FlinkOperator(name, uid, operator_id, parallelism, max_parallelism, subtasks,

@@ -24,7 +24,8 @@ from __future__ import annotations
 from ..errors import FlinkFormatError
 from . import handles as H
 from .binary_write import Writer
-from .metadata import MAGIC, MASTER_STATE_MAGIC, VERSIONS, FlinkMetadata, FlinkOperator, SubtaskState
+from .metadata import (FULLY_FINISHED, MAGIC, MASTER_STATE_MAGIC, VERSIONS, FlinkMetadata, FlinkOperator,
+                       SubtaskState)
 
 
 def encode_metadata(meta: FlinkMetadata) -> bytes:
@@ -66,7 +67,7 @@ def _operator(w: Writer, op: FlinkOperator, version: int) -> None:
     w.int(op.max_parallelism)
     encode_stream_handle(w, op.coordinator)
     if op.fully_finished:
-        w.int(-1)
+        w.int(FULLY_FINISHED)
         return
     w.int(len(op.subtasks))
     for subtask in op.subtasks:

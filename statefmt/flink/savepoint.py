@@ -18,10 +18,11 @@ from typing import Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from ..errors import FlinkFormatError, NotASavepointError, StatectlError, UnsupportedFlinkFeature
+from ..errors import FlinkFormatError, NotASavepointError, StatectlError
 from ..fs import Location
-from ..model import KEYED_PART
+from ..model import KEYED_PART, cannot_read
 from ..scratch import new_scratch_dir
+from ..vocabulary import KeyedTable
 from . import tables as TB
 from .describe import (FlinkOperatorInfo, FlinkSavepoint, FlinkSplit, describe_operator, key_group_blocks,
                        key_group_ranges)
@@ -158,7 +159,7 @@ def _stream_bytes(split: FlinkSplit, wanted: set[int] | None) -> tuple[KeyedHead
 
 
 def _wanted(meta: StateMeta, timers: bool | None) -> bool:
-    return timers is None or (meta.kind == "timers") == timers
+    return timers is None or (meta.kind == KeyedTable.TIMERS) == timers
 
 
 def _decompress_blocks(data: bytes, blocks, source: str, base: int):
@@ -254,7 +255,7 @@ def _native_entries(files, workdir: str, names: set[str], split: FlinkSplit,
     yield out
 
 
-def read_split(split: FlinkSplit, table: str = "keyed", key_groups: Iterable[int] | None = None,
+def read_split(split: FlinkSplit, table: str = KeyedTable.KEYED, key_groups: Iterable[int] | None = None,
                batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
     """The record batches of *table* in one split.
 
@@ -287,12 +288,12 @@ def _read_split(split: FlinkSplit, table: str, key_groups, batch_rows: int) -> I
     if split.kind == "operator":
         yield from _operator_batches(split, table, batch_rows)
         return
-    if table not in ("keyed", "timers"):
-        raise StatectlError(f"unknown keyed table {table!r} (keyed or timers)")
+    if table not in KeyedTable.words():
+        raise StatectlError(f"unknown keyed table {table!r} ({' or '.join(KeyedTable.words())})")
     base = split_base(split)
     source = f"{base} operator {split.operator_id} subtask {split.subtask}"
-    for header, rows in decode_keyed_split(split, key_groups, timers=table == "timers"):
-        if table == "keyed":
+    for header, rows in decode_keyed_split(split, key_groups, timers=table == KeyedTable.TIMERS):
+        if table == KeyedTable.KEYED:
             schema = TB.keyed_schema(header.key, header.states)
             t = TB.keyed_table(header.key, header.states, rows, schema, source)
         else:
@@ -312,8 +313,7 @@ def _operator_batches(split: FlinkSplit, state: str, batch_rows: int) -> Iterato
     header = read_operator_header(data, source)
     meta = next((s for s in header.states if s.name == state), None)
     if meta is None and header.failure:
-        raise UnsupportedFlinkFeature(f"operator {split.operator_id}: operator state {state!r} cannot be read: "
-                                      f"{header.failure}")
+        raise cannot_read(split.operator_id, state, str(header.failure))
     if meta is None:
         raise FlinkFormatError(f"{source}: state {state!r} is in _metadata but not in the stream's header")
     offsets = info.offsets
@@ -341,21 +341,41 @@ def _decompress_elements(data: bytes, offsets: tuple[int, ...], source: str) -> 
     return b"".join(out), tuple(new_offsets)
 
 
+def decode_operator(op: FlinkOperatorInfo) -> tuple[int, int, tuple[str, ...]]:
+    """`validate --deep` of a Flink operator: every keyed split (keyed table and timers) and
+    every operator state split decoded, one after another: rows, splits, and one problem line
+    per failure (each named once, with the operator)."""
+    work = [(split, table) for split in op.keyed_splits for table in KeyedTable
+            if table == KeyedTable.KEYED or op.timers_schema is not None]
+    work += [(split, name) for name in op.operator_states for split in op.operator_splits]
+    rows, parts, problems = 0, 0, []
+    for split, table in work:
+        try:
+            rows += sum(b.num_rows for b in read_split(split, table))
+            parts += 1
+        except StatectlError as e:
+            text = str(e)
+            line = text if text.startswith(f"operator {op.label}") else f"operator {op.label}: {text}"
+            if line not in problems:
+                problems.append(line)
+    return rows, parts, tuple(problems)
+
+
 # --- whole tables (for tests and small savepoints) --------------------------------------
 
 def keyed_table(op: FlinkOperatorInfo, key_groups=None) -> pa.Table:
     _check_readable(op, KEYED_PART)
-    return _collect(op.keyed_splits, "keyed", op.keyed_schema, key_groups)
+    return _collect(op.keyed_splits, KeyedTable.KEYED, op.keyed_schema, key_groups)
 
 
 def timers_table(op: FlinkOperatorInfo, key_groups=None) -> pa.Table:
     _check_readable(op, KEYED_PART)
-    return _collect(op.keyed_splits, "timers", op.timers_schema, key_groups)
+    return _collect(op.keyed_splits, KeyedTable.TIMERS, op.timers_schema, key_groups)
 
 
 def _check_readable(op: FlinkOperatorInfo, part: str) -> None:
     if part in op.unreadable:
-        raise UnsupportedFlinkFeature(f"operator {op.label}: {part} cannot be read: {op.unreadable[part].reason}")
+        raise cannot_read(op.label, part, op.unreadable[part].reason)
 
 
 def operator_state_table(op: FlinkOperatorInfo, state: str) -> pa.Table:

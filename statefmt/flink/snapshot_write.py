@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 
 from ..errors import UnsupportedFlinkFeature
+from ..vocabulary import KeyedTable
 from . import serializers as S
 from . import types as T
 from .binary_write import Writer
@@ -156,7 +157,7 @@ def keyed_header(key: T.FlinkType, states) -> bytes:
     top_snapshot(w, key)
     _short(w, len(states))
     for s in states:
-        if s.kind == "timers":
+        if s.kind == KeyedTable.TIMERS:
             _meta_info(w, s.name, "PRIORITY_QUEUE", {}, [("VALUE_SERIALIZER", s.value)])
         else:
             _meta_info(w, s.name, "KEY_VALUE", {"KEYED_STATE_TYPE": KEYED_STATE_TYPES[s.kind]},

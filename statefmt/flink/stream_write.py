@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from ..bytecolumns import big_endian, binary, delimited, fixed, join_rows, parts_of
 from ..errors import FlinkEncodeError
-from ..vocabulary import StateKind
+from ..vocabulary import KeyedTable, StateKind
 from . import types as T
 from .binary import Reader
 from .binary_write import Writer
@@ -135,7 +135,7 @@ class KeyedStreamBuilder:
         heads = np.flatnonzero(~same)
         kinds = np.array([self.states[i].kind for i in sid[heads]])
         repeated = np.diff(np.append(heads, n)) > 1
-        single = repeated & (kinds != StateKind.LIST) & (kinds != "timers")
+        single = repeated & (kinds != StateKind.LIST) & (kinds != KeyedTable.TIMERS)
         if single.any():
             self._repeated(int(heads[np.flatnonzero(single)[0]]), sid, keys, kg)
         # one entry per run: a list's elements joined, anything else its one value

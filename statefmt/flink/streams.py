@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import FlinkFormatError, UnsupportedFlinkFeature
-from ..vocabulary import OperatorStateKind, StateKind
+from ..vocabulary import KeyedTable, OperatorStateKind, StateKind
 from .headers import KeyedHeader, StateMeta
 from . import types as T
 from .types import Buf
@@ -121,7 +121,7 @@ def _split_key(key: T.FlinkType, ns: T.FlinkType, buf: Buf, starts: np.ndarray) 
 
 def decode_canonical_state(meta: StateMeta, key: T.FlinkType, raw: RawEntries) -> StateRows:
     buf = raw.buf
-    if meta.kind == "timers":
+    if meta.kind == KeyedTable.TIMERS:
         ts = T.as_dtype(buf.gather(raw.key_starts, 8), ">i8").astype("<i8") ^ np.int64(T.LONG_MIN)
         keyns = buf.slices(raw.key_starts + 8, raw.key_ends)
         return StateRows(raw.key_groups, keyns, pa.array(ts))
@@ -216,7 +216,7 @@ def _heap_entry_starts(buf: Buf, header: KeyedHeader, blocks: list[tuple[int, in
     skips = []
     for meta in header.states:
         ns_skip = meta.namespace.skipper(buf) if meta.namespace is not None else None
-        skips.append((ns_skip, None if meta.kind == "timers" else meta.value.skipper(buf)))
+        skips.append((ns_skip, None if meta.kind == KeyedTable.TIMERS else meta.value.skipper(buf)))
     marks: dict[int, tuple[list, list, list, list]] = {}
     for key_group, pos, end in blocks:
         try:
@@ -268,7 +268,7 @@ def _heap_state_rows(buf: Buf, meta: StateMeta, kgs: list, first: list, second: 
     """One state's rows, decoded from where its entries' parts start."""
     kg = np.repeat(*map(np.asarray, zip(*kgs))).astype(np.int32)
     a, b_, c = (np.asarray(x, dtype=np.int64) for x in (first, second, third))
-    if meta.kind == "timers":
+    if meta.kind == KeyedTable.TIMERS:
         ts = T.as_dtype(buf.gather(a, 8), ">i8").astype("<i8") ^ np.int64(T.LONG_MIN)
         return StateRows(kg, buf.slices(a + 8, c), pa.array(ts))
     # the row identity is key + namespace: here they come as namespace, key

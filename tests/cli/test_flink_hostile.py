@@ -203,8 +203,8 @@ CASES = {
     "operators-0x7fffffff": (_count("operators", 0x7FFFFFFF), False, "impossible number of operator states"),
     "operators-0x80000000": (_count("operators", 0x80000000), False, "impossible number of operator states"),
     "subtasks-0x7fffffff": (_count("subtasks", 0x7FFFFFFF), False, "impossible number of subtasks"),
-    # A negative count marks a fully finished operator: what follows no longer parses.
-    "subtasks-0x80000000": (_count("subtasks", 0x80000000), False, "_metadata: "),
+    # Flink marks a fully finished operator by -1 alone: any other negative count is refused.
+    "subtasks-0x80000000": (_count("subtasks", 0x80000000), False, "impossible number of subtasks"),
     "offsets-0x7fffffff": (_count("offsets", 0x7FFFFFFF), False, "ends early: 17179869176 more byte(s)"),
     "offsets-0x80000000": (_count("offsets", 0x80000000), False, "negative count -2147483648"),
     "header options-0x7fffffff": (_count("header options", 0x7FFFFFFF), False, "ends early"),

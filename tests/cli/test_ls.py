@@ -8,7 +8,6 @@ import datetime as dt
 import json
 import os
 import shutil
-import time
 
 import pytest
 
@@ -48,7 +47,6 @@ def jobs(tmp_path_factory):
     (root / "broken").mkdir()
     (root / "broken" / "_metadata").write_bytes(b"\x00\x00\x00\x07garbage")
     ok("bootstrap", "--spec", str(EXAMPLES / "spec.yaml"), str(root / "own" / "base"))
-    time.sleep(1.05 - time.time() % 1)  # a savepoint's time has whole seconds: v2 is a second newer
     ok("bootstrap", "--spec", str(EXAMPLES / "new-state.yaml"), str(root / "own" / "v2"),
        "--base", str(root / "own" / "base"))
     return root
@@ -76,6 +74,27 @@ def test_ls_lists_every_complete_snapshot_newest_first(jobs):
     table = ok("ls", str(jobs))
     assert table.splitlines()[0].strip() == f"4 snapshot(s) under {jobs}, newest first"
     assert f"not a readable snapshot: {jobs / 'broken'}: " in table
+
+
+def test_snapshots_made_in_one_second_are_ordered_by_lineage_then_location(tmp_path):
+    """Times have whole seconds. Within one: a savepoint derived from another is newer, so is
+    a higher checkpoint number of the same job (not of another job); the rest by location."""
+    root = tmp_path / "jobs"
+    for job, number in (("job-b", 9), ("job-b", 10), ("job-b", 2)):
+        shutil.copytree(FIXTURES / "int-hashmap-native" / "savepoint", root / job / f"chk-{number}")
+    shutil.copytree(FIXTURES / "pojo-rocksdb-canonical" / "savepoint", root / "job-a" / "chk-3")
+    base, derived = root / "savepoints" / "a-base", root / "savepoints" / "b-derived"
+    shutil.copytree(FIXTURES / "long-rocksdb-canonical" / "savepoint", base)
+    ok("modify", str(base), str(derived), "--rename", "lk-proc=proc")
+    for metadata in root.glob("*/*/_metadata"):
+        _at(metadata, "2026-03-01T00:00:00")
+
+    doc = json.loads(ok("ls", str(root), "--json"))
+    assert [s["location"] for s in doc["snapshots"]] == [str(root / p) for p in (
+        "job-a/chk-3", "job-b/chk-10", "job-b/chk-9", "job-b/chk-2", "savepoints/b-derived", "savepoints/a-base")]
+    assert {s["created_at"] for s in doc["snapshots"]} == {"2026-03-01T00:00:00Z"}
+    done = statectl("info", "--json", str(root / "savepoints"))
+    assert done.returncode == 0 and json.loads(done.stdout)["location"] == str(derived)
 
 
 def test_reading_commands_open_the_newest_or_the_chosen_checkpoint(jobs):

@@ -11,6 +11,7 @@ import pytest
 
 from readers_savepoints import build_base
 from statectl.readers import SavepointReader
+from statectl.statefmt.errors import UsageError
 from statectl.statefmt.formats import load
 
 FLINK = Path(__file__).parents[1] / "fixtures" / "flink-dev" / "pojo-rocksdb-canonical" / "savepoint"
@@ -71,3 +72,19 @@ def test_mistakes_are_one_line(cli, own):
     for args, line in cases:
         result = cli("read", own, *args)
         assert result.returncode == 1 and result.stderr.strip() == line, result.stderr
+
+
+def test_the_python_api_flattens_as_the_cli_does(cli, spark, own):
+    """`SavepointReader.keyed(..., explode=True)`: the CLI's rows, the state named or the only one."""
+    reader = SavepointReader(spark, load(str(FLINK)))
+    for state in ("events", "ttl_seen"):
+        got = [json.loads(r) for r in reader.keyed("pj-proc", state, explode=True).toJSON().collect()]
+        want = lines(cli("read", str(FLINK), "--uid", "pj-proc", "--state", state, "--explode", "-f", "jsonl"))
+        assert sorted(got, key=lambda r: json.dumps(r, sort_keys=True)) == \
+            sorted(want, key=lambda r: json.dumps(r, sort_keys=True)) and len(got) >= 4
+    own_reader = SavepointReader(spark, load(own))
+    with pytest.raises(UsageError, match=r"^--explode flattens one list or map state: choose it with --state "
+                                         r"\(operator proc has events, attrs\)$"):
+        own_reader.keyed("proc", explode=True)
+    with pytest.raises(UsageError, match=r"^--explode flattens a list or map state; 'count' is a value state$"):
+        own_reader.keyed("proc", "count", explode=True)

@@ -294,3 +294,13 @@ def test_files_are_checked_in_executors_too(spark, tmp_path):
             verify_splits(spark, parts, in_executors=in_executors)
         assert str(e.value) == (f"{parts[1].location}: size is {parts[1].file.size + 1} bytes, "
                                 f"_metadata records {parts[1].file.size} (truncated or replaced file)")
+
+
+def test_the_views_a_query_names_are_found_in_its_text():
+    """Plain or between backticks (a backtick of the name doubled), in any case: a superset."""
+    from statectl.readers.catalogue import View
+    from statectl.readers.reader import _named_in
+
+    candidates = [View(name, None) for name in ("proc", "proc.timers", "a`b", "win")]
+    named = _named_in("SELECT * FROM `A``B` JOIN `Proc.Timers` USING (user)", candidates)
+    assert [v.name for v in named] == ["proc", "proc.timers", "a`b"]

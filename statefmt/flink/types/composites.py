@@ -60,6 +60,17 @@ class Tuple(FlinkType):
     def read(self, r):
         return {n: f.read(r) for n, f in zip(self.names, self.fields)}
 
+    def skipper(self, buf):
+        if self.width is not None:
+            return super().skipper(buf)
+        fields = [f.skipper(buf) for f in self.fields]
+
+        def skip(pos: int) -> int:
+            for field in fields:
+                pos = field(pos)
+            return pos
+        return skip
+
     def from_matrix(self, m):
         arrays, at = [], 0
         for f in self.fields:
@@ -108,6 +119,21 @@ class Pojo(FlinkType):
         for name, f in self.fields:
             out[name] = None if r.bool() else f.read(r)
         return out
+
+    def skipper(self, buf):
+        data, fields, read_whole = buf.data, [f.skipper(buf) for _, f in self.fields], super().skipper(buf)
+
+        def skip(pos: int) -> int:
+            flags = data[pos]
+            if flags & POJO_NULL:
+                return pos + 1
+            if flags & (POJO_SUBCLASS | POJO_TAGGED):
+                return read_whole(pos)  # refused as reading refuses it
+            pos += 1
+            for field in fields:
+                pos = pos + 1 if data[pos] else field(pos + 1)
+            return pos
+        return skip
 
     def _check_flags(self, flags: int, source: str) -> None:
         if flags & (POJO_SUBCLASS | POJO_TAGGED):
@@ -186,6 +212,10 @@ class Nullable(FlinkType):
             return None
         return self.inner.read(r)
 
+    def skipper(self, buf):
+        data, inner, padding = buf.data, self.inner.skipper(buf), self.padding
+        return lambda pos: pos + 1 + padding if data[pos] else inner(pos + 1)
+
     def column(self, buf, starts, limits=None):
         starts = np.asarray(starts, dtype=np.int64)
         values, ends = null_flagged(self.inner, buf, starts, limits)
@@ -238,6 +268,12 @@ class Ttl(FlinkType):
     def read(self, r):
         return {TTL_FIELD: r.long(), "value": self.inner.read(r)}
 
+    def skipper(self, buf):
+        if self.width is not None:
+            return super().skipper(buf)
+        inner = self.inner.skipper(buf)
+        return lambda pos: inner(pos + 8)
+
     def from_matrix(self, m):
         return pa.StructArray.from_arrays(
             [pa.array(as_dtype(m[:, :8], ">i8").astype("<i8")), self.inner.from_matrix(m[:, 8:])],
@@ -268,6 +304,10 @@ class Timer(FlinkType):
 
     def read(self, r):
         return {"timestamp": r.long() ^ LONG_MIN, "key": self.key.read(r), "namespace": self.namespace.read(r)}
+
+    def skipper(self, buf):
+        key, namespace = self.key.skipper(buf), self.namespace.skipper(buf)
+        return lambda pos: namespace(key(pos + 8))
 
     def column(self, buf, starts, limits=None):
         starts = np.asarray(starts, dtype=np.int64)

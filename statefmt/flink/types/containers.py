@@ -99,10 +99,18 @@ class List(FlinkType):
 
     def skipper(self, buf):
         width = self.element.width
-        if width is None:
-            return super().skipper(buf)
         data, unpack = buf.data, struct.Struct(">i").unpack_from
-        return lambda pos: pos + 4 + unpack(data, pos)[0] * width
+        if width is not None:
+            return lambda pos: pos + 4 + unpack(data, pos)[0] * width
+        element = self.element.skipper(buf)
+
+        def skip(pos: int) -> int:
+            n = unpack(data, pos)[0]
+            pos += 4
+            for _ in range(n):
+                pos = element(pos)
+            return pos
+        return skip
 
     def column(self, buf, starts, limits=None):
         starts = np.asarray(starts, dtype=np.int64)
@@ -143,6 +151,20 @@ class Map(FlinkType):
             k = self.key.read(r)
             out.append((k, None if r.bool() else self.value.read(r)))
         return out
+
+    def skipper(self, buf):
+        data, unpack = buf.data, struct.Struct(">i").unpack_from
+        key, value = self.key.skipper(buf), self.value.skipper(buf)
+
+        def skip(pos: int) -> int:
+            n = unpack(data, pos)[0]
+            pos += 4
+            for _ in range(n):
+                pos = key(pos)
+                null = data[pos]
+                pos = pos + 1 if null else value(pos + 1)
+            return pos
+        return skip
 
     def column(self, buf, starts, limits=None):
         starts = np.asarray(starts, dtype=np.int64)

@@ -31,10 +31,14 @@ from tests.flink_shapes import HASHMAP_CANONICAL, SHAPES
 
 
 def decoded(t: T.FlinkType, values: pa.Array) -> pa.Array:
-    """*values* encoded with *t*, then decoded by the reader; every value must end where the next starts."""
+    """*values* encoded with *t*, then decoded by the reader; every value must end where the next
+    starts, both as decoded and as skipped (the heap-native walk, whose entries have no lengths)."""
     data, offsets = parts_of(encode(t, values))
-    got, ends = t.column(Buf(data.tobytes(), "encoded"), offsets[:-1], offsets[1:])
+    buf = Buf(data.tobytes(), "encoded")
+    got, ends = t.column(buf, offsets[:-1], offsets[1:])
     assert ends.tolist() == offsets[1:].tolist()
+    skip = t.skipper(buf)
+    assert [skip(int(start)) for start in offsets[:-1]] == offsets[1:].tolist()
     return got
 
 

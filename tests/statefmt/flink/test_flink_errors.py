@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from statectl.statefmt.errors import FlinkFormatError, MissingFileError, NotASavepointError, UnsupportedFlinkFeature
+from statectl.statefmt.errors import (FlinkFormatError, MissingFileError, NotASavepointError, UnreadableStateError,
+                                     UnsupportedFlinkFeature)
 from statectl.statefmt.flink.metadata import is_flink_metadata, parse_metadata
 from statectl.statefmt.flink.savepoint import keyed_table, open_flink_savepoint
 
@@ -31,7 +32,8 @@ def edit_metadata(sp: Path, at: int, new: bytes) -> None:
 
 
 def error_of(sp: Path, read=False) -> str:
-    with pytest.raises((FlinkFormatError, UnsupportedFlinkFeature, MissingFileError, NotASavepointError)) as e:
+    with pytest.raises((FlinkFormatError, UnsupportedFlinkFeature, UnreadableStateError, MissingFileError,
+                        NotASavepointError)) as e:
         opened = open_flink_savepoint(sp)
         if read:
             keyed_table(opened.operator("lk-proc"))
@@ -81,7 +83,7 @@ def test_missing_file(savepoint):
     """A missing stream fails only its operator's keyed part: the savepoint still opens."""
     (savepoint / PROC_STREAM).unlink()
     assert error_of(savepoint, read=True) == (
-        f"operator lk-proc: keyed state cannot be read: SP/{PROC_STREAM}: file is missing "
+        f"operator lk-proc: its keyed state and timers cannot be read: SP/{PROC_STREAM}: file is missing "
         "(referenced by SP/_metadata)")
 
 
@@ -89,7 +91,7 @@ def test_short_file(savepoint):
     data = (savepoint / PROC_STREAM).read_bytes()
     (savepoint / PROC_STREAM).write_bytes(data[:-100])
     assert error_of(savepoint, read=True) == \
-        f"operator lk-proc: keyed state cannot be read: SP/{PROC_STREAM}: 17735 bytes, _metadata says 17835"
+        f"operator lk-proc: its keyed state and timers cannot be read: SP/{PROC_STREAM}: 17735 bytes, _metadata says 17835"
     opened = open_flink_savepoint(savepoint)
     assert [op.label for op in opened.operators if op.unreadable] == ["lk-proc"]
 

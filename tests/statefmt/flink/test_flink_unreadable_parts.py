@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from statectl.statefmt.errors import UnreadableStateError
 from statectl.statefmt.flink.savepoint import keyed_table, open_flink_savepoint, operator_state_table
 from statectl.statefmt.model import KEYED_PART
 from statectl.statefmt.formats import load
@@ -69,9 +70,9 @@ def test_other_operators_read_and_the_part_is_one_error(custom_keyed):
     assert keyed_table(fsp.operator("lk-win")).equals(keyed_table(whole.operator("lk-win")))
     assert operator_state_table(fsp.operator("lk-bcast"), "rules").equals(
         operator_state_table(whole.operator("lk-bcast"), "rules"))
-    with pytest.raises(Exception) as e:
+    with pytest.raises(UnreadableStateError) as e:
         keyed_table(fsp.operator("lk-proc"))
-    assert str(e.value).startswith("operator lk-proc: keyed state cannot be read: ")
+    assert str(e.value).startswith("operator lk-proc: its keyed state and timers cannot be read: ")
     assert CUSTOM.decode() in str(e.value)
 
 
