@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import FlinkFormatError
-from ..vocabulary import StateKind
+from ..vocabulary import KeyedTable, StateKind
 from .headers import KeyedHeader, StateMeta
 from .rowdata import RowData
 from .rowdata_keys import key_groups_at
@@ -40,7 +40,7 @@ def _state_rows(meta: StateMeta, state_id: int, raw: RawEntries, schema: pa.Sche
                 max_parallelism: int) -> pa.Table:
     """One state's entries as entry rows: its own columns set, every other state's null."""
     buf, starts, ends = raw.buf, raw.key_starts, raw.key_ends
-    rows = starts + TIMESTAMP_BYTES if meta.kind == "timers" else starts
+    rows = starts + TIMESTAMP_BYTES if meta.kind == KeyedTable.TIMERS else starts
     row_lengths = as_i32(buf, rows)
     row_ends = rows + 4 + row_lengths
     if len(rows) and ((row_lengths < 0) | (row_ends > ends)).any():
