@@ -6,8 +6,9 @@ entries and hands them on as entry rows, each in the key group its key row's byt
 the new max parallelism (:mod:`statectl.statefmt.flink.rowdata_regroup`); the Flink writer
 sorts and assembles them as it does encoded rows (:class:`~.plan.FlinkOperatorPlan`). Reading
 the tables and encoding them again would give the same bytes (the suite proves the encoders
-byte-exact) at several times the cost: two Python steps per task, Arrow to Spark rows and
-back between them, and separate scans for the timers.
+byte-exact) at a higher cost: a decode and an encode of every entry, two Python steps per
+task with Arrow to Spark rows and back between them, and separate scans for the timers
+(docs/RESCALING.md has the figures).
 """
 
 from __future__ import annotations
