@@ -19,11 +19,12 @@ import pytest
 import flink_job
 
 from statectl.statefmt.flink import types as T
+from statectl.statefmt.flink.handles import IncrementalRocksDB
 from statectl.statefmt.flink.headers import read_keyed_header
 from statectl.statefmt.flink.rowdata import RowData
 from statectl.statefmt.flink.savepoint import open_flink_savepoint, read_split
 from statectl.statefmt.flink.stream_write import KEY, KEY_GROUP, KeyedStreamBuilder, StreamState, row_schema
-from statectl.statefmt.flink.streamio import header_length, read_range, split_base
+from statectl.statefmt.flink.streamio import header_length, read_range, read_stream, split_base
 from statectl.statefmt.flink.tables import timer_service
 from statectl.statefmt.keygroups import key_group_range
 from statectl.statefmt.model import TTL_SUFFIX
@@ -53,12 +54,14 @@ def sql_keyed_splits(path):
 
 
 class SplitRewrite:
-    """One keyed split of a SQL operator (a canonical stream): its header as stored, its tables."""
+    """One keyed split of a SQL operator (a canonical stream, or a native RocksDB snapshot's
+    key-group range): its header as stored, its tables."""
 
     def __init__(self, op, split):
         self.op, self.split = op, split
         base, handle = split_base(split), split.handle
-        self.header_bytes = read_range(base, handle.stream, 0, header_length(handle))
+        self.header_bytes = read_stream(base, handle.meta) if isinstance(handle, IncrementalRocksDB) else \
+            read_range(base, handle.stream, 0, header_length(handle))
         self.header = read_keyed_header(self.header_bytes, "header")
         self.states = [StreamState(m.name, m.kind, m.name) for m in self.header.states]
 

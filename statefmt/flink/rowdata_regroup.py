@@ -2,8 +2,8 @@
 
 A SQL operator's key is a `BinaryRowData` whose key group is a hash of the row's own bytes
 (:mod:`.rowdata_keys`), and none of its values depends on the key group. So a new max
-parallelism needs no decoding at all: every entry of a canonical keyed stream
-(:func:`~.savepoint.canonical_entries`) keeps its key, namespace, map user key and value bytes
+parallelism needs no decoding at all: every entry of a canonical keyed stream or a native
+RocksDB snapshot (:func:`~.savepoint.raw_entries`) keeps its key, namespace, map user key and value bytes
 (RowKinds, TTL timestamps, RAW values, a timer's timestamp), and is given the key group its
 key row's bytes hash to. :func:`regrouped_entries` makes them the entry rows the Flink stream
 writer sorts and assembles (:func:`~.stream_write.row_schema`).

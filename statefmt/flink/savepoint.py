@@ -123,19 +123,26 @@ def _decode_stream(split: FlinkSplit, wanted: set[int] | None, timers: bool | No
                     for i, r in raw.items() if _wanted(header.states[i], timers)}
 
 
-def canonical_entries(split: FlinkSplit) -> Iterator[tuple[KeyedHeader, dict[int, RawEntries]]]:
-    """Every state's entries of a canonical keyed stream's split, undecoded (by state id: each
-    entry's key group and the extents of its key and value bytes), piece by piece (:func:`_pieces`):
-    what moves entries to new key groups without decoding their values needs."""
+def raw_entries(split: FlinkSplit) -> Iterator[tuple[KeyedHeader, dict[int, RawEntries]]]:
+    """Every state's entries of a keyed split held as key/value pairs (:func:`has_raw_entries`),
+    undecoded (by state id: each entry's key group and the extents of its key and value bytes),
+    piece by piece (:func:`_pieces`): what moves entries to new key groups without decoding
+    their values needs."""
     with _decoding(split):
+        if isinstance(split.handle, IncrementalRocksDB):
+            yield from _rocksdb_entries(split, [p.key_groups for p in _pieces(split)], lambda meta: True)
+            return
         for piece in _pieces(split):
             header, buf, blocks = _stream_bytes(piece, None)
             yield header, scan_canonical(buf, header, blocks, prefix_bytes(split.max_parallelism))
 
 
-def is_canonical_stream(split: FlinkSplit) -> bool:
-    """Whether *split* is a key-group range of a canonical keyed stream."""
-    return isinstance(split.handle, KeyGroupsStream) and split.handle.layout == "canonical"
+def has_raw_entries(split: FlinkSplit) -> bool:
+    """Whether *split* holds its entries as key/value pairs: a key-group range of a canonical
+    keyed stream, or of a native RocksDB (or ForSt) snapshot; not a heap-native stream."""
+    handle = split.handle
+    return isinstance(handle, IncrementalRocksDB) or \
+        (isinstance(handle, KeyGroupsStream) and handle.layout == "canonical")
 
 
 def _stream_bytes(split: FlinkSplit, wanted: set[int] | None) -> tuple[KeyedHeader, Buf, list]:
@@ -179,28 +186,35 @@ def _decode_rocksdb(split: FlinkSplit, ranges: list[tuple[int, int]], wanted: se
                     timers: bool | None) -> Iterator[tuple[KeyedHeader, dict[str, StateRows]]]:
     """The rows of a native RocksDB snapshot's split, one key-group range of *ranges* after
     another, its files opened once."""
+    chosen = [_narrowed(r, wanted) for r in ranges]
+    for header, entries in _rocksdb_entries(split, chosen, lambda meta: _wanted(meta, timers)):
+        out = {}
+        for i, raw in entries.items():
+            if wanted is not None:
+                keep = np.isin(raw.key_groups, list(wanted))
+                raw = type(raw)(raw.buf, *(a[keep] for a in (raw.key_groups, raw.key_starts, raw.key_ends,
+                                                              raw.value_starts, raw.value_ends)))
+            out[header.states[i].name] = decode_canonical_state(header.states[i], header.key, raw)
+        yield header, out
+
+
+def _rocksdb_entries(split: FlinkSplit, ranges: list[tuple[int, int] | None], chosen
+                     ) -> Iterator[tuple[KeyedHeader, dict[int, RawEntries]]]:
+    """Per key-group range of *ranges*, the entries of the states *chosen* (a predicate on a
+    header state) of a native RocksDB snapshot's split, undecoded, by state id; its files
+    opened once."""
     base = split_base(split)
     handle: IncrementalRocksDB = split.handle
     source = stream_name(base, handle.meta)
     header = read_keyed_header(read_stream(base, handle.meta), source)
     prefix = prefix_bytes(split.max_parallelism)
-    names = {m.name for m in header.states if _wanted(m, timers)}
+    names = {m.name for m in header.states if chosen(m)}
     tmp = new_scratch_dir("flink")
     try:
         files = native_files(base, handle, tmp)
-        for entries in _native_entries(files, tmp, names, split, [_narrowed(r, wanted) for r in ranges]):
-            out = {}
-            for meta in header.states:
-                extents = entries.get(meta.name)
-                if extents is None:
-                    continue
-                raw = raw_from_extents(*extents, prefix, f"{source} column family {meta.name}")
-                if wanted is not None:
-                    keep = np.isin(raw.key_groups, list(wanted))
-                    raw = type(raw)(raw.buf, *(a[keep] for a in (raw.key_groups, raw.key_starts, raw.key_ends,
-                                                                  raw.value_starts, raw.value_ends)))
-                out[meta.name] = decode_canonical_state(meta, header.key, raw)
-            yield header, out
+        for entries in _native_entries(files, tmp, names, split, ranges):
+            yield header, {i: raw_from_extents(*entries[m.name], prefix, f"{source} column family {m.name}")
+                           for i, m in enumerate(header.states) if m.name in entries}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

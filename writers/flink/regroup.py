@@ -1,7 +1,8 @@
 """A SQL operator rescaled from its entries' bytes: no decoding, no encoding.
 
-`rescale` gives a SQL operator (a RowData key) whose keyed state lies in canonical keyed
-streams a :class:`RegroupedKeyed` instead of its tables: one Spark task per split scans its
+`rescale` gives a SQL operator (a RowData key) whose keyed state is held as key/value pairs
+(canonical streams, native RocksDB and ForSt snapshots) a :class:`RegroupedKeyed` instead of
+its tables: one Spark task per split scans its
 entries and hands them on as entry rows, each in the key group its key row's bytes hash to at
 the new max parallelism (:mod:`statectl.statefmt.flink.rowdata_regroup`); the Flink writer
 sorts and assembles them as it does encoded rows (:class:`~.plan.FlinkOperatorPlan`). Reading
@@ -20,7 +21,7 @@ import pyarrow as pa
 from statectl.statefmt.flink.describe import FlinkOperatorInfo, FlinkSplit
 from statectl.statefmt.flink.rowdata import RowData
 from statectl.statefmt.flink.rowdata_regroup import regrouped_entries
-from statectl.statefmt.flink.savepoint import canonical_entries, is_canonical_stream
+from statectl.statefmt.flink.savepoint import has_raw_entries, raw_entries
 from statectl.statefmt.flink.tables import keyed_states
 
 from ..errors import task_errors
@@ -28,9 +29,9 @@ from ..errors import task_errors
 
 def regroupable(op: FlinkOperatorInfo) -> bool:
     """Whether *op*'s keyed state can be rescaled from its bytes: a SQL operator's (RowData key),
-    every split a canonical keyed stream (a native snapshot's is decoded instead)."""
+    every split holding key/value pairs (a heap-native stream's is decoded instead)."""
     header = op.keyed_header
-    return header is not None and isinstance(header.key, RowData) and all(map(is_canonical_stream, op.keyed_splits))
+    return header is not None and isinstance(header.key, RowData) and all(map(has_raw_entries, op.keyed_splits))
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,6 @@ class RegroupTask:
         with task_errors():
             for batch in batches:
                 for i in batch.column(0).to_numpy().tolist():
-                    for header, raw in canonical_entries(self.splits[i]):
+                    for header, raw in raw_entries(self.splits[i]):
                         table = regrouped_entries(header, raw, self.schema, self.max_parallelism)
                         yield from table.to_batches()

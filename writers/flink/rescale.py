@@ -5,7 +5,7 @@ Each chosen operator is read into its tables and written by the Flink writer as
 parallelism, and every state's serializer is the one the base's snapshot names (a state or
 key the writer cannot bind is refused before Spark starts; a SQL operator's header, its RowData
 serializer snapshots included, is copied from the base and its key rows placed by their bytes'
-hash; in canonical streams its entries move as their bytes, undecoded: :mod:`.regroup`). The other operators are shallow
+hash; held as key/value pairs, its entries move as their bytes, undecoded: :mod:`.regroup`). The other operators are shallow
 pointer copies of the base's, their lineage recorded beside `_metadata`; the base is only
 read. When every keyed operator is rescaled, the others (operator state only, or none) are
 given the new max parallelism too, in `_metadata` alone (:mod:`.write`): Flink checks every
