@@ -2,6 +2,7 @@
 statectl's own canonical format: whole processes, in the same run.
 
     python bench/bench_flink_sql_rescale.py [--keys 1000000] [--max-parallelism 256] [--repeat 3]
+                                            [--against PYTHONPATH]
 
 The savepoint is the suite's SQL size job's (``tests/flink_job.py``, mode ``sql-size``, Flink 2.3,
 RocksDB, canonical; made once, then cached): ``SELECT k, COUNT(*), SUM(v), MAX(name) FROM src
@@ -20,6 +21,10 @@ found by its name (``operator_named``). Its keyed state ``accState`` holds one
   parallelism): the same state the rescale moves (the job registered no timers; both read the
   operator's timer states all the same).
 
+With ``--against``, A is also run with that PYTHONPATH (another checkout linked as
+``<dir>/statectl``; ``''`` for the installed one), in the same turns: before and after a change
+under the same load.
+
 After one untimed run of each, whose outputs are read back in this process (no Spark) and must
 hold the input's keys, count, sums and name lengths (``expected.json``'s totals) and the new max
 parallelism, the counted runs alternate (A B A B ...), so a slow phase of the shared machine hits
@@ -31,6 +36,7 @@ ratios A / B (target <= 1.5) and the load average before and after. Never part o
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -48,6 +54,7 @@ from common import TreeCpuSampler  # noqa: E402
 VERSION = "2.3.0"
 TARGET = 1.5  # rescale seconds / own canonical seconds
 OWN_UID = "group-agg"
+RESCALE, OWN = "rescale", "own canonical"
 
 
 def load_average() -> str:
@@ -92,12 +99,12 @@ def answer(out: Path, operator: str) -> tuple:
             pc.sum(pc.utf8_length(pc.struct_field(acc, "f2"))).as_py())
 
 
-def run(cmd: list[str], out: Path) -> tuple[float, float]:
+def run(cmd: list[str], out: Path, env: dict | None = None) -> tuple[float, float]:
     """(wall seconds, CPU seconds of its process tree) of one whole process writing *out*
-    (removed first, untimed)."""
+    (removed first, untimed), in *env* (default: this process's)."""
     shutil.rmtree(out, ignore_errors=True)
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     sampler = TreeCpuSampler(proc.pid)
     output, _ = proc.communicate()
     seconds = time.perf_counter() - start
@@ -113,11 +120,26 @@ def statectl_script() -> str:
     return str(script) if script.exists() else "statectl"
 
 
+def cases(savepoint: Path, operator: str, max_parallelism: int, against: str | None,
+          workdir: Path) -> dict[str, tuple[list[str], Path, dict | None]]:
+    """Each case's (command, output, environment): A (and A against another tree), then B."""
+    def rescale(out: Path) -> list[str]:
+        return [statectl_script(), "rescale", str(savepoint), str(out), "--max-parallelism", str(max_parallelism)]
+    found = {RESCALE: (rescale(workdir / "rescaled"), workdir / "rescaled", None)}
+    if against is not None:
+        found[f"{RESCALE} [against]"] = (rescale(workdir / "against"), workdir / "against",
+                                         {**os.environ, "PYTHONPATH": against})
+    own = [sys.executable, __file__, "own", str(savepoint), str(workdir / "own"), operator, str(max_parallelism)]
+    return {**found, OWN: (own, workdir / "own", None)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--keys", type=int, default=1_000_000)
     ap.add_argument("--max-parallelism", type=int, default=256, help="the new max parallelism (base: 128)")
     ap.add_argument("--repeat", type=int, default=3, help="counted runs of each (after a warm-up)")
+    ap.add_argument("--against", metavar="PYTHONPATH", help="also time the rescale with this PYTHONPATH "
+                    "(another checkout linked as <dir>/statectl; '' for the installed one), in the same turns")
     args = ap.parse_args()
     import flink_job
 
@@ -126,34 +148,29 @@ def main() -> None:
     want = (n, args.keys, size["key_sum"], size["count_sum"], size["v_sum"], size["top_name_chars"])
     print(f"savepoint {snap.path}: {name}, {args.keys:,} keys; load average before: {load_average()}")
     with tempfile.TemporaryDirectory(prefix="bench-sql-rescale-") as workdir:
-        outs = {"rescale": Path(workdir) / "rescaled", "own canonical": Path(workdir) / "own"}
-        cases = {
-            "rescale": [statectl_script(), "rescale", str(snap.path), str(outs["rescale"]),
-                        "--max-parallelism", str(n)],
-            "own canonical": [sys.executable, __file__, "own", str(snap.path), str(outs["own canonical"]),
-                              name, str(n)],
-        }
-        for label, cmd in cases.items():  # warm-up; the answers are right
-            seconds, cpu = run(cmd, outs[label])
-            got = answer(outs[label], name if label == "rescale" else OWN_UID)
+        todo = cases(snap.path, name, n, args.against, Path(workdir))
+        for label, (cmd, out, env) in todo.items():  # warm-up; the answers are right
+            seconds, cpu = run(cmd, out, env)
+            got = answer(out, OWN_UID if label == OWN else name)
             if got != want:
                 sys.exit(f"{label}: (max parallelism, keys, key sum, count, sum, name chars) {got} != {want}")
             print(f"  {label}: {seconds:.2f} s, {cpu:.1f} s CPU (warm-up), reads back {got}")
-        runs: dict[str, list[tuple[float, float]]] = {label: [] for label in cases}
+        runs: dict[str, list[tuple[float, float]]] = {label: [] for label in todo}
         for _ in range(args.repeat):
-            for label, cmd in cases.items():
-                runs[label].append(run(cmd, outs[label]))
+            for label, (cmd, out, env) in todo.items():
+                runs[label].append(run(cmd, out, env))
     print(f"whole processes, median of {args.repeat} alternating runs, max parallelism 128 -> {n}; "
           f"load average after: {load_average()}")
     medians = {}
     for label, pairs in runs.items():
         medians[label] = tuple(statistics.median(p[i] for p in pairs) for i in (0, 1))
-        print(f"  {label:14s} {medians[label][0]:7.2f} s wall ({', '.join(f'{w:.2f}' for w, _ in pairs)}), "
+        print(f"  {label:18s} {medians[label][0]:7.2f} s wall ({', '.join(f'{w:.2f}' for w, _ in pairs)}), "
               f"{medians[label][1]:6.1f} s CPU ({', '.join(f'{c:.1f}' for _, c in pairs)})")
-    for i, what in enumerate(("wall", "CPU")):
-        ratio = medians["rescale"][i] / medians["own canonical"][i]
-        verdict = "met" if ratio <= TARGET else "MISSED"
-        print(f"rescale / own canonical, {what}: {ratio:.2f} (target <= {TARGET}: {verdict})")
+    for label in (label for label in medians if label != OWN):
+        for i, what in enumerate(("wall", "CPU")):
+            ratio = medians[label][i] / medians[OWN][i]
+            verdict = "met" if ratio <= TARGET else "MISSED"
+            print(f"{label} / {OWN}, {what}: {ratio:.2f} (target <= {TARGET}: {verdict})")
 
 
 if __name__ == "__main__":

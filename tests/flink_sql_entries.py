@@ -2,7 +2,7 @@
 shape) and their SQL operators' keyed splits; and a SQL operator's keyed stream written again by
 the Flink writer's task side, without Spark:
 the split's tables as statectl reads them, given to the writer's encoders (`EntryEncoder`) as a
-write's inputs (``_k<i>``, ``_ns``, ``_val<id>``, ``_uk<id>``, ``_ts<id>``), sorted by key group
+write's inputs (``_k<i>``, ``_ns``, ``_val<id>``, ``_uk<id>``, ``_ts<id>``, ``_ttl<id>``), sorted by key group
 and key as the write's shuffle sorts them, and assembled by the stream builder under the header
 copied from the base (`tests/writers/test_flink_sql_entries.py`, `bench/bench_flink_sql_write.py`).
 """
@@ -19,13 +19,15 @@ import pytest
 import flink_job
 
 from statectl.statefmt.flink import types as T
+from statectl.statefmt.flink.handles import IncrementalRocksDB
 from statectl.statefmt.flink.headers import read_keyed_header
 from statectl.statefmt.flink.rowdata import RowData
 from statectl.statefmt.flink.savepoint import open_flink_savepoint, read_split
 from statectl.statefmt.flink.stream_write import KEY, KEY_GROUP, KeyedStreamBuilder, StreamState, row_schema
-from statectl.statefmt.flink.streamio import header_length, read_range, split_base
+from statectl.statefmt.flink.streamio import header_length, read_range, read_stream, split_base
 from statectl.statefmt.flink.tables import timer_service
 from statectl.statefmt.keygroups import key_group_range
+from statectl.statefmt.model import TTL_SUFFIX
 from statectl.statefmt.vocabulary import StateKind
 from statectl.writers.flink.encoding import EntryEncoder, StateEncoding
 
@@ -52,12 +54,14 @@ def sql_keyed_splits(path):
 
 
 class SplitRewrite:
-    """One keyed split of a SQL operator (a canonical stream): its header as stored, its tables."""
+    """One keyed split of a SQL operator (a canonical stream, or a native RocksDB snapshot's
+    key-group range): its header as stored, its tables."""
 
     def __init__(self, op, split):
         self.op, self.split = op, split
         base, handle = split_base(split), split.handle
-        self.header_bytes = read_range(base, handle.stream, 0, header_length(handle))
+        self.header_bytes = read_stream(base, handle.meta) if isinstance(handle, IncrementalRocksDB) else \
+            read_range(base, handle.stream, 0, header_length(handle))
         self.header = read_keyed_header(self.header_bytes, "header")
         self.states = [StreamState(m.name, m.kind, m.name) for m in self.header.states]
 
@@ -103,8 +107,9 @@ class SplitRewrite:
     def _encoder(self, i: int, meta, schema) -> EntryEncoder:
         kind = "timers" if meta.kind == "timers" else ("map" if meta.kind == StateKind.MAP else "value")
         value = meta.value.value if kind == "map" else (None if kind == "timers" else meta.value)
-        state = StateEncoding(i, kind, value, meta.value.key if kind == "map" else None, None, False,
-                              f"state {meta.name!r}")
+        ttl = isinstance(value, T.Ttl)  # the input gives every last-access time (``_ttl<i>``)
+        state = StateEncoding(i, kind, value, meta.value.key if kind == "map" else None, 0 if ttl else None, False,
+                              f"state {meta.name!r}", ttl)
         key = self.header.key
         return EntryEncoder((state,), schema, key, None, len(key.fields), meta.namespace,
                             not isinstance(meta.namespace, T.VoidNamespace), self.op.max_parallelism,
@@ -120,13 +125,18 @@ def _columns(i: int, meta, t: pa.Table, key_names: list[str]) -> dict[str, pa.Ar
     cols = {f"_k{j}": t[n].chunk(0) for j, n in enumerate(key_names)}
     if "namespace" in t.column_names:
         cols["_ns"] = t["namespace"].chunk(0)
+    ttl = f"{meta.name}{TTL_SUFFIX}" if f"{meta.name}{TTL_SUFFIX}" in t.column_names else None
     if meta.kind == "timers":
         cols[f"_ts{i}"] = t["timestamp"].chunk(0)
     elif meta.kind == StateKind.MAP:
         maps = t[meta.name].chunk(0)
         rows = pa.array(np.repeat(np.arange(len(maps)), np.diff(maps.offsets.to_numpy())))
         cols = {k: v.take(rows) for k, v in cols.items()} | {f"_uk{i}": maps.keys, f"_val{i}": maps.items}
+        if ttl:
+            cols[f"_ttl{i}"] = t[ttl].chunk(0).items
     else:
         assert meta.kind != StateKind.LIST  # the SQL job has none
         cols[f"_val{i}"] = t[meta.name].chunk(0)
+        if ttl:
+            cols[f"_ttl{i}"] = t[ttl].chunk(0)
     return cols

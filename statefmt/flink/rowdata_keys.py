@@ -48,7 +48,12 @@ def row_hash_codes(rows: pa.Array, skip: int = 0) -> np.ndarray:
     after the first *skip* bytes of each value (4: a serializer's length); rows of one length
     are hashed together."""
     data, offsets = parts_of(rows)
-    starts, lengths = offsets[:-1] + skip, np.diff(offsets) - skip
+    return hash_codes_at(data, offsets[:-1] + skip, np.diff(offsets) - skip)
+
+
+def hash_codes_at(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """`BinaryRowData.hashCode()` of the row of *lengths* bytes at each of *starts* in *data*
+    (uint8), int32, without copying the rows out."""
     out = np.empty(len(lengths), np.int32)
     for length in np.unique(lengths).tolist():
         at = np.flatnonzero(lengths == length)
@@ -74,6 +79,12 @@ def key_groups_of_rows(rows: pa.Array, max_parallelism: int, skip: int = 0) -> n
     """The key group of each key row's bytes (after *skip* bytes, as :func:`row_hash_codes`), int32."""
     check_max_parallelism(max_parallelism)
     return murmur_hash_array(row_hash_codes(rows, skip)) % np.int32(max_parallelism)
+
+
+def key_groups_at(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, max_parallelism: int) -> np.ndarray:
+    """The key group of the key row of *lengths* bytes at each of *starts* in *data*, int32."""
+    check_max_parallelism(max_parallelism)
+    return murmur_hash_array(hash_codes_at(data, starts, lengths)) % np.int32(max_parallelism)
 
 
 def row_key_groups(keys, fields: tuple[SqlType, ...], max_parallelism: int, where: str = "key") -> np.ndarray:

@@ -32,7 +32,7 @@ from .lineage import check_present, flink_savepoint_id, lineage_roots, read_line
 from .metadata import is_flink_metadata, parse_metadata
 from .streamio import (METADATA, FlinkFolder, header_length, native_files, read_range, read_stream, split_base,
                        stream_name)
-from .streams import (StateRows, decode_canonical_state, decode_heap_native, decode_operator_state,
+from .streams import (RawEntries, StateRows, decode_canonical_state, decode_heap_native, decode_operator_state,
                       prefix_bytes, raw_from_extents, scan_canonical)
 from .types import Buf
 
@@ -114,6 +114,40 @@ def decode_keyed_split(split: FlinkSplit, key_groups: Iterable[int] | None = Non
 def _decode_stream(split: FlinkSplit, wanted: set[int] | None, timers: bool | None
                    ) -> tuple[KeyedHeader, dict[str, StateRows]]:
     """The rows of a keyed stream's split (a canonical or heap-native stream)."""
+    header, buf, blocks = _stream_bytes(split, wanted)
+    if split.handle.layout == "native":
+        by_id = decode_heap_native(buf, header, blocks)
+        return header, {header.states[i].name: rows for i, rows in by_id.items()}
+    raw = scan_canonical(buf, header, blocks, prefix_bytes(split.max_parallelism))
+    return header, {header.states[i].name: decode_canonical_state(header.states[i], header.key, r)
+                    for i, r in raw.items() if _wanted(header.states[i], timers)}
+
+
+def raw_entries(split: FlinkSplit) -> Iterator[tuple[KeyedHeader, dict[int, RawEntries]]]:
+    """Every state's entries of a keyed split held as key/value pairs (:func:`has_raw_entries`),
+    undecoded (by state id: each entry's key group and the extents of its key and value bytes),
+    piece by piece (:func:`_pieces`): what moves entries to new key groups without decoding
+    their values needs."""
+    with _decoding(split):
+        if isinstance(split.handle, IncrementalRocksDB):
+            yield from _rocksdb_entries(split, [p.key_groups for p in _pieces(split)], lambda meta: True)
+            return
+        for piece in _pieces(split):
+            header, buf, blocks = _stream_bytes(piece, None)
+            yield header, scan_canonical(buf, header, blocks, prefix_bytes(split.max_parallelism))
+
+
+def has_raw_entries(split: FlinkSplit) -> bool:
+    """Whether *split* holds its entries as key/value pairs: a key-group range of a canonical
+    keyed stream, or of a native RocksDB (or ForSt) snapshot; not a heap-native stream."""
+    handle = split.handle
+    return isinstance(handle, IncrementalRocksDB) or \
+        (isinstance(handle, KeyGroupsStream) and handle.layout == "canonical")
+
+
+def _stream_bytes(split: FlinkSplit, wanted: set[int] | None) -> tuple[KeyedHeader, Buf, list]:
+    """The header of a keyed stream's split and the bytes of its key groups (those in *wanted*),
+    decompressed, with their blocks ``(key group, start, end)`` in those bytes."""
     base = split_base(split)
     handle = split.handle
     stream = handle.stream
@@ -128,13 +162,7 @@ def _decode_stream(split: FlinkSplit, wanted: set[int] | None, timers: bool | No
     if header.compressed:
         data, blocks = _decompress_blocks(data, blocks, source, start)
         start = 0
-    buf = Buf(data, source, base=start)
-    if handle.layout == "native":
-        by_id = decode_heap_native(buf, header, blocks)
-        return header, {header.states[i].name: rows for i, rows in by_id.items()}
-    raw = scan_canonical(buf, header, blocks, prefix_bytes(split.max_parallelism))
-    return header, {header.states[i].name: decode_canonical_state(header.states[i], header.key, r)
-                    for i, r in raw.items() if _wanted(header.states[i], timers)}
+    return header, Buf(data, source, base=start), blocks
 
 
 def _wanted(meta: StateMeta, timers: bool | None) -> bool:
@@ -158,28 +186,35 @@ def _decode_rocksdb(split: FlinkSplit, ranges: list[tuple[int, int]], wanted: se
                     timers: bool | None) -> Iterator[tuple[KeyedHeader, dict[str, StateRows]]]:
     """The rows of a native RocksDB snapshot's split, one key-group range of *ranges* after
     another, its files opened once."""
+    chosen = [_narrowed(r, wanted) for r in ranges]
+    for header, entries in _rocksdb_entries(split, chosen, lambda meta: _wanted(meta, timers)):
+        out = {}
+        for i, raw in entries.items():
+            if wanted is not None:
+                keep = np.isin(raw.key_groups, list(wanted))
+                raw = type(raw)(raw.buf, *(a[keep] for a in (raw.key_groups, raw.key_starts, raw.key_ends,
+                                                              raw.value_starts, raw.value_ends)))
+            out[header.states[i].name] = decode_canonical_state(header.states[i], header.key, raw)
+        yield header, out
+
+
+def _rocksdb_entries(split: FlinkSplit, ranges: list[tuple[int, int] | None], chosen
+                     ) -> Iterator[tuple[KeyedHeader, dict[int, RawEntries]]]:
+    """Per key-group range of *ranges*, the entries of the states *chosen* (a predicate on a
+    header state) of a native RocksDB snapshot's split, undecoded, by state id; its files
+    opened once."""
     base = split_base(split)
     handle: IncrementalRocksDB = split.handle
     source = stream_name(base, handle.meta)
     header = read_keyed_header(read_stream(base, handle.meta), source)
     prefix = prefix_bytes(split.max_parallelism)
-    names = {m.name for m in header.states if _wanted(m, timers)}
+    names = {m.name for m in header.states if chosen(m)}
     tmp = new_scratch_dir("flink")
     try:
         files = native_files(base, handle, tmp)
-        for entries in _native_entries(files, tmp, names, split, [_narrowed(r, wanted) for r in ranges]):
-            out = {}
-            for meta in header.states:
-                extents = entries.get(meta.name)
-                if extents is None:
-                    continue
-                raw = raw_from_extents(*extents, prefix, f"{source} column family {meta.name}")
-                if wanted is not None:
-                    keep = np.isin(raw.key_groups, list(wanted))
-                    raw = type(raw)(raw.buf, *(a[keep] for a in (raw.key_groups, raw.key_starts, raw.key_ends,
-                                                                  raw.value_starts, raw.value_ends)))
-                out[meta.name] = decode_canonical_state(meta, header.key, raw)
-            yield header, out
+        for entries in _native_entries(files, tmp, names, split, ranges):
+            yield header, {i: raw_from_extents(*entries[m.name], prefix, f"{source} column family {m.name}")
+                           for i, m in enumerate(header.states) if m.name in entries}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -35,6 +35,7 @@ from .binding import FlinkBinding
 from .columns import check_columns, order_sql, ttl_input, ttl_wrapped, written_type
 from .encoding import (OP_ENTRY_DDL, STREAM_HANDLE_DDL, EntryEncoder, KeyedStreamTask, OperatorEntryEncoder,
                        StateEncoding, stream_file_name)
+from .regroup import RegroupedKeyed
 
 TIMER_STATE = "_timer_state/{domain}_{service}"
 SUBTASK_COLUMN = "subtask"  # an operator list state's input column placing each value on a subtask
@@ -64,6 +65,9 @@ class FlinkOperatorPlan:
     # --- keyed state ---------------------------------------------------------------------------
     def _plan_keyed(self) -> None:
         keyed = self.data.keyed
+        if isinstance(keyed, RegroupedKeyed):
+            self._plan_regrouped(keyed)
+            return
         if not isinstance(keyed, KeyedData):
             raise SpecError(f"{self.where}: a Flink savepoint's keyed state is written from columns "
                             "(states and timers), not from a per-key function")
@@ -96,8 +100,23 @@ class FlinkOperatorPlan:
         union = frames[0]
         for df in frames[1:]:
             union = union.unionByName(df)
+        self._keyed_job(union, key)
+
+    def _plan_regrouped(self, keyed: RegroupedKeyed) -> None:
+        """A SQL operator's entries moved by their bytes (a rescale): its base's header copied."""
+        header = read_keyed_header(self.binding.header, f"{self.where}, the base's header")
+        self.keyed_header = copied_keyed_header(self.binding.header)
+        self.stream_states = tuple(StreamState(m.name, m.kind, f"{self.where}, {m.kind} state {m.name!r}")
+                                   for m in header.states)
+        schema = row_schema(self.stream_states)
+        self._keyed_job(keyed.entries(self.session.spark, schema, row_ddl(schema), self.max_parallelism),
+                        header.key)
+
+    def _keyed_job(self, entry_rows, key: T.FlinkType) -> None:
+        """The job writing every subtask's keyed stream from *entry_rows*: sent to the task of
+        their subtask and sorted by key group and key there."""
         chunks = Chunks(self.max_parallelism, self.data.parallelism, 1)
-        rows = chunks.distribute(union, sort_by=(KEY_GROUP, KEY))
+        rows = chunks.distribute(entry_rows, sort_by=(KEY_GROUP, KEY))
         self.key = key
         task = KeyedStreamTask(self.session.out.uri, self.session.token, self.keyed_header, self.stream_states,
                                key, self.max_parallelism, self.data.parallelism)
@@ -291,7 +310,9 @@ class FlinkOperatorPlan:
         op = flink_operator(self.data.uid, self.data.parallelism, self.max_parallelism, keyed_files, op_files,
                             self.data.resolved_id)
         files = [*keyed_files, *op_files]
-        keyed_names = [s.name for s in self.data.keyed.states] if isinstance(self.data.keyed, KeyedData) else []
+        keyed = self.data.keyed
+        keyed_names = [s.name for s in keyed.states] if isinstance(keyed, KeyedData) else \
+            list(keyed.states) if isinstance(keyed, RegroupedKeyed) else []
         report = OperatorReport(self.data.uid, self.data.resolved_id, action, len(files),
                                      sum(f.entries for f in files),
                                      sum(f.size for f in files),

@@ -4,7 +4,8 @@ Each chosen operator is read into its tables and written by the Flink writer as
 :func:`.source.operator_data` states it: every key's group is Flink's hash for the new max
 parallelism, and every state's serializer is the one the base's snapshot names (a state or
 key the writer cannot bind is refused before Spark starts; a SQL operator's header, its RowData
-serializer snapshots included, is copied from the base and its key rows placed by their bytes' hash). The other operators are shallow
+serializer snapshots included, is copied from the base and its key rows placed by their bytes'
+hash; held as key/value pairs, its entries move as their bytes, undecoded: :mod:`.regroup`). The other operators are shallow
 pointer copies of the base's, their lineage recorded beside `_metadata`; the base is only
 read. When every keyed operator is rescaled, the others (operator state only, or none) are
 given the new max parallelism too, in `_metadata` alone (:mod:`.write`): Flink checks every
@@ -23,6 +24,7 @@ from statectl.statefmt.model import Operator, Savepoint
 from statectl.statefmt.vocabulary import Format
 
 from ..definitions import OperatorData
+from .regroup import RegroupedKeyed, regroupable
 from .source import operator_binding, operator_data
 
 
@@ -56,6 +58,8 @@ class FlinkRescaledOperator:
         return self.choice.max_parallelism
 
     def data(self, fsp) -> OperatorData | None:
-        """The operator over its tables, at the new limits (None: it holds no state)."""
+        """The operator over its tables, at the new limits (None: it holds no state); a SQL
+        operator's keyed state in canonical streams as its entries' bytes (:mod:`.regroup`)."""
         op = fsp.operator(self.choice.operator.operator_id)
-        return operator_data(self.spark, fsp, op, self.choice.parallelism, self.choice.max_parallelism)
+        keyed = RegroupedKeyed.of(op) if regroupable(op) else None
+        return operator_data(self.spark, fsp, op, self.choice.parallelism, self.choice.max_parallelism, keyed)

@@ -188,15 +188,15 @@ def _operator_states(spark, reader, op: FlinkOperatorInfo, parallelism: int | No
 
 
 def operator_data(spark, fsp: FlinkSavepoint, op: FlinkOperatorInfo, parallelism: int | None = None,
-                  max_parallelism: int | None = None) -> OperatorData | None:
+                  max_parallelism: int | None = None, keyed=None) -> OperatorData | None:
     """*op* of *fsp* as an operator over its tables (None when it holds no state), written with
-    *parallelism* and *max_parallelism* (default: its own)."""
+    *parallelism* and *max_parallelism* (default: its own); *keyed*: its keyed state given
+    otherwise than as its tables (a rescale's :class:`~.regroup.RegroupedKeyed`)."""
     from statectl.readers import open_savepoint
 
     binding = operator_binding(op)
     reader = open_savepoint(spark, fsp.location.uri)
-    keyed = None
-    if op.keyed_header is not None:
+    if keyed is None and op.keyed_header is not None:
         has_timers = any(m.kind == "timers" for m in op.keyed_header.states)
         keyed = _keyed_data(reader, op, has_timers)
     states = _operator_states(spark, reader, op, parallelism)

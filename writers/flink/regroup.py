@@ -1,0 +1,70 @@
+"""A SQL operator rescaled from its entries' bytes: no decoding, no encoding.
+
+`rescale` gives a SQL operator (a RowData key) whose keyed state is held as key/value pairs
+(canonical streams, native RocksDB and ForSt snapshots) a :class:`RegroupedKeyed` instead of
+its tables: one Spark task per split scans its
+entries and hands them on as entry rows, each in the key group its key row's bytes hash to at
+the new max parallelism (:mod:`statectl.statefmt.flink.rowdata_regroup`); the Flink writer
+sorts and assembles them as it does encoded rows (:class:`~.plan.FlinkOperatorPlan`). Reading
+the tables and encoding them again would give the same bytes (the suite proves the encoders
+byte-exact) at a higher cost: a decode and an encode of every entry, two Python steps per
+task with Arrow to Spark rows and back between them, and separate scans for the timers
+(docs/RESCALING.md has the figures).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from statectl.statefmt.flink.describe import FlinkOperatorInfo, FlinkSplit
+from statectl.statefmt.flink.rowdata import RowData
+from statectl.statefmt.flink.rowdata_regroup import regrouped_entries
+from statectl.statefmt.flink.savepoint import has_raw_entries, raw_entries
+from statectl.statefmt.flink.tables import keyed_states
+
+from ..errors import task_errors
+
+
+def regroupable(op: FlinkOperatorInfo) -> bool:
+    """Whether *op*'s keyed state can be rescaled from its bytes: a SQL operator's (RowData key),
+    every split holding key/value pairs (a heap-native stream's is decoded instead)."""
+    header = op.keyed_header
+    return header is not None and isinstance(header.key, RowData) and all(map(has_raw_entries, op.keyed_splits))
+
+
+@dataclass(frozen=True)
+class RegroupedKeyed:
+    """A SQL operator's keyed state as its entries' bytes, for :class:`~.plan.FlinkOperatorPlan`
+    (whose binding holds the base's header, copied)."""
+
+    splits: tuple[FlinkSplit, ...]
+    states: tuple[str, ...]  # the keyed states' names (timers aside), for the report
+
+    @classmethod
+    def of(cls, op: FlinkOperatorInfo) -> "RegroupedKeyed":
+        return cls(tuple(op.keyed_splits), tuple(m.name for m in keyed_states(op.keyed_header.states)))
+
+    def entries(self, spark, schema: pa.Schema, ddl: str, max_parallelism: int):
+        """The entry rows (*schema*, Spark's *ddl*) of every split, one task per split."""
+        n = len(self.splits)
+        ids = spark.range(n, numPartitions=max(n, 1))
+        return ids.mapInArrow(RegroupTask(self.splits, schema, max_parallelism), ddl)
+
+
+@dataclass(frozen=True)
+class RegroupTask:
+    """A task's mapInArrow function: the splits its ids name, as entry rows (picklable)."""
+
+    splits: tuple[FlinkSplit, ...]
+    schema: pa.Schema
+    max_parallelism: int
+
+    def __call__(self, batches):
+        with task_errors():
+            for batch in batches:
+                for i in batch.column(0).to_numpy().tolist():
+                    for header, raw in raw_entries(self.splits[i]):
+                        table = regrouped_entries(header, raw, self.schema, self.max_parallelism)
+                        yield from table.to_batches()
