@@ -39,7 +39,8 @@ from statectl.statefmt.keygroups import (
     even_split,
     key_group_sql,
 )
-from statectl.statefmt.model import KEY_GROUP_COLUMN, KEYED_PART, DataFile, Operator, OperatorState, Savepoint
+from statectl.statefmt.model import (KEY_GROUP_COLUMN, KEYED_PART, DataFile, Operator, OperatorState, Savepoint,
+                                     cannot_read)
 from statectl.statefmt.formats import load
 from statectl.statefmt.locations import file_location
 from statectl.statefmt.types import quote_identifier
@@ -77,8 +78,7 @@ def choose_operators(sp: Savepoint, max_parallelism: int, parallelism: int | Non
     for op in sp.operators if not operators else [sp.operator(ref) for ref in operators]:
         part = op.unreadable_part(KEYED_PART)
         if part is not None:  # its key groups cannot be moved, nor left at the old max parallelism
-            raise UnreadableStateError(f"cannot rescale: operator {op.label}: its keyed state cannot be "
-                                       f"read: {part.reason}")
+            raise UnreadableStateError(f"cannot rescale: {cannot_read(op.label, KEYED_PART, part.reason)}")
     if operators:
         ops = []
         for ref in operators:
