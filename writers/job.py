@@ -45,6 +45,7 @@ class WriteSession:
         self.token = write_token(self.write_id)
         self.marker = out.child(f"{MARKER_PREFIX}{self.token}.json")
         self.removed_leftovers = 0
+        self.made_out = False  # whether this write made the output folder (a failed one removes it)
 
     def output_of(self, operator_id: str) -> OperatorOutput:
         """Where this write puts *operator_id*'s new files."""
@@ -52,6 +53,7 @@ class WriteSession:
 
     # --- lifecycle ---------------------------------------------------------------
     def start(self) -> None:
+        self.made_out = not self.out.exists()
         self.out.make_dirs()
         self.removed_leftovers = remove_dead_writes(self.out)
         self.marker.write_bytes_atomically(json.dumps({
@@ -85,7 +87,8 @@ class WriteSession:
         return [r.asDict() for r in rows]
 
     def fail(self) -> None:
-        """Remove every file of this write (the output then holds no trace of it).
+        """Remove every file of this write (the output then holds no trace of it), and the
+        output folder itself if this write made it.
 
         The write's Spark jobs are cancelled first and their tasks awaited, so no task
         begins a file after the clean-up. Should a task outlive the wait, the marker
@@ -95,6 +98,8 @@ class WriteSession:
         remove_write_files(self.out, self.token)
         if stopped:
             self.marker.delete_file()
+            if self.made_out and not self.out.list_files():
+                self.out.delete_dir()
 
     def _stop_jobs(self, timeout: float = 60.0) -> bool:
         """Cancel this write's jobs; whether all their tasks ended within *timeout* seconds."""

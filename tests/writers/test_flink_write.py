@@ -143,4 +143,4 @@ def test_a_failing_write_leaves_no_metadata_and_no_stream(tmp_path):
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1].startswith(
         "error: operator 'p', state 'n', value: a string column does not fit a Flink int")
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == []
+    assert not (tmp_path / "out").exists()  # the folder the write made, too

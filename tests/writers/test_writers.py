@@ -237,9 +237,18 @@ def write_error(spark, tmp_path, name, op):
     out = str(tmp_path / name)
     with pytest.raises(Exception) as info:
         SavepointWriter.new(128).with_operator(op).write(out, spark)
-    assert not os.path.exists(os.path.join(out, "_metadata"))
-    assert files_below(out) == []  # every file the failed write began is gone
+    assert not os.path.exists(out)  # every file the failed write began is gone, and the folder it made
     return info
+
+
+def test_a_failed_write_into_a_folder_it_did_not_make_leaves_the_folder(spark, tmp_path):
+    out = tmp_path / "given"
+    out.mkdir()
+    dup = spark.createDataFrame([("a", 1), ("a", 3)], "user string, n long")
+    with pytest.raises(DuplicateKeyError):
+        SavepointWriter.new(128).with_operator(OperatorData("proc", 2, keyed=KeyedData(
+            ["user"], [ValueState("count", "n")], dup))).write(str(out), spark)
+    assert out.is_dir() and list(out.iterdir()) == []
 
 
 def test_bad_input_fails_with_one_clear_error_and_leaves_nothing(spark, data, tmp_path):
