@@ -18,6 +18,7 @@ import pyarrow as pa
 from ..errors import FlinkFormatError, MissingFileError, StatectlError, UnknownOperatorError, UnsupportedFlinkFeature
 from ..fs import Location
 from ..model import KEYED_PART, LineageEntry
+from ..vocabulary import KeyedTable
 from . import tables as TB
 from .handles import IncrementalRocksDB, InlineStream, KeyGroupsStream, OperatorStream, StreamHandle
 from .headers import KeyedHeader, OperatorHeader, StateMeta, read_keyed_header, read_operator_header
@@ -114,9 +115,9 @@ class FlinkOperatorInfo:
     def table_schema(self, table: str) -> pa.Schema:
         """The Arrow schema of ``keyed``, ``timers`` (no timer service: the timers' columns,
         empty) or an operator state's table."""
-        if table == "keyed":
+        if table == KeyedTable.KEYED:
             return self.keyed_schema
-        if table == "timers":
+        if table == KeyedTable.TIMERS:
             return self.timers_schema or TB.timers_schema(self.key_type, ())
         meta = self.operator_states[table]
         return TB.broadcast_schema(meta) if meta.kind == "broadcast" else TB.operator_list_schema(meta)

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, TTL_SUFFIX
-from ..vocabulary import TimerDomain
+from ..vocabulary import KeyedTable, TimerDomain
 from .headers import StateMeta
 from .rowdata import RowData
 from .streams import StateRows
@@ -69,11 +69,11 @@ def state_arrow_type(meta: StateMeta) -> pa.DataType:
 
 
 def keyed_states(states: tuple[StateMeta, ...]) -> list[StateMeta]:
-    return [s for s in states if s.kind != "timers"]
+    return [s for s in states if s.kind != KeyedTable.TIMERS]
 
 
 def timer_states(states: tuple[StateMeta, ...]) -> list[StateMeta]:
-    return [s for s in states if s.kind == "timers"]
+    return [s for s in states if s.kind == KeyedTable.TIMERS]
 
 
 def keyed_schema(key: T.FlinkType, states: tuple[StateMeta, ...]) -> pa.Schema:

@@ -32,6 +32,7 @@ from statectl.statefmt.flink.stream_write import (KEY, KEY_GROUP, KeyedStreamBui
                                                   order_column, user_key_column, value_column)
 from statectl.statefmt.fs import Location
 from statectl.statefmt.keygroups import key_group_range
+from statectl.statefmt.vocabulary import KeyedTable
 
 from ..errors import task_errors
 
@@ -116,7 +117,7 @@ class EntryEncoder(_BatchEncoder):
         present = np.zeros(n, dtype=bool)
         for s in self.states:
             i = s.state_id
-            if s.kind == "timers":
+            if s.kind == KeyedTable.TIMERS:
                 ts = batch.column(f"_ts{i}")
                 if ts.null_count:
                     raise FlinkEncodeError(f"{s.where}: a row has a null timer timestamp")

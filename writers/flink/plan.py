@@ -22,7 +22,7 @@ from statectl.statefmt.flink.snapshot_write import copied_keyed_header, keyed_he
 from statectl.statefmt.flink.stream_write import (KEY, KEY_GROUP, OperatorStreamPart, StreamState,
                                                   operator_stream, row_ddl, row_schema)
 from statectl.statefmt.keygroups import check_parallelism
-from statectl.statefmt.vocabulary import TimerDomain
+from statectl.statefmt.vocabulary import KeyedTable, TimerDomain
 
 from ..definitions import (AggregatingState, BroadcastState, KeyedData, ListState, MapState, OperatorData,
                            OperatorListState, ReducingState, ValueState)
@@ -178,7 +178,7 @@ class FlinkOperatorPlan:
         timer_ids = {}
         for domain in TimerDomain.words() if copied is None else ():
             timer_ids[domain] = len(metas)
-            metas.append(StateMeta(TIMER_STATE.format(domain=domain, service=service), "timers",
+            metas.append(StateMeta(TIMER_STATE.format(domain=domain, service=service), KeyedTable.TIMERS,
                                    T.Timer(key, ns, "org.apache.flink.streaming.api.operators.TimerSerializer"), ns))
         for t in keyed.timers:
             where = f"{self.where}, {t.domain}-time timers"
@@ -188,7 +188,7 @@ class FlinkOperatorPlan:
             df = t.data if t.data is not None else keyed.data
             check_columns(df, [*keyed.key, t.column] + ([keyed.namespace] if keyed.namespace else []), where)
             state_id = timer_ids[t.domain]
-            inputs.append((df, [StateEncoding(state_id, "timers", None, None, None, False, where)],
+            inputs.append((df, [StateEncoding(state_id, KeyedTable.TIMERS, None, None, None, False, where)],
                            {f"_ts{state_id}": q(t.column)}))
         return metas, inputs
 
@@ -203,7 +203,7 @@ class FlinkOperatorPlan:
         for i, meta in enumerate(copied):
             if meta.name == name:
                 return i
-        known = ", ".join(repr(m.name) for m in copied if m.kind != "timers")
+        known = ", ".join(repr(m.name) for m in copied if m.kind != KeyedTable.TIMERS)
         raise SpecError(f"{self.where}: {what} is not in the base's SQL operator, whose states are {known}")
 
     def _keyed_state(self, state, state_id: int, keyed: KeyedData, ns):

@@ -24,7 +24,7 @@ from statectl.statefmt.flink.savepoint import read_split
 from statectl.statefmt.flink.tables import key_fields, operator_list_schema, timer_service
 from statectl.statefmt.ids import OperatorRef
 from statectl.statefmt.model import TTL_SUFFIX
-from statectl.statefmt.vocabulary import TimerDomain
+from statectl.statefmt.vocabulary import KeyedTable, TimerDomain
 
 from ..definitions import (BroadcastState, KeyedData, ListState, MapState, OperatorData, OperatorListState,
                            Timers, UnionListState, ValueState)
@@ -75,13 +75,13 @@ def _keyed_binding(where: str, header) -> dict:
     bound = _as_read if sql else _bound
     key_java_type(header.key, where)
     found: dict = {"key": bound(header.key), "states": {}, **({"header": header.raw} if sql else {})}
-    namespaces = [m.namespace for m in header.states if m.kind != "timers"]
+    namespaces = [m.namespace for m in header.states if m.kind != KeyedTable.TIMERS]
     if namespaces and (sql or isinstance(namespaces[0], T.TimeWindow)):
         found["namespace"] = bound(namespaces[0])
     for meta in header.states:
-        if meta.kind != "timers":
+        if meta.kind != KeyedTable.TIMERS:
             found["states"][meta.name] = _keyed_state_binding(where, meta, bound)
-    services = {timer_service(m.name)[1] for m in header.states if m.kind == "timers"}
+    services = {timer_service(m.name)[1] for m in header.states if m.kind == KeyedTable.TIMERS}
     if len(services) > 1:
         raise FlinkEncodeError(f"{where}: timers of several services ({', '.join(sorted(services))}) "
                                "cannot be written to a Flink savepoint")
@@ -144,7 +144,7 @@ def _keyed_data(reader, op: FlinkOperatorInfo, timers: bool) -> KeyedData | None
     keys = [*key, *([namespace] if namespace else [])]  # every input's key columns
     states, value_cols = [], []
     for meta in header.states:
-        if meta.kind == "timers":
+        if meta.kind == KeyedTable.TIMERS:
             continue
         # a TTL state's last-access timestamps travel beside its values, so they are kept
         ttl = f"{meta.name}{TTL_SUFFIX}" if f"{meta.name}{TTL_SUFFIX}" in table.columns else None
@@ -197,7 +197,7 @@ def operator_data(spark, fsp: FlinkSavepoint, op: FlinkOperatorInfo, parallelism
     binding = operator_binding(op)
     reader = open_savepoint(spark, fsp.location.uri)
     if keyed is None and op.keyed_header is not None:
-        has_timers = any(m.kind == "timers" for m in op.keyed_header.states)
+        has_timers = any(m.kind == KeyedTable.TIMERS for m in op.keyed_header.states)
         keyed = _keyed_data(reader, op, has_timers)
     states = _operator_states(spark, reader, op, parallelism)
     if keyed is None and not states:
