@@ -31,6 +31,9 @@ def diff(
                                       "parallelism changes: exit 0 when only the layout differs "
                                       "(e.g. to check a rescale)."),
     json_: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
+    engine: str = typer.Option("auto", "--engine", help="auto: small tables found identical are "
+                               "confirmed in this process, Spark compares the others (and starts only "
+                               "then); spark: Spark compares every table (the default with --master)."),
     master: Optional[str] = typer.Option(None, "--master", help=MASTER_HELP),
 ) -> None:
     """Compare two savepoints: operators, parallelism, states, then every table key by key."""
@@ -44,7 +47,8 @@ def diff(
     with _exit_code_2():
         sp_a, sp_b = load(opened(a)), load(opened(b))  # bad paths fail before Spark starts
         with spark_errors():
-            result = diff_savepoints(start_spark(master), sp_a, sp_b, limit=limit)
+            result = diff_savepoints(lambda: start_spark(master), sp_a, sp_b, limit=limit,
+                                     engine="spark" if master is not None else engine)
     output_for(json_).savepoint_diff(diff_summary(result))
     if not (result.same_content if content_only else result.identical):
         raise typer.Exit(DIFFERENT)

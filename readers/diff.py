@@ -8,7 +8,9 @@ Operators are matched by operator id; an operator that only one side has is
 matched with one of the other side as *renamed* when they share their files
 (a shallow copy) or, failing that, their state declarations exactly. Content
 is compared per table, by Spark joins on the key (and namespace), so nothing
-but counts and ``limit`` sample rows per category reaches the driver:
+but counts and ``limit`` sample rows per category reaches the driver; a small
+table both sides hold alike is confirmed identical in this process first
+(`readers.diff_local`), without Spark. What counts as a difference:
 
 - keyed table: per (key, namespace), the states both sides declare with the same
   type; a state that is null (or an empty collection) counts as absent, so a key
@@ -28,6 +30,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from statectl.statefmt.errors import UsageError
 from statectl.statefmt.ids import OperatorRef
 from statectl.statefmt.model import NAMESPACE_COLUMN, Operator, Savepoint
 from statectl.statefmt.formats import load
@@ -35,7 +38,9 @@ from statectl.statefmt.locations import file_location
 from statectl.statefmt.types import type_str
 from statectl.statefmt.vocabulary import OperatorStateKind, StateKind
 
+from .diff_local import Comparison, identical
 from .reader import SavepointReader
+from .resolve import KEYED, OPERATOR_STATE, TIMERS, TableChoice
 
 ONLY_IN_A = "only_in_a"
 ONLY_IN_B = "only_in_b"
@@ -106,20 +111,42 @@ class SavepointDiff:
         return self.same_content and not self.changes
 
 
-def diff_savepoints(spark, a: str | Savepoint, b: str | Savepoint, limit: int = 5) -> SavepointDiff:
-    """Compare savepoint *a* with *b* (locations or loaded savepoints)."""
+def diff_savepoints(spark, a: str | Savepoint, b: str | Savepoint, limit: int = 5,
+                    engine: str = "auto") -> SavepointDiff:
+    """Compare savepoint *a* with *b* (locations or loaded savepoints).
+
+    *spark* is a session, or a function giving one, called only when a table needs Spark:
+    with *engine* ``"auto"``, a small table both sides hold alike is confirmed identical in
+    this process (`readers.diff_local`) and only the others are compared by Spark (so two
+    small identical savepoints need no Spark at all); ``"spark"`` compares every table by Spark.
+    """
+    if engine not in ("auto", "spark"):
+        raise UsageError(f"diff's engine must be auto or spark, got {engine!r}")
     sp_a = a if isinstance(a, Savepoint) else load(a)
     sp_b = b if isinstance(b, Savepoint) else load(b)
     pairs, added, removed, renamed = match_operators(sp_a, sp_b)
     changes: list[MetadataChange] = []
     for op_a, op_b in pairs:
         changes.extend(operator_changes(op_a, op_b))
-    reader_a, reader_b = SavepointReader(spark, sp_a), SavepointReader(spark, sp_b)
-    tables = []
-    for op_a, op_b in pairs:
-        tables.extend(_table_diffs(reader_a, reader_b, op_a, op_b, limit))
+    readers = _Readers(spark, sp_a, sp_b)
+    tables = [_table_diff(readers, op_a.label, table, engine == "auto", limit)
+              for op_a, op_b in pairs for table in _comparable_tables(op_a, op_b)]
     return SavepointDiff(sp_a.location, sp_b.location, tuple(added), tuple(removed), tuple(renamed),
                          tuple(changes), tuple(tables))
+
+
+class _Readers:
+    """The two savepoints' Spark readers, made (and Spark started) on first use."""
+
+    def __init__(self, spark, sp_a: Savepoint, sp_b: Savepoint):
+        self._spark, self.sp_a, self.sp_b = spark, sp_a, sp_b
+        self._pair = None
+
+    def pair(self) -> tuple[SavepointReader, SavepointReader]:
+        if self._pair is None:
+            spark = self._spark() if callable(self._spark) else self._spark
+            self._pair = SavepointReader(spark, self.sp_a), SavepointReader(spark, self.sp_b)
+        return self._pair
 
 
 # --- metadata -----------------------------------------------------------------
@@ -212,34 +239,57 @@ def operator_changes(op_a: Operator, op_b: Operator) -> list[MetadataChange]:
 
 # --- content ------------------------------------------------------------------
 
-def _table_diffs(reader_a, reader_b, op_a: Operator, op_b: Operator, limit: int):
-    label = op_a.label
+@dataclass(frozen=True)
+class _Table:
+    """One table both operators hold, and how its two sides are compared."""
+
+    name: str  # KEYED_TABLE, TIMERS_TABLE or an operator state's name
+    kind: str
+    a: TableChoice
+    b: TableChoice
+    how: Comparison
+
+
+def _comparable_tables(op_a: Operator, op_b: Operator) -> list[_Table]:
+    """The tables of two matched operators whose declarations agree (the others are metadata
+    changes)."""
+    out = []
     keyed_a, keyed_b = op_a.keyed, op_b.keyed
     if (keyed_a is not None and keyed_b is not None and keyed_a.key == keyed_b.key
             and keyed_a.namespace_type == keyed_b.namespace_type):
         decl_b = _keyed_declarations(op_b)
-        common = [n for n, t in _keyed_declarations(op_a).items() if decl_b.get(n) == t]
-        collections = {s.name for s in keyed_a.states if StateKind(s.kind).is_collection}
+        common = tuple(n for n, t in _keyed_declarations(op_a).items() if decl_b.get(n) == t)
+        collections = frozenset(s.name for s in keyed_a.states if StateKind(s.kind).is_collection)
         if common:
             keys = keyed_a.key_names + ([NAMESPACE_COLUMN] if keyed_a.namespace_type is not None else [])
-            df_a = _present(reader_a.keyed(_ref(op_a), common), common, collections)
-            df_b = _present(reader_b.keyed(_ref(op_b), common), common, collections)
-            yield _joined(label, KEYED_TABLE, "keyed", df_a, df_b, keys, common, limit)
-        yield _as_sets(label, TIMERS_TABLE, "timers", reader_a.timers(_ref(op_a)),
-                           reader_b.timers(_ref(op_b)), limit)
-    states_b = {s.name: s for s in op_b.operator_states}
+            out.append(_Table(KEYED_TABLE, "keyed", TableChoice(op_a, KEYED, common),
+                              TableChoice(op_b, KEYED, common),
+                              Comparison(tuple(keys), common, collections, drop_absent=True)))
+        out.append(_Table(TIMERS_TABLE, "timers", TableChoice(op_a, TIMERS), TableChoice(op_b, TIMERS),
+                          Comparison()))
     decl_b = _operator_declarations(op_b)
     for state, decl in zip(op_a.operator_states, _operator_declarations(op_a).values()):
         if decl_b.get(state.name) != decl:
             continue  # added, removed or retyped: a metadata change
-        df_a = reader_a.operator_state(_ref(op_a), state.name)
-        df_b = reader_b.operator_state(_ref(op_b), states_b[state.name].name)
-        kind = f"operator {state.kind}"
-        if state.kind == OperatorStateKind.BROADCAST:
-            yield _joined(label, state.name, kind, df_a, df_b, ["key"], ["value"], limit)
-        else:
-            yield _as_sets(label, state.name, kind, df_a, df_b, limit,
-                           multiset=state.kind == OperatorStateKind.LIST)
+        how = (Comparison(("key",), ("value",)) if state.kind == OperatorStateKind.BROADCAST
+               else Comparison(multiset=state.kind == OperatorStateKind.LIST))
+        out.append(_Table(state.name, f"operator {state.kind}", TableChoice(op_a, OPERATOR_STATE, (state.name,)),
+                          TableChoice(op_b, OPERATOR_STATE, (state.name,)), how))
+    return out
+
+
+def _table_diff(readers: _Readers, label: str, table: _Table, local: bool, limit: int) -> TableDiff:
+    """*table* confirmed identical in this process, else compared by Spark."""
+    if local and identical(readers.sp_a, table.a, readers.sp_b, table.b, table.how):
+        return TableDiff(label, table.name, table.kind, 0, 0, 0)
+    reader_a, reader_b = readers.pair()
+    df_a, df_b = reader_a.table(table.a), reader_b.table(table.b)
+    how = table.how
+    if how.keys is None:
+        return _as_sets(label, table.name, table.kind, df_a, df_b, limit, multiset=how.multiset)
+    if how.drop_absent:
+        df_a, df_b = (_present(df, how.values, how.collections) for df in (df_a, df_b))
+    return _joined(label, table.name, table.kind, df_a, df_b, list(how.keys), list(how.values), limit)
 
 
 def _present(df, states: list[str], collections: set[str]):

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from pyspark.sql import functions as F
 
-from conftest import statectl
+from conftest import statectl, statectl_process
 from statectl.readers.diff import MetadataChange, diff_savepoints
 from statectl.writers import (
     BroadcastState,
@@ -230,3 +231,68 @@ def test_maps_nulls_lists_floats_multisets_and_sets(spark, tmp_path):
     assert rules.samples == {"only_in_b": [{"key": {"key": "r3"}, "b": {"value": "w"}}],
                              "changed": [{"key": {"key": "r2"}, "a": {"value": "y"},
                                           "b": {"value": "z"}}]}
+
+
+# --- small identical tables are confirmed in-process (readers/diff_local.py) ----------
+
+def _row(user, v=None, m=None, l=None, d=None):
+    return {"user": user, "v": v, "m": m, "l": l, "d": d}
+
+
+A_KEYED = [_row("u1", 1, [("a", 1), ("b", 2)], [1, 2], 0.5), _row("u2"), _row("u3", 3, [], [3])]
+A_STATE = dict(offsets=[10, 10, 20], members=["a", "b"], rules={"r1": "x"})
+# A's content as the comparison rules see it: map entries in another order, the row without
+# values left out, the empty map null, the list state's values on other subtasks, a union
+# member twice
+SAME_AS_A = ([_row("u1", 1, [("b", 2), ("a", 1)], [1, 2], 0.5), _row("u3", 3, None, [3])],
+             dict(offsets=[20, 10, 10], members=["b", "a", "a"], rules={"r1": "x"}))
+
+
+def _no_spark():
+    raise AssertionError("Spark was asked for")
+
+
+def test_small_identical_tables_are_confirmed_without_spark(spark, tmp_path):
+    a = _small(tmp_path / "a", A_KEYED, **A_STATE)
+    same = _small(tmp_path / "same", SAME_AS_A[0], **SAME_AS_A[1])
+    d = diff_savepoints(_no_spark, a, same)
+    assert d.identical and set(_counts(d).values()) == {(0, 0, 0)} and len(d.tables) == 5
+    assert diff_savepoints(spark, a, same, engine="spark") == d  # Spark's join agrees
+
+
+def test_what_differs_is_compared_by_spark_as_without_the_local_check(spark, tmp_path):
+    a = _small(tmp_path / "a", A_KEYED, **A_STATE)
+    b = _small(tmp_path / "b", [_row("u1", 1, [("a", 1)], [1, 2], 0.5), _row("u3", 3, [], [3])],
+               offsets=[10, 20], members=["a", "b"], rules={"r1": "y"})
+    auto = diff_savepoints(spark, a, b, limit=10)
+    assert auto == diff_savepoints(spark, a, b, limit=10, engine="spark")
+    assert _counts(auto) == {("k", "(keyed)"): (0, 0, 1), ("k", "(timers)"): (0, 0, 0),
+                             ("s", "offsets"): (1, 0, 0), ("s", "members"): (0, 0, 0),
+                             ("s", "rules"): (0, 0, 1)}
+
+
+def test_a_nan_leaves_the_table_to_spark_which_holds_it_equal(spark, tmp_path):
+    from statectl.readers.diff_local import Comparison, identical
+    from statectl.readers.resolve import KEYED, TableChoice
+    from statectl.statefmt.formats import load
+
+    nan = [_row("u1", d=float("nan"))]
+    a, b = (load(_small(tmp_path / n, nan, **A_STATE)) for n in ("a", "b"))
+    how = Comparison(("user",), ("v", "m", "l", "d"), frozenset({"m", "l"}), drop_absent=True)
+    assert not identical(a, TableChoice(a.operators[0], KEYED, how.values),
+                         b, TableChoice(b.operators[0], KEYED, how.values), how)
+    assert diff_savepoints(spark, a, b).identical
+
+
+def test_diff_of_small_identical_savepoints_starts_no_jvm(tmp_path):
+    """Without Java, `diff` of identical small savepoints still answers; what differs needs Spark."""
+    a = _small(tmp_path / "a", A_KEYED, **A_STATE)
+    same = _small(tmp_path / "same", SAME_AS_A[0], **SAME_AS_A[1])
+    b = _small(tmp_path / "b", A_KEYED[:1], **A_STATE)
+    no_java = {"JAVA_HOME": str(tmp_path / "no-java"),
+               "PATH": os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                                       if not os.path.exists(os.path.join(p, "java")))}
+    done = statectl_process("diff", a, same, env=no_java)
+    assert (done.returncode, done.stderr) == (0, "") and done.stdout.rstrip().endswith("identical")
+    assert statectl_process("diff", a, same, "--engine", "spark", env=no_java).returncode == 2
+    assert statectl_process("diff", a, b, env=no_java).returncode == 2
