@@ -24,12 +24,17 @@ from .sources import table_source
 from .tablesource import TableSource
 
 
-def local_table(sp: Savepoint, choice: TableChoice, limit: int | None = None) -> pa.Table:
-    """The rows of *choice* (at most *limit*), as `SavepointReader.table` gives them."""
+def local_table(sp: Savepoint, choice: TableChoice, limit: int | None = None,
+                include_key_group: bool = False) -> pa.Table:
+    """The rows of *choice* (at most *limit*), as `SavepointReader.table` gives them; with
+    *include_key_group*, a keyed table's or timers' ``_key_group`` first, as
+    `SavepointReader.keyed(include_key_group=True)` gives it."""
     source = table_source(sp, choice.operator)
     keys, groups, span = key_filter(source, choice.keys, None)
     keep = _row_filter(choice.operator, keys, groups, choice.states if choice.kind == KEYED else ())
     wanted = _columns(source, choice)
+    if include_key_group and choice.kind != OPERATOR_STATE:
+        wanted = [KEY_GROUP_COLUMN, *wanted]
     out, rows = [], 0
     for batch in _batches(source, choice.table, groups, span):
         if keep is not None:

@@ -287,8 +287,9 @@ def make_snapshots(version: str, specs: list[dict]) -> list[Snapshot]:
     files by absolute path, so it cannot move) and counts as cached once `done` is written there.
     """
     dirs = [_cache_dir(version, knobs(**s)) for s in specs]
-    with _locked(snapshot_cache()):
-        _make_missing(version, dirs, specs)
+    if not all((d / "done").exists() for d in dirs):  # cached ones need no lock: `done` is written last
+        with _locked(snapshot_cache()):
+            _make_missing(version, dirs, specs)
     return [_load(d) for d in dirs]
 
 
@@ -369,10 +370,27 @@ def restore_snapshots(version: str, items: list[tuple[Snapshot, str]]) -> list[d
               if k.replace("-", "_") in DEFAULTS}
         kn.update(mode="restore", backend=backend)
         todo.append({**knobs(**kn), "out": str(out), "restore-from": str(snap.path)})
-    if todo:
-        with _locked(snapshot_cache()):
-            run_job(version, todo)
+    _run_restores(version, {t["out"]: t for t in todo})
     return [json.loads((out / "restored.json").read_text()) for out in outs]
+
+
+def _run_restores(version: str, runs: dict[str, dict[str, str]]) -> None:
+    """Runs the restores (knobs by output folder) in one JVM, each into a folder of this process
+    and then moved to its output folder, so no lock is held while Flink runs (another process
+    restoring the same savepoint meanwhile: the first dump moved in stays)."""
+    if not runs:
+        return
+    staged = {out: f"{out}.{os.getpid()}.tmp" for out in runs}
+    try:
+        run_job(version, [{**kn, "out": staged[out]} for out, kn in runs.items()])
+        for out, tmp in staged.items():
+            if not (Path(out) / "restored.json").exists():
+                shutil.rmtree(out, ignore_errors=True)  # a dump an interrupted run began
+                with contextlib.suppress(OSError):
+                    os.rename(tmp, out)
+    finally:
+        for tmp in staged.values():
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _digest_tree(folder: Path) -> str:
@@ -393,15 +411,8 @@ def _restore_cached(version: str, items: list[tuple[Path | None, dict[str, str]]
         key = json.dumps({"version": version, "knobs": kn, "source": source_hash(),
                           "savepoint": None if path is None else _digest_tree(Path(path))}, sort_keys=True)
         outs.append(snapshot_cache() / "restores" / hashlib.sha256(key.encode()).hexdigest()[:16])
-    def todo() -> dict:
-        return {str(out): {**kn, "out": str(out), **({} if path is None else {"restore-from": str(Path(path).resolve())})}
-                for (path, kn), out in zip(items, outs) if not (out / "restored.json").exists()}
-
-    if todo():
-        with _locked(snapshot_cache()):
-            runs = todo()  # again: another process may have restored some meanwhile
-            if runs:
-                run_job(version, list(runs.values()))
+    _run_restores(version, {str(out): {**kn, **({} if path is None else {"restore-from": str(Path(path).resolve())})}
+                            for (path, kn), out in zip(items, outs) if not (out / "restored.json").exists()})
     return [json.loads((out / "restored.json").read_text()) for out in outs]
 
 

@@ -94,6 +94,18 @@ def test_key_lookups_chosen_states_and_limits(spark, own):
     assert_same(spark, mine, TableChoice(mine.operator("proc"), KEYED, (), (("alice",), ("nobody",))))
 
 
+def test_key_groups_as_spark_gives_them(spark, own):
+    """`include_key_group`: each row's `_key_group` first, Spark's own, in both kinds of table."""
+    for sp in (load(own[1]), load(FIXTURES / "flink-dev" / "long-rocksdb-native" / "savepoint")):
+        reader = SavepointReader(spark, sp)
+        for op in (op for op in sp.operators if op.keyed is not None):
+            for kind, frame in ((KEYED, reader.keyed), (TIMERS, reader.timers)):
+                want = frame(op.label, include_key_group=True).toArrow()
+                got = local_table(sp, TableChoice(op, kind), include_key_group=True)
+                assert got.column_names == want.column_names and got.column_names[0] == "_key_group"
+                assert rows(got) == rows(want), (op.label, kind)
+
+
 def test_read_chooses_the_local_engine_for_small_reads(cli):
     path = str(FIXTURES / "flink-sql-probe" / "rocksdb-native")
     out = cli("read", path, "--name", "GroupAggregate[40]", "--key", "35", "-f", "jsonl", "--verbose")
