@@ -28,35 +28,49 @@ KEY_TYPES = [
                                        timezones=st.just(dt.timezone.utc))),
     (NAIVE_TS, "timestamp_ntz", st.datetimes(dt.datetime(1, 1, 2), dt.datetime(9999, 12, 30))),
 ]
-FAST = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Each example is a batch of (keys, max parallelism) cases, all compared in one Spark job.
+FAST = settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def _spark_key_groups(spark, rows, ddl, columns, max_p):
-    df = spark.createDataFrame(rows, ddl)
-    return [r[0] for r in df.selectExpr(key_group_sql(columns, max_p)).collect()]
+def _cases(keys):
+    return st.lists(st.tuples(st.lists(keys, min_size=1, max_size=30), st.integers(1, 32768)),
+                    min_size=1, max_size=6)
+
+
+def _spark_key_groups(spark, cases, ddl, columns) -> list[list[int]]:
+    """Spark's key group of each key of each (rows, max parallelism) case, in one job."""
+    frames = [spark.createDataFrame([(j, *row) for j, row in enumerate(rows)], f"_j int, {ddl}")
+              .selectExpr(f"{i} AS _case", "_j", f"{key_group_sql(columns, max_p)} AS _group")
+              for i, (rows, max_p) in enumerate(cases)]
+    union = frames[0]
+    for df in frames[1:]:
+        union = union.unionByName(df)
+    out = [[None] * len(rows) for rows, _ in cases]
+    for case, j, group in union.collect():
+        out[case][j] = group
+    return out
 
 
 @pytest.mark.parametrize("logical, ddl, values", KEY_TYPES, ids=[t[1] for t in KEY_TYPES])
 def test_python_key_group_equals_spark_for_each_type(spark, logical, ddl, values):
     @FAST
-    @given(st.lists(values, min_size=1, max_size=30), st.integers(1, 32768))
-    def check(keys, max_p):
-        got = _spark_key_groups(spark, [(k,) for k in keys], f"k {ddl}", ["k"], max_p)
-        assert got == [key_group_for_key([k], [logical], max_p) for k in keys]
+    @given(_cases(values))
+    def check(cases):
+        got = _spark_key_groups(spark, [([(k,) for k in keys], max_p) for keys, max_p in cases], f"k {ddl}", ["k"])
+        assert got == [[key_group_for_key([k], [logical], max_p) for k in keys] for keys, max_p in cases]
 
     check()
 
 
 def test_python_key_group_equals_spark_for_composite_keys(spark):
     @FAST
-    @given(st.lists(st.tuples(st.integers(-(2**31), 2**31 - 1), st.text(max_size=10),
-                              st.binary(max_size=5), st.booleans()), min_size=1, max_size=30),
-           st.integers(1, 32768))
-    def check(keys, max_p):
+    @given(_cases(st.tuples(st.integers(-(2**31), 2**31 - 1), st.text(max_size=10), st.binary(max_size=5),
+                            st.booleans())))
+    def check(cases):
         ddl = "a int, `b c` string, d binary, e boolean"
-        got = _spark_key_groups(spark, keys, ddl, ["a", "b c", "d", "e"], max_p)
+        got = _spark_key_groups(spark, cases, ddl, ["a", "b c", "d", "e"])
         types = ["int32", "string", "binary", "bool"]
-        assert got == [key_group_for_key(list(k), types, max_p) for k in keys]
+        assert got == [[key_group_for_key(list(k), types, max_p) for k in keys] for keys, max_p in cases]
 
     check()
 
