@@ -38,7 +38,7 @@ def make_samples(version: str, timeout: float = 600) -> Path:
         if (out / "done").exists():
             return out
         shutil.rmtree(out, ignore_errors=True)
-        cmd = [flink_job._tool("java"), *flink_job.JVM_FLAGS,
+        cmd = [flink_job._tool("java"), *flink_job.JVM_FLAGS, *flink_job.QUICK_JVM_FLAGS,
                f"-Dlog4j.configurationFile={flink_job.JOB_DIR / 'log4j2.properties'}",
                "-cp", f"{classes}:{flink_job.lib_dir(version)}/*", MAIN_CLASS, str(out)]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
