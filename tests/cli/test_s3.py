@@ -7,8 +7,8 @@ run in this process with the variables set for the test: pyarrow reads them when
 builds its S3 filesystem, and each in-process run starts with none cached, as a process does.
 
 What S3 shows must be what the same savepoint shows on a local disk: the same `info`, the same
-rows through both engines and through `sql`, `diff` finds them identical; writes put on the
-store exactly the objects the command says.
+rows through the local engine and through `sql`, `diff` (which reads both copies in Spark's
+tasks) finds them identical; writes put on the store exactly the objects the command says.
 """
 
 from __future__ import annotations
