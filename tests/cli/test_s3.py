@@ -7,8 +7,8 @@ run in this process with the variables set for the test: pyarrow reads them when
 builds its S3 filesystem, and each in-process run starts with none cached, as a process does.
 
 What S3 shows must be what the same savepoint shows on a local disk: the same `info`, the same
-rows through the local engine and through `sql`, `diff` (which reads both copies in Spark's
-tasks) finds them identical; writes put on the store exactly the objects the command says.
+rows through the local engine and through `sql`, `diff --engine spark` (which reads both copies
+in Spark's tasks) finds them identical; writes put on the store exactly the objects the command says.
 """
 
 from __future__ import annotations
@@ -102,8 +102,9 @@ def test_own_savepoint_on_s3_reads_as_on_disk(s3, own, on_s3):
     expected = rows(statectl, local, "--uid", "proc")
     assert expected and rows(run, remote, "--uid", "proc", "--engine", "local") == expected
     # Spark reads the Parquet files through pyarrow in its tasks (no S3A jars in PySpark): diff
-    # reads every table of both copies in Spark and finds the same rows
-    assert ok(spark_on_s3(s3), "diff", remote, local, "--content-only").strip().endswith("identical")
+    # --engine spark reads every table of both copies in Spark and finds the same rows
+    assert ok(spark_on_s3(s3), "diff", remote, local, "--content-only", "--engine", "spark") \
+        .strip().endswith("identical")
 
 
 def test_writes_to_s3_put_only_their_own_objects(s3, own, on_s3):
