@@ -4,7 +4,9 @@ the console script with ``--master spark://...``, each result equal to local mod
 Executors are other JVMs and Pythons with their own working directory (the worker's) and their
 own temporary directory: the cluster's commands name relative paths from a directory of their
 own, so whatever only the driver has (its cwd, its temp folders) shows up as a failure. Few
-commands, each doing much: a cluster command costs a driver JVM and two executors.
+commands, each doing much: a cluster command costs a driver JVM and two executors. The checks
+chain: the derived savepoint's `sql` shows the rocksdb bootstrap's tables (shallow copies) as
+local mode does, `diff` shows the canonical bootstrap and the rescaled rocksdb one hold the same.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,17 +31,13 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 FLINK = REPO / "tests" / "fixtures" / "flink-dev"
 
-# Every keyed state kind, the timers and every operator state of a savepoint, one JSON line each,
-# in one query (one cluster application).
-EVERY_TABLE = " UNION ALL ".join(
+# Every view of the derived savepoint, one JSON line each, in one query (one cluster application):
+# the new keyed operator (spend), the replaced broadcast state (bcast.rules), and the rocksdb
+# base's shallow-copied keyed table (every keyed state kind), timers and operator states.
+EVERY_VIEW = " UNION ALL ".join(
     f"SELECT '{view}' AS view, to_json(struct(*)) AS row FROM `{view}`"
-    for view in ("proc", "proc.timers", "src.offsets", "union-op.members", "bcast.rules")) + \
+    for view in ("spend", "proc", "proc.timers", "src.offsets", "union-op.members", "bcast.rules")) + \
     " ORDER BY view, row"
-# A derived savepoint: the new keyed operator, the shallow-copied keyed table, the replaced
-# broadcast state.
-DERIVED = " UNION ALL ".join(
-    f"SELECT '{view}' AS view, to_json(struct(*)) AS row FROM `{view}`"
-    for view in ("spend", "proc", "bcast.rules")) + " ORDER BY view, row"
 
 
 def ok(result) -> str:
@@ -74,18 +73,18 @@ class Runs:
 
 @pytest.fixture(scope="module")
 def runs(spark_cluster, tmp_path_factory):
-    """The cluster's savepoints beside the same commands' in local mode: bootstrap (canonical,
-    rocksdb), bootstrap --base, rescale."""
+    """The cluster's savepoints: bootstrap (canonical, rocksdb), bootstrap --base of the rocksdb
+    one, rescale of it; local mode writes the two that `sql` compares, the same way."""
     r = Runs(spark_cluster.master_url, tmp_path_factory.mktemp("cluster"))
-    for args in (("bootstrap", "--spec", "examples/spec.yaml", "cl/canonical", "--json"),
-                 ("bootstrap", "--spec", "examples/spec.yaml", "cl/native", "--format", "rocksdb",
+    for args in (("bootstrap", "--spec", "examples/spec.yaml", "cl/native", "--format", "rocksdb",
                   "--json"),
-                 ("bootstrap", "--spec", "examples/new-state.yaml", "cl/v2", "--base",
-                  "cl/canonical", "--json"),
-                 ("rescale", "cl/native", "cl/rescaled", "--max-parallelism", "64",
-                  "--parallelism", "3", "--json")):
+                 ("bootstrap", "--spec", "examples/new-state.yaml", "cl/v2", "--base", "cl/native",
+                  "--json")):
         on_cluster, local = r.both(*args)
         assert _written(on_cluster) == _written(local)
+    ok(r.cluster("bootstrap", "--spec", "examples/spec.yaml", "cl/canonical", "--json"))
+    ok(r.cluster("rescale", "cl/native", "cl/rescaled", "--max-parallelism", "64", "--parallelism", "3",
+                 "--json"))
     return r
 
 
@@ -96,29 +95,24 @@ def _written(stdout: str) -> list:
                   for op in doc["operators"])
 
 
-def test_every_keyed_state_kind_timers_and_operator_states_from_rocksdb(runs):
-    """(`read` on the cluster: the README's lines below.)"""
-    on_cluster, local = runs.both("sql", "cl/native", EVERY_TABLE, "-f", "jsonl")
+def test_sql_over_a_derived_savepoint_shows_every_state_kind_of_its_rocksdb_base(runs):
+    """bootstrap --base of the rocksdb savepoint: the new operator, the replaced broadcast state,
+    and the base's operators (shallow copies: every keyed state kind, timers, operator states
+    read by the executors from its RocksDB files). `read` on the cluster: the README's lines."""
+    on_cluster, local = runs.both("sql", "cl/v2", EVERY_VIEW, "-f", "jsonl")
     assert on_cluster == local
     lines = [json.loads(line) for line in on_cluster.splitlines()]
     views = [line["view"] for line in lines]
-    assert {v: views.count(v) for v in set(views)} == \
-        {"proc": 20, "proc.timers": 8, "src.offsets": 6, "union-op.members": 4, "bcast.rules": 3}
+    assert {v: views.count(v) for v in set(views)} == {
+        "spend": 20, "proc": 20, "proc.timers": 8, "src.offsets": 6, "union-op.members": 4, "bcast.rules": 3}
     columns = set().union(*(json.loads(line["row"]) for line in lines if line["view"] == "proc"))
     assert columns == {"user", "count", "events", "attrs", "total", "mean"}  # to_json leaves out nulls
 
 
-def test_sql_over_a_derived_savepoint(runs):
-    """bootstrap --base: the new operator, the base's canonical keyed table (shallow copy)."""
-    on_cluster, local = runs.both("sql", "cl/v2", DERIVED, "-f", "jsonl")
-    assert on_cluster == local
-    views = [json.loads(line)["view"] for line in on_cluster.splitlines()]
-    assert {v: views.count(v) for v in set(views)} == {"spend": 20, "proc": 20, "bcast.rules": 3}
-
-
 def test_diff_of_a_rescaled_copy_finds_the_same_content(runs):
-    """rescale on the cluster, compared with the local canonical bootstrap by diff on the cluster."""
-    result = runs.cluster("diff", "../local/cl/canonical", "cl/rescaled", "--content-only", "--json")
+    """rescale of the rocksdb bootstrap on the cluster, compared with the canonical bootstrap by
+    diff on the cluster."""
+    result = runs.cluster("diff", "cl/canonical", "cl/rescaled", "--content-only", "--json")
     assert result.returncode == 0, (result.stdout, result.stderr)
     doc = json.loads(result.stdout)
     assert (doc["same_content"], doc["identical"]) == (True, False)  # only the layout moved
@@ -128,17 +122,10 @@ def test_diff_of_a_rescaled_copy_finds_the_same_content(runs):
         (t["only_in_a"], t["only_in_b"], t["changed"]) == (0, 0, 0) for t in doc["tables"])
 
 
-def test_flink_savepoint_reads_the_same(runs):
-    """RocksDB native: the executors read SST files (a canonical one reads as statectl's own do)."""
-    savepoint = os.path.relpath(FLINK / "long-rocksdb-native" / "savepoint", runs.cluster_dir)  # same from local/
-    on_cluster, local = runs.both("read", savepoint, "--uid", "lk-proc", "-f", "jsonl")
-    assert sorted(on_cluster.splitlines()) == sorted(local.splitlines())
-    assert len(on_cluster.splitlines()) == 30
-
-
-def test_a_savepoint_on_s3_reads_the_same_with_the_drivers_s3_settings(runs, tmp_path_factory):
-    """The workers were started without any AWS_* variable: the executors reach the store
-    (endpoint, credentials) through the settings statectl hands them from the driver's."""
+def test_a_flink_savepoint_on_s3_reads_the_same_with_the_drivers_s3_settings(runs, tmp_path_factory):
+    """Flink's RocksDB native savepoint: the executors copy its SST files from the store. The
+    workers were started without any AWS_* variable: the executors reach the store (endpoint,
+    credentials) through the settings statectl hands them from the driver's."""
     store = start_s3_store(tmp_path_factory.mktemp("s3-store"))
     try:
         remote = store.upload(FLINK / "long-rocksdb-native" / "savepoint", "flink/native")
@@ -158,12 +145,13 @@ def readme_cluster_commands() -> list[str]:
     return [line for line in block.splitlines() if line.strip() and not line.startswith("#")]
 
 
-def test_the_readme_cluster_lines_run_as_written(spark_cluster, tmp_path):
-    """Each line in a shell, from a folder holding the tour's savepoint, with the master's URL
-    put in; both exports (the CLI's, spark-submit's) hold the local read's rows."""
+def test_the_readme_cluster_lines_run_as_written(runs, spark_cluster, tmp_path):
+    """Each line in a shell, from a folder holding the tour's savepoint (the one the cluster
+    bootstrapped), with the master's URL put in; both exports (the CLI's, spark-submit's) hold
+    the local read's rows."""
     (tmp_path / "examples").symlink_to(REPO / "examples")
     (tmp_path / "tmp").mkdir()
-    ok(statectl("bootstrap", "--spec", "examples/spec.yaml", "out/savepoint", "--json", cwd=tmp_path))
+    shutil.copytree(runs.cluster_dir / "cl" / "canonical", tmp_path / "out" / "savepoint")
     python = os.path.dirname(sys.executable)  # `python` and `statectl` are this suite's
     env = {**os.environ, "PATH": f"{python}:{os.environ['PATH']}:{spark_home() / 'bin'}",
            "TMPDIR": str(tmp_path / "tmp"), "COLUMNS": "200"}

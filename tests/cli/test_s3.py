@@ -1,11 +1,14 @@
 """Savepoints on S3: every command against a real S3-compatible store on loopback (SeaweedFS,
 started by the suite), reached as a user reaches S3, with `s3://` locations and the endpoint
-and credentials in the usual `AWS_*` variables. Each command runs as a process of its own
-(the variables are read when it starts, by pyarrow here and in Spark's workers).
+and credentials in the usual `AWS_*` variables. A command whose Spark tasks reach the store
+(`diff`, `sql`, a Spark write) runs as a process of its own, so that Spark's Python workers start
+with the variables; the others (`info`, `validate`, `ls`, `modify`, reads by the local engine)
+run in this process with the variables set for the test: pyarrow reads them when the command
+builds its S3 filesystem, and each in-process run starts with none cached, as a process does.
 
 What S3 shows must be what the same savepoint shows on a local disk: the same `info`, the same
-rows through both engines and through `sql`, `diff` finds them identical; writes put on the
-store exactly the objects the command says.
+rows through the local engine and through `sql`, `diff --engine spark` (which reads both copies
+in Spark's tasks) finds them identical; writes put on the store exactly the objects the command says.
 """
 
 from __future__ import annotations
@@ -17,14 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from cli_runner import statectl
+from cli_runner import statectl, statectl_in_process, statectl_process
 from s3_store import start_s3_store
 from statectl.statefmt.flink import handles as H
 from statectl.statefmt.flink.metadata import parse_metadata
 from statectl.statefmt.flink.metadata_write import encode_metadata
 from statectl.statefmt.flink.shallow import map_streams
 
-pytestmark = pytest.mark.slow  # an S3 server and a statectl process per command
+pytestmark = pytest.mark.slow  # an S3 server, and a statectl process per Spark command
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -55,8 +58,17 @@ def ok(run, *args):
     return done.stdout
 
 
-def on_s3(s3):
-    return lambda *args: statectl(*args, env=s3.env)
+@pytest.fixture
+def on_s3(s3, monkeypatch):
+    """Runs commands that start no Spark task in this process, the store's variables set."""
+    for name, value in s3.env.items():
+        monkeypatch.setenv(name, value)
+    return statectl_in_process
+
+
+def spark_on_s3(s3):
+    """Runs a command whose Spark tasks reach the store: a process, its workers given the variables."""
+    return lambda *args: statectl_process(*args, env=s3.env)
 
 
 def info_without_location(text: str) -> dict:
@@ -81,27 +93,26 @@ def rows(run, sp, *args) -> list[dict]:
     return sorted((json.loads(line) for line in out.splitlines()), key=json.dumps)
 
 
-def test_own_savepoint_on_s3_reads_as_on_disk(s3, own):
+def test_own_savepoint_on_s3_reads_as_on_disk(s3, own, on_s3):
     remote, local = s3.upload(own, "own/example"), str(own)
-    run = on_s3(s3)
+    run = on_s3
     assert info_without_location(ok(run, "info", "--json", remote)) == \
         info_without_location(ok(statectl, "info", "--json", local))
     assert ok(run, "validate", remote).startswith(f"valid: {remote} ")
     expected = rows(statectl, local, "--uid", "proc")
     assert expected and rows(run, remote, "--uid", "proc", "--engine", "local") == expected
-    # Spark reads the Parquet files through pyarrow in its tasks (no S3A jars in PySpark)
-    assert rows(run, remote, "--uid", "proc", "--engine", "spark") == expected
-    query = "SELECT count(*) AS n, sum(count) AS total FROM proc"
-    assert ok(run, "sql", remote, query, "--format", "jsonl") == ok(statectl, "sql", local, query, "--format", "jsonl")
-    assert ok(run, "diff", remote, local, "--content-only").strip().endswith("identical")
+    # Spark reads the Parquet files through pyarrow in its tasks (no S3A jars in PySpark): diff
+    # --engine spark reads every table of both copies in Spark and finds the same rows
+    assert ok(spark_on_s3(s3), "diff", remote, local, "--content-only", "--engine", "spark") \
+        .strip().endswith("identical")
 
 
-def test_writes_to_s3_put_only_their_own_objects(s3, own):
+def test_writes_to_s3_put_only_their_own_objects(s3, own, on_s3):
     base = s3.upload(own, "own/base")
-    run = on_s3(s3)
+    run = on_s3
     base_objects = s3.keys("own/base")
 
-    ok(run, "bootstrap", "--spec", str(EXAMPLES / "new-state.yaml"), s3.uri("own/v2"), "--base", base)
+    ok(spark_on_s3(s3), "bootstrap", "--spec", str(EXAMPLES / "new-state.yaml"), s3.uri("own/v2"), "--base", base)
     base_id = json.loads(ok(run, "info", "--json", base))["savepoint_id"]
     depends, valid = ok(run, "validate", s3.uri("own/v2")).splitlines()
     assert depends == f"depends on savepoint {base_id} at {base}: present, 9 file(s) referenced"
@@ -117,16 +128,16 @@ def test_writes_to_s3_put_only_their_own_objects(s3, own):
         assert "_metadata" in s3.keys(key) and not [k for k in s3.keys(key) if ".tmp" in k or "_staging" in k]
 
 
-def test_flink_savepoint_on_s3(s3):
+def test_flink_savepoint_on_s3(s3, on_s3):
     remote = s3.upload(FLINK_NATIVE, "flink/native")
-    run = on_s3(s3)
+    run = on_s3
     assert info_without_location(ok(run, "info", "--json", remote)) == \
         info_without_location(ok(statectl, "info", "--json", str(FLINK_NATIVE)))
     assert ok(run, "validate", remote).splitlines()[-1].startswith(f"valid: {remote} ")
     expected = rows(statectl, FLINK_NATIVE, "--uid", "lk-proc")
     assert expected and rows(run, remote, "--uid", "lk-proc") == expected
-    query = "SELECT count(*) AS n FROM `lk-proc`"
-    assert ok(run, "sql", remote, query, "--format", "jsonl") == \
+    query = "SELECT count(*) AS n FROM `lk-proc`"  # Spark's tasks copy the SST files from the store
+    assert ok(spark_on_s3(s3), "sql", remote, query, "--format", "jsonl") == \
         ok(statectl, "sql", str(FLINK_NATIVE), query, "--format", "jsonl")
 
     ok(run, "modify", remote, s3.uri("flink/renamed"), "--rename", "lk-proc=p")
@@ -155,7 +166,7 @@ def _on_store(folder: Path, local_root: Path, remote_root: str) -> None:
     (folder / "_metadata").write_bytes(encode_metadata(meta))
 
 
-def test_retained_checkpoint_with_shared_files_on_s3(s3, flink_snapshots, tmp_path):
+def test_retained_checkpoint_with_shared_files_on_s3(s3, on_s3, flink_snapshots, tmp_path):
     (checkpoint,) = flink_snapshots("2.3.0", [INCREMENTAL])
     job = checkpoint.path.parent  # chk-N, shared/, taskowned/
     copy = tmp_path / "job"
@@ -163,7 +174,7 @@ def test_retained_checkpoint_with_shared_files_on_s3(s3, flink_snapshots, tmp_pa
     _on_store(copy / checkpoint.path.name, job, s3.uri("job"))
     s3.upload(copy, "job")
     remote = s3.uri(f"job/{checkpoint.path.name}")
-    run = on_s3(s3)
+    run = on_s3
 
     report = json.loads(ok(run, "validate", "--json", remote))
     assert report["problems"] == [] and report["files_checked"] > 0
@@ -182,29 +193,30 @@ def error_line(done) -> str:
     return line
 
 
-def test_mistakes_are_one_line_and_write_nothing(s3, own):
+def test_mistakes_are_one_line_and_write_nothing(s3, own, on_s3, monkeypatch):
     remote = s3.upload(own, "own/for-errors")
     before = s3.keys("own")
-    assert error_line(statectl("info", remote, env={**s3.env, "AWS_SECRET_ACCESS_KEY": "wrong"})) == \
+    assert error_line(on_s3("info", remote, env={"AWS_SECRET_ACCESS_KEY": "wrong"})) == \
         f"error: cannot read {remote}/_metadata: access denied (check the credentials in AWS_ACCESS_KEY_ID " \
         "and AWS_SECRET_ACCESS_KEY, and the bucket's policy)"
-    assert error_line(statectl("info", "s3://no-such-bucket/sp", env=s3.env)) == \
+    assert error_line(on_s3("info", "s3://no-such-bucket/sp")) == \
         "error: s3://no-such-bucket/sp: no such savepoint directory"
-    assert error_line(statectl("info", remote, env={**s3.env, "AWS_ENDPOINT_URL": "http://127.0.0.1:9"})) \
+    assert error_line(on_s3("info", remote, env={"AWS_ENDPOINT_URL": "http://127.0.0.1:9"})) \
         .startswith(f"error: cannot reach the object store holding {remote}/_metadata (check AWS_ENDPOINT_URL")
-    # --s3-endpoint is the documented option for the endpoint
-    without_endpoint = {k: v for k, v in s3.env.items() if k != "AWS_ENDPOINT_URL"}
-    done = statectl("--s3-endpoint", s3.endpoint, "info", remote, env=without_endpoint)
-    assert done.returncode == 0 and done.stdout.startswith(f"Savepoint {remote}"), done.stderr
-    # Spark writes Parquet through Hadoop's filesystems, which have no S3A in PySpark
-    done = statectl("read", remote, "--uid", "proc", "--engine", "spark", "--format", "parquet",
-                    "--output", s3.uri("out/spark"), env=s3.env)
+    # Spark writes Parquet through Hadoop's filesystems, which have no S3A in PySpark (refused
+    # before any task runs)
+    done = on_s3("read", remote, "--uid", "proc", "--engine", "spark", "--format", "parquet",
+                 "--output", s3.uri("out/spark"))
     assert error_line(done) == (
         f"error: {s3.uri('out/spark')}: Spark writes Parquet to s3a:// through a Hadoop filesystem this "
         "Spark does not have (for s3a: the hadoop-aws jars); write to a local path, or read with "
         "--engine local, which writes Parquet through pyarrow")
     assert s3.keys("out") == []
-    ok(on_s3(s3), "read", remote, "--uid", "proc", "--engine", "local", "--format", "parquet",
+    ok(on_s3, "read", remote, "--uid", "proc", "--engine", "local", "--format", "parquet",
        "--output", s3.uri("out/local"))
     assert s3.keys("out/local") == ["part-00000.parquet"]
     assert s3.keys("own") == before
+    # --s3-endpoint is the documented option for the endpoint
+    monkeypatch.delenv("AWS_ENDPOINT_URL")
+    done = on_s3("--s3-endpoint", s3.endpoint, "info", remote)
+    assert done.returncode == 0 and done.stdout.startswith(f"Savepoint {remote}"), done.stderr
