@@ -50,8 +50,8 @@ class Runs:
     from a folder of its own with the same relative paths: ``examples/`` and the savepoints
     written below ``cl/``."""
 
-    def __init__(self, master: str, root: Path):
-        self.master = master
+    def __init__(self, cluster, root: Path):
+        self.master, self.env = cluster.master_url, cluster.client_env
         self.cluster_dir, self.local_dir = root / "cluster", root / "local"
         self.tmp = root / "driver-tmp"  # the cluster commands' TMPDIR
         for d in (self.cluster_dir, self.local_dir, self.tmp):
@@ -61,7 +61,7 @@ class Runs:
 
     def cluster(self, *args: str, env: dict[str, str] | None = None):
         return statectl_process(*args, "--master", self.master, cwd=self.cluster_dir,
-                                env={"TMPDIR": str(self.tmp), **(env or {})})
+                                env={**self.env, "TMPDIR": str(self.tmp), **(env or {})})
 
     def local(self, *args: str):
         return statectl(*args, cwd=self.local_dir)
@@ -75,7 +75,7 @@ class Runs:
 def runs(spark_cluster, tmp_path_factory):
     """The cluster's savepoints: bootstrap (canonical, rocksdb), bootstrap --base of the rocksdb
     one, rescale of it; local mode writes the two that `sql` compares, the same way."""
-    r = Runs(spark_cluster.master_url, tmp_path_factory.mktemp("cluster"))
+    r = Runs(spark_cluster, tmp_path_factory.mktemp("cluster"))
     for args in (("bootstrap", "--spec", "examples/spec.yaml", "cl/native", "--format", "rocksdb",
                   "--json"),
                  ("bootstrap", "--spec", "examples/new-state.yaml", "cl/v2", "--base", "cl/native",
@@ -153,7 +153,8 @@ def test_the_readme_cluster_lines_run_as_written(runs, spark_cluster, tmp_path):
     (tmp_path / "tmp").mkdir()
     shutil.copytree(runs.cluster_dir / "cl" / "canonical", tmp_path / "out" / "savepoint")
     python = os.path.dirname(sys.executable)  # `python` and `statectl` are this suite's
-    env = {**os.environ, "PATH": f"{python}:{os.environ['PATH']}:{spark_home() / 'bin'}",
+    env = {**os.environ, **spark_cluster.client_env,
+           "PATH": f"{python}:{os.environ['PATH']}:{spark_home() / 'bin'}",
            "TMPDIR": str(tmp_path / "tmp"), "COLUMNS": "200"}
     printed = []
     for line in readme_cluster_commands():
