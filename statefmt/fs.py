@@ -28,12 +28,18 @@ S3_VARIABLES = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DE
 Spark's executors on a cluster are given the driver's (see `cli.spark`)."""
 
 
-@lru_cache(maxsize=256)
 def _filesystem_and_path(uri: str) -> tuple[pafs.FileSystem, str]:
-    import pyarrow.fs as pafs  # here, not at the top: `info` of a local savepoint needs no pyarrow
-
     if "://" not in uri:
         return _local_filesystem(), uri
+    return _remote_filesystem_and_path(uri, tuple(os.environ.get(v) for v in S3_VARIABLES))
+
+
+@lru_cache(maxsize=256)
+def _remote_filesystem_and_path(uri: str, settings: tuple) -> tuple[pafs.FileSystem, str]:
+    """*uri*'s filesystem, made once per *settings* (the S3 variables' values it was made
+    under): a caller who changes the endpoint or the credentials gets a filesystem with them."""
+    import pyarrow.fs as pafs  # here, not at the top: `info` of a local savepoint needs no pyarrow
+
     try:
         return pafs.FileSystem.from_uri(uri)
     except (ValueError, OSError) as e:

@@ -7,8 +7,7 @@ A command that starts Spark (one with a ``--master`` option) uses the suite's
 session instead of starting a JVM of its own (about 10 s each). The run puts
 back everything it may change in the process: Spark's runtime options and log
 level, the SIGINT handler, ``sys.excepthook``, the working directory, the
-environment, the CLI's global options, the root logger's handlers; each run
-starts with no filesystem cached.
+environment, the CLI's global options, the root logger's handlers.
 
 :func:`statectl_process` runs the installed console script. Use it where the
 process is the point: signals, a killed run, the modules a fresh process loads,
@@ -117,11 +116,9 @@ def _process_state(args, cwd, env: dict):
         os.chdir(cwd)
     os.environ.update(env)
     OPTIONS.update(_FRESH_OPTIONS)
-    _forget_filesystems()
     try:
         yield
     finally:
-        _forget_filesystems()
         argv, directory, environ, options, excepthook, sigint, handlers = saved
         sys.argv = argv
         os.chdir(directory)
@@ -133,14 +130,6 @@ def _process_state(args, cwd, env: dict):
         sys.excepthook = excepthook
         signal.signal(signal.SIGINT, signal.SIG_DFL if sigint is None else sigint)
         logging.getLogger().handlers[:] = handlers
-
-
-def _forget_filesystems() -> None:
-    """No filesystem cached, as in a new process: an S3 filesystem is built from the environment
-    of the run that opens it (its endpoint and credentials), not of an earlier one."""
-    from statectl.statefmt.fs import _filesystem_and_path
-
-    _filesystem_and_path.cache_clear()
 
 
 def _fresh_options() -> dict:

@@ -4,7 +4,8 @@ and credentials in the usual `AWS_*` variables. A command whose Spark tasks reac
 (`diff`, `sql`, a Spark write) runs as a process of its own, so that Spark's Python workers start
 with the variables; the others (`info`, `validate`, `ls`, `modify`, reads by the local engine)
 run in this process with the variables set for the test: pyarrow reads them when the command
-builds its S3 filesystem, and each in-process run starts with none cached, as a process does.
+builds its S3 filesystem (statectl keeps one per location and S3 settings: a run with other
+credentials or another endpoint gets its own, as a process would).
 
 What S3 shows must be what the same savepoint shows on a local disk: the same `info`, the same
 rows through the local engine and through `sql`, `diff --engine spark` (which reads both copies
