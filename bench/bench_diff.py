@@ -13,7 +13,7 @@ CPU seconds (the process and its children: the JVM, Python workers) and the rati
 from __future__ import annotations
 
 import argparse
-import resource
+import os
 import shutil
 import statistics
 import subprocess
@@ -24,18 +24,22 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 STATECTL = str(Path(sys.executable).parent / "statectl")
+sys.path.insert(0, str(REPO / "bench"))
+from common import TreeCpuSampler  # noqa: E402
 
 
-def timed(args: list[str]) -> tuple[float, float]:
-    """(wall, CPU) seconds of one `statectl` process; it must exit 0."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+def timed(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """(wall, CPU) seconds of one `statectl` process and its descendants (the JVM and the Python
+    workers, sampled: they escape ``getrusage``); *env* is added to this process's. It must exit 0."""
     start = time.monotonic()
-    done = subprocess.run([STATECTL, *args], capture_output=True, text=True)
-    wall = time.monotonic() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"statectl {' '.join(args)} exited {done.returncode}:\n{done.stdout}{done.stderr}")
-    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    proc = subprocess.Popen([STATECTL, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **env} if env else None)
+    sampler = TreeCpuSampler(proc.pid)
+    out, err = proc.communicate()
+    wall, cpu = time.monotonic() - start, sampler.stop()
+    if proc.returncode != 0:
+        raise SystemExit(f"statectl {' '.join(args)} exited {proc.returncode}:\n{out}{err}")
+    return wall, cpu
 
 
 def main() -> None:

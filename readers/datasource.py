@@ -20,6 +20,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from .files import read_splits, spark_ddl, spark_opens
 from .tablesource import TableSource
+from .worker import task_started
 
 SOURCE_NAME = "statectl_splits"
 
@@ -57,6 +58,7 @@ class SplitReader(DataSourceReader):
 
         from .sources import source_class
 
+        task_started()
         if getattr(partition, "split", None) is None:  # a read of no splits
             return
         source = source_class(partition.format)(self.location, self.operator_id)

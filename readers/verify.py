@@ -24,6 +24,7 @@ from statectl.statefmt.errors import StatectlError
 from statectl.statefmt.integrity import verify_file
 
 from .files import Split
+from .worker import task_started
 
 MAX_TASKS = 1024
 
@@ -55,12 +56,17 @@ def verify_splits(spark, parts: list[Split], in_executors: bool | None = None) -
         in_executors = not sc.master.startswith("local")
     if in_executors:
         rdd = sc.parallelize(parts, min(len(parts), MAX_TASKS))
-        failures = rdd.map(check_split).filter(lambda r: r is not None).collect()
+        failures = rdd.map(_check_in_task).filter(lambda r: r is not None).collect()
     else:
         with ThreadPoolExecutor(max(1, min(len(parts), sc.defaultParallelism))) as pool:
             failures = [r for r in pool.map(check_split, parts) if r is not None]
     if failures:
         _raise(sorted(failures))
+
+
+def _check_in_task(split: Split) -> tuple[str, str, str] | None:
+    task_started()
+    return check_split(split)
 
 
 def _raise(failures: list[tuple[str, str, str]]) -> None:

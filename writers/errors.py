@@ -13,6 +13,7 @@ import re
 
 from statectl.statefmt import errors as fmt_errors
 from statectl.statefmt.errors import DuplicateKeyError, StatectlError, UsageError
+from statectl.readers.worker import task_started
 
 
 class SpecError(UsageError):
@@ -64,7 +65,10 @@ def task_error_text(error: StatectlError) -> str:
 
 @contextlib.contextmanager
 def task_errors():
-    """In a Spark task: a StatectlError leaves the task as its marked one-line text."""
+    """The context of every writer task: a StatectlError leaves the task as its marked
+    one-line text (and the worker's garbage collection skips what was alive before it,
+    :mod:`statectl.readers.worker`)."""
+    task_started()
     try:
         yield
     except StatectlError as e:

@@ -1,0 +1,62 @@
+"""statectl's tasks in Spark's Python workers: what was alive when a task started is out of the
+full garbage collection Spark runs after each task (`readers.worker`), what the task makes is not."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import weakref
+
+from pyspark import cloudpickle
+
+from statectl.readers.worker import task_started
+from statectl.writers import KeyedFunction, OperatorData, SavepointWriter, StateDescriptor
+from tests.savepoint_rows import keyed_rows
+
+
+class _Node:
+    pass
+
+
+def test_what_was_alive_is_out_of_the_walk_and_what_the_task_makes_is_collected():
+    kept, dropped = _Node(), _Node()
+    kept.me = kept
+    dropped_ref = weakref.ref(dropped)
+    tracked = len(gc.get_objects())
+    try:
+        task_started()
+        assert gc.get_freeze_count() >= tracked > 10_000  # a test process holds many
+        assert len(gc.get_objects()) < 1_000
+        made = _Node()
+        made.me = made  # a cycle: only the collection frees it
+        made_ref = weakref.ref(made)
+        del made, dropped
+        gc.collect()
+        assert made_ref() is None
+        assert dropped_ref() is None  # alive at the start, freed when nothing refers to it
+    finally:
+        gc.unfreeze()
+    assert kept.me is kept
+
+
+# runs in Spark's Python workers, which cannot import this module
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def _record_the_walk(key, rows, ctx):
+    ctx.value("frozen").update(gc.get_freeze_count())
+    ctx.value("walked").update(len(gc.get_objects()))
+
+
+def test_a_writer_task_in_a_spark_worker_runs_with_the_workers_objects_frozen(spark, tmp_path):
+    """The per-key function runs inside the task: it sees the worker's modules frozen, and few
+    objects left for the collection after the task to walk."""
+    users = spark.createDataFrame([(u,) for u in "abcdef"], "user string")
+    fn = KeyedFunction(key=["user"], data=users, function=_record_the_walk,
+                       states=[StateDescriptor("frozen", "value", "int64"),
+                               StateDescriptor("walked", "value", "int64")])
+    SavepointWriter.new(128).with_operator(OperatorData("probe", 2, keyed=fn)).write(str(tmp_path / "sp"), spark)
+    rows = keyed_rows(str(tmp_path / "sp"), "probe")
+    assert len(rows) == 6
+    for r in rows:  # pyarrow, numpy and statectl's modules alone are some 80,000 objects
+        assert r["frozen"] > 50_000 and r["walked"] < r["frozen"] / 5, r
