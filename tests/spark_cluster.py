@@ -23,8 +23,9 @@ from pathlib import Path
 WORKERS = 2
 WORKER_MEMORY = "1g"
 START_TIMEOUT = 120.0
-# The daemons and the executors (each application's, living seconds) compile with C1 only and
-# collect with the serial collector: on two cores, C2's compiling costs more than it gives back.
+# The daemons, the executors and the drivers of the suite's commands (each application's JVMs,
+# living seconds) compile with C1 only and collect with the serial collector: on two cores, C2's
+# compiling costs more than it gives back.
 QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
@@ -68,7 +69,8 @@ class SparkCluster:
         # what the suite's commands on the cluster read as spark-defaults.conf (`client_env`)
         self.conf_dir = self.root / "conf"
         self.conf_dir.mkdir()
-        (self.conf_dir / "spark-defaults.conf").write_text(f"spark.executor.extraJavaOptions {QUICK_JVM}\n")
+        (self.conf_dir / "spark-defaults.conf").write_text(f"spark.executor.extraJavaOptions {QUICK_JVM}\n"
+                                                           f"spark.driver.extraJavaOptions {QUICK_JVM}\n")
 
     def start(self) -> "SparkCluster":
         try:
@@ -123,7 +125,7 @@ class SparkCluster:
 
     @property
     def client_env(self) -> dict[str, str]:
-        """The environment of a command run on this cluster: its executors' JVM options."""
+        """The environment of a command run on this cluster: its driver's and executors' JVM options."""
         return {"SPARK_CONF_DIR": str(self.conf_dir)}
 
     def statectl_temp_entries(self) -> list[str]:
