@@ -32,12 +32,15 @@ def pytest_xdist_auto_num_workers(config):
 
 
 def pytest_collection_modifyitems(items):
-    """Files marked slow as a whole (a cluster, a server, Flink runs) first, each file's tests in
-    their order: a worker that draws one of them late would run alone at the end."""
-    def whole_file_slow(item) -> bool:
+    """Files marked slow as a whole (a cluster, a server, Flink runs) first, the cluster's (the
+    longest) before them, each file's tests in their order: a worker that draws one of them late
+    would run alone at the end, while the fast files at the end even the workers out. xdist keeps
+    this order (``--no-loadscope-reorder`` in pyproject's addopts; its default would put the
+    files with the most tests first)."""
+    def file_marks(item) -> set[str]:
         marks = getattr(item.module, "pytestmark", [])
-        return any(m.name == "slow" for m in (marks if isinstance(marks, list) else [marks]))
-    items.sort(key=lambda item: not whole_file_slow(item))
+        return {m.name for m in (marks if isinstance(marks, list) else [marks])}
+    items.sort(key=lambda item: ("cluster" not in file_marks(item), "slow" not in file_marks(item)))
 
 
 @pytest.fixture(scope="session")
