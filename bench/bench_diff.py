@@ -42,14 +42,19 @@ def timed(args: list[str], env: dict[str, str] | None = None) -> tuple[float, fl
     return wall, cpu
 
 
+def sql_job_savepoint() -> Path:
+    """The suite's Flink 2.3 SQL job's RocksDB canonical savepoint (from its cache, or made once)."""
+    sys.path.insert(0, str(REPO / "tests"))
+    import flink_job
+
+    return Path(flink_job.make_sql_snapshot("2.3.0", backend="rocksdb", format="canonical").path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     repeat = parser.parse_args().repeat
-    sys.path.insert(0, str(REPO / "tests"))
-    import flink_job
-
-    base = Path(flink_job.make_sql_snapshot("2.3.0", backend="rocksdb", format="canonical").path)
+    base = sql_job_savepoint()
     work = Path(tempfile.mkdtemp(prefix="bench-diff-"))
     try:
         copy = work / "copy"

@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_diff import REPO, STATECTL, timed  # noqa: E402
+from bench_diff import REPO, STATECTL, sql_job_savepoint, timed  # noqa: E402
 
 NO_FREEZE = "import gc\ngc.freeze = lambda: None\n"
 
@@ -67,14 +67,19 @@ def every_table_counted(base: str) -> str:
     return " UNION ALL ".join(f"SELECT '{v}' AS view, count(*) AS n FROM `{v}`" for v in views)
 
 
+def report(name: str, results: dict[str, list[tuple[float, float]]]) -> None:
+    """The median (wall, CPU) of each side, and their ratios."""
+    (fw, fc), (bw, bc) = ((statistics.median(w for w, _ in results[k]), statistics.median(c for _, c in results[k]))
+                          for k in ("frozen", "baseline"))
+    print(f"  {name}: frozen {fw:.2f} s wall / {fc:.2f} s CPU; baseline {bw:.2f} s / {bc:.2f} s; "
+          f"ratio wall {fw / bw:.3f}, CPU {fc / bc:.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     repeat = parser.parse_args().repeat
-    sys.path.insert(0, str(REPO / "tests"))
-    import flink_job
-
-    base = str(flink_job.make_sql_snapshot("2.3.0", backend="rocksdb", format="canonical").path)
+    base = str(sql_job_savepoint())
     work = Path(tempfile.mkdtemp(prefix="bench-worker-gc-"))
     try:
         (work / "site").mkdir()
@@ -98,20 +103,12 @@ def main() -> None:
             for _ in range(repeat):
                 results["frozen"].append(run(None))
                 results["baseline"].append(run(baseline_env))
-            med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
-                   for k, v in results.items()}
-            print(f"  {name}: frozen {med['frozen'][0]:.2f} s wall / {med['frozen'][1]:.2f} s CPU; "
-                  f"baseline {med['baseline'][0]:.2f} s / {med['baseline'][1]:.2f} s; "
-                  f"ratio wall {med['frozen'][0] / med['baseline'][0]:.3f}, "
-                  f"CPU {med['frozen'][1] / med['baseline'][1]:.3f}")
+            report(name, results)
         results = {"frozen": [], "baseline": []}
         for _ in range(2):
             results["frozen"] += warm_rescales(base, work, repeat, None)
             results["baseline"] += warm_rescales(base, work, repeat, baseline_env)
-        med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in results.items()}
-        print(f"  rescale in a warm session ({2 * repeat} each): frozen {med['frozen'][0]:.2f} s wall / "
-              f"{med['frozen'][1]:.2f} s CPU; baseline {med['baseline'][0]:.2f} s / {med['baseline'][1]:.2f} s; "
-              f"ratio wall {med['frozen'][0] / med['baseline'][0]:.3f}, CPU {med['frozen'][1] / med['baseline'][1]:.3f}")
+        report(f"rescale in a warm session ({2 * repeat} each)", results)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
