@@ -38,7 +38,7 @@ sys.path.insert(0, sys.argv[1])
 from common import process_tree_cpu, session
 from statectl import rescale
 spark = session("bench-worker-gc", "local[2]", driver_memory=None)
-work = tempfile.mkdtemp(prefix="bench-worker-gc-warm-")
+work = tempfile.mkdtemp(prefix="warm-", dir=".")  # in the bench's folder, removed with it
 for i in range(2):
     rescale(spark, sys.argv[2], f"{work}/warm{i}", max_parallelism=128)
 runs = []
@@ -63,7 +63,7 @@ def warm_rescales(base: str, work: Path, count: int, env: dict | None) -> list[t
 def every_table_counted(base: str) -> str:
     """One query counting the rows of each of the savepoint's keyed tables and timers."""
     views = subprocess.run([STATECTL, "sql", base, "SELECT DISTINCT view FROM catalogue WHERE scope = 'keyed'",
-                            "-f", "csv"], capture_output=True, text=True, check=True).stdout.split()[1:]
+                            "-f", "csv"], capture_output=True, text=True, check=True).stdout.splitlines()[1:]
     return " UNION ALL ".join(f"SELECT '{v}' AS view, count(*) AS n FROM `{v}`" for v in views)
 
 

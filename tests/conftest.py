@@ -40,7 +40,10 @@ def pytest_collection_modifyitems(items):
     def file_marks(item) -> set[str]:
         marks = getattr(item.module, "pytestmark", [])
         return {m.name for m in (marks if isinstance(marks, list) else [marks])}
-    items.sort(key=lambda item: ("cluster" not in file_marks(item), "slow" not in file_marks(item)))
+    def order(item) -> tuple[bool, bool]:
+        marks = file_marks(item)
+        return "cluster" not in marks, "slow" not in marks
+    items.sort(key=order)
 
 
 @pytest.fixture(scope="session")
