@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from statectl.statefmt.errors import UsageError
 from statectl.statefmt.fs import Location
 from statectl.statefmt.model import KeyedSection, LineageEntry, Operator, OperatorState, Savepoint
-from statectl.statefmt.savepoint import commit, merge_lineage, new_savepoint_id, now_iso
+from statectl.statefmt.formats import commit
+from statectl.statefmt.savepoint import merge_lineage, new_savepoint_id, now_iso
 
 
 @dataclass(frozen=True)

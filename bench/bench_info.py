@@ -34,7 +34,8 @@ from statectl.statefmt.build import write_keyed_files, write_operator_state_file
 from statectl.statefmt.fs import Location
 from statectl.statefmt.ids import operator_id_for_uid
 from statectl.statefmt.model import Field, KeyedSection, KeyedStateDescriptor, Operator, OperatorState, Savepoint
-from statectl.statefmt.savepoint import commit, new_savepoint_id, now_iso
+from statectl.statefmt.formats import commit
+from statectl.statefmt.savepoint import new_savepoint_id, now_iso
 
 
 def build(path: Path, operators: int) -> None:

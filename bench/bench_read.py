@@ -36,7 +36,8 @@ from statectl.statefmt.ids import operator_id_for_uid  # noqa: E402
 from statectl.statefmt.model import Field, KeyedSection, KeyedStateDescriptor, Operator, Savepoint  # noqa: E402
 from statectl.statefmt.formats import load  # noqa: E402
 from statectl.statefmt.locations import file_location  # noqa: E402
-from statectl.statefmt.savepoint import commit, new_savepoint_id, now_iso  # noqa: E402
+from statectl.statefmt.formats import commit  # noqa: E402
+from statectl.statefmt.savepoint import new_savepoint_id, now_iso  # noqa: E402
 
 UID = "counter"
 STATES = (

@@ -62,8 +62,8 @@ def main() -> None:
     from statectl.writers import KeyedData, ListState, OperatorData, SavepointWriter, Timers, \
         ValueState
     from statectl.writers.job import JOB_CONF
-    from statectl.writers.keyed import plan_keyed
-    from statectl.writers.operators import target_tasks
+    from statectl.writers.own.keyed import plan_keyed
+    from statectl.writers.own.operators import target_tasks
     from statectl.writers.partitioning import Chunks
     from statectl.writers.sql import checked_key_group_sql
 
@@ -82,7 +82,7 @@ def main() -> None:
     chunks = Chunks.plan(128, args.parallelism, target_tasks(spark))
     grouped = plan_keyed(keyed, "proc", 128, chunks).table
     sorted_rows = plan_keyed(keyed, "proc", 128, chunks, group_in_tasks=True).table
-    # shuffle only: the rows tagged as the bootstrap tags them (statectl.writers.keyed._state_table),
+    # shuffle only: the rows tagged as the bootstrap tags them (statectl.writers.own.keyed._state_table),
     # sent to the task of their key-group chunk; nothing grouped, nothing sorted
     shuffled = chunks.distribute(df.selectExpr(
         "*", f"{checked_key_group_sql(['user'], 128, 'bench')} AS {KEY_GROUP_COLUMN}"), keep_tag=True)

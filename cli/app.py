@@ -12,7 +12,7 @@ import sys
 
 import typer
 
-from statectl.statefmt import __version__
+from statectl import __version__
 
 from .listing import Checkpoint
 from .options import OPTIONS

@@ -47,7 +47,7 @@ def run() -> None:
 def _answer_fast(args: list[str]) -> int | None:
     """The exit code of a command line answered without the app, or None."""
     if args == ["--version"]:
-        from statectl.statefmt import __version__
+        from statectl import __version__
 
         print(f"statectl {__version__}")
         return 0

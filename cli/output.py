@@ -14,7 +14,6 @@ import threading
 
 from typing import TYPE_CHECKING
 
-from statectl.statefmt.vocabulary import Format
 from statectl.statefmt.types import type_str
 
 if TYPE_CHECKING:  # rich is imported where it prints: `info --json` and a plain table need none of it
@@ -120,8 +119,10 @@ class RichOutput:
             if "keyed" in op and op["keyed"]["timers"]["files"]:
                 states.append([label, "(timers)", "timers",
                                f"{op['keyed']['timers']['rows']} timer(s)", key])
-        if any(op["format"] == Format.FLINK for op in info["operators"]):
-            self._flink_info(info)
+        from statectl.statefmt.formats import FORMATS
+
+        if any(FORMATS[op["format"]].names_serializers for op in info["operators"]):
+            self._serializer_info(info)
         elif states:
             self.table("States", ["operator", "state", "kind", "type", "key"], states)
         if info["shared_files"]:
@@ -129,8 +130,9 @@ class RichOutput:
                        [[f["operator"], f["location"], human_bytes(f["bytes"])]
                         for f in info["shared_files"]])
 
-    def _flink_info(self, info: dict) -> None:
-        """A Flink savepoint's operators by name, and each state's serializer, TTL and size."""
+    def _serializer_info(self, info: dict) -> None:
+        """A savepoint whose states name their serializers (Flink's): its operators by name, and
+        each state's serializer, TTL and size."""
         def key(op):
             if "keyed" not in op:
                 return ""

@@ -40,13 +40,12 @@ def rescale(
     """
     from statectl.statefmt.formats import load
     from statectl.statefmt.ids import OperatorRef
-    from statectl.statefmt.savepoint import check_output
     from statectl.writers.rescale import Rescale
 
     chosen_ops = [*(uid or []), *(OperatorRef(operator_id=i) for i in operator_id or [])]
     source = load(savepoint)
-    check_output(output, [source], overwrite=overwrite)
     chosen = Rescale.of(source, max_parallelism, parallelism, chosen_ops)  # fails before Spark starts
+    chosen.check(output, overwrite)
     with spark_errors():
         spark = start_spark(master)
         with progress(spark, quiet=json_) as on_job:

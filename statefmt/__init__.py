@@ -14,8 +14,6 @@ job-side backends in `statectl.backends` are a client of these formats), so
 
 from importlib import import_module
 
-from .. import __version__
-
 # Names re-exported here, loaded on first use (PEP 562), so `statectl --version` and the
 # commands that need little import little (pyarrow only where a format is touched).
 _EXPORTS = {
@@ -25,10 +23,10 @@ _EXPORTS = {
                                        "subtask_for_key_group")},
     **{name: ".model" for name in ("DataFile", "Field", "FileRef", "KeyedSection", "KeyedStateDescriptor",
                                    "LineageEntry", "Operator", "OperatorState", "Savepoint")},
-    "commit": ".savepoint", "file_location": ".locations", "load": ".formats",
+    "commit": ".formats", "file_location": ".locations", "load": ".formats",
 }
 
-__all__ = [*_EXPORTS, "__version__"]
+__all__ = [*_EXPORTS]
 
 
 def __getattr__(name: str):

@@ -12,7 +12,7 @@ import uuid
 
 from .errors import SavepointExistsError, StatectlError, UnsafeReferenceError
 from .fs import Location
-from .locations import METADATA_FILE, remove_replaced
+from .locations import METADATA_FILE
 from .metadata import decode, encode
 from .model import DataFile, FileRef, LineageEntry, Operator, Savepoint
 from .refs import check_lineage_location
@@ -224,24 +224,16 @@ def _check_local_parents(loc: Location) -> None:
         raise UsageError(f"output {loc} lies below {path}, which is a file")
 
 
-def commit(sp: Savepoint, location: str | Location, overwrite: bool = False) -> Savepoint:
+def write_metadata(sp: Savepoint, location: str | Location) -> tuple[Savepoint, set[str]]:
     """Write `_metadata` last, atomically: before it exists there is no savepoint.
 
-    Every data file must already be in place. Returns *sp* bound to *location*.
-    With *overwrite*, a savepoint already there stays valid until the new
-    `_metadata` replaces its own in one rename; then its files that the new one
-    does not reference are removed.
+    Every data file must already be in place. Returns *sp* bound to *location* and the files
+    inside it that *sp* names. (An overwrite's removal of the files it replaced is the seam's
+    `formats.commit_staged`, for every family.)
     """
     loc = Location.of(location)
-    meta = loc.child(METADATA_FILE)
-    previous: set[str] = set()
-    if meta.exists():
-        if not overwrite:
-            raise SavepointExistsError(f"{loc} already holds a savepoint; choose a new output")
-        previous = named_files(meta.read_bytes(), str(meta))
     if any(e.location == loc.uri for e in sp.lineage):
         raise StatectlError(f"{loc}: a savepoint cannot reference itself as its base")
     loc.make_dirs()
-    meta.write_bytes_atomically(encode(sp))
-    remove_replaced(loc, previous, (f.ref.path for _, f in sp.data_files() if not f.ref.is_shared))
-    return sp.replace(location=loc.uri)
+    loc.child(METADATA_FILE).write_bytes_atomically(encode(sp))
+    return sp.replace(location=loc.uri), {f.ref.path for _, f in sp.data_files() if not f.ref.is_shared}

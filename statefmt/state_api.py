@@ -1,7 +1,7 @@
 """The keyed state API a function uses: state handles and the timer service.
 
 One API for a job on the backends (``statectl.backends``) and for a bootstrap
-function (``statectl.writers.function.KeyContext``), as in Flink, where a
+function (``statectl.writers.own.function.KeyContext``), as in Flink, where a
 bootstrap function gets the job's own state API. The handles hold the
 semantics (what ``add``, ``update``, ``get`` do to a value, a list, a map, a
 reduced value, an accumulator); the data lives in a :class:`StateStore` that

@@ -18,7 +18,8 @@ from statectl.statefmt.model import (
     OperatorState,
     Savepoint,
 )
-from statectl.statefmt.savepoint import commit, new_savepoint_id, now_iso
+from statectl.statefmt.formats import commit
+from statectl.statefmt.savepoint import new_savepoint_id, now_iso
 from statectl.statefmt.types import from_arrow, to_arrow
 
 UTC = dt.timezone.utc

@@ -29,7 +29,8 @@ from statectl.statefmt.model import (
     Savepoint,
 )
 from statectl.statefmt.formats import load
-from statectl.statefmt.savepoint import commit, merge_lineage, new_savepoint_id, now_iso, shallow_copy
+from statectl.statefmt.formats import commit
+from statectl.statefmt.savepoint import merge_lineage, new_savepoint_id, now_iso, shallow_copy
 from statectl.statefmt.types import to_arrow
 
 UTC = dt.timezone.utc

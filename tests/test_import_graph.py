@@ -120,11 +120,13 @@ def test_readers_and_writers_do_not_import_the_backends():
 STATEFMT = "statectl.statefmt"
 BASE = {f"{STATEFMT}.{m}" for m in (
     "errors", "refs", "fs", "resolve", "ids", "types", "vocabulary", "keygroups", "scratch", "jit",
-    "model", "integrity", "locations", "metadata", "canonical",
+    "model", "integrity", "locations", "metadata", "canonical", "seam",
     "varint", "bytecolumns", "slicekernel")}  # the byte toolkit both families share
 # What a format family's subpackage may import from its parent package, beyond its own modules.
 SUBPACKAGE_MAY_IMPORT = {
     f"{STATEFMT}.rocksdb": BASE,
+    # statectl's own family at the seam: its savepoint module loads and commits the document
+    f"{STATEFMT}.own": BASE | {f"{STATEFMT}.savepoint"},
     # Flink's native snapshots are read with statectl's SST reader
     f"{STATEFMT}.flink": BASE | {f"{STATEFMT}.rocksdb.sstread", f"{STATEFMT}.rocksdb.sstkernels"},
 }

@@ -38,7 +38,7 @@ from .errors import (
     StateValueError,
     WriteFailedError,
 )
-from .function import KeyContext
+from .own.function import KeyContext
 from .report import OperatorReport, WriteReport
 from .savepoint_writer import SavepointWriter
 

@@ -134,7 +134,7 @@ class KeyedFunction:
 
     ``key`` is a tuple of the key's values, ``rows`` a ``pyarrow.Table`` of that
     key's rows (sorted by ``order_by`` if given), ``ctx`` a
-    :class:`statectl.writers.function.KeyContext` with the declared states and the timer
+    :class:`statectl.writers.own.function.KeyContext` with the declared states and the timer
     service. ``namespace_type`` is needed only if the function sets namespaces.
     """
 

@@ -35,10 +35,10 @@ def flink_savepoint(sp: Savepoint) -> FlinkSavepoint:
     return open_flink_savepoint(sp.location)
 
 
-def load_flink(location: str | Location) -> Savepoint:
+def load_flink(location: str | Location, data: bytes | None = None) -> Savepoint:
     """The :class:`Savepoint` model of the Flink savepoint or checkpoint at *location*,
-    carrying its Flink description."""
-    fsp = open_flink_savepoint(location)
+    carrying its Flink description (*data*: its `_metadata`'s bytes, if read already)."""
+    fsp = open_flink_savepoint(location, data)
     mtime = fsp.location.child(METADATA).info().mtime
     created = mtime.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if mtime else ""
     return Savepoint(

@@ -49,16 +49,18 @@ def is_flink_savepoint(location) -> bool:
         return is_flink_metadata(f.read(4))
 
 
-def open_flink_savepoint(location) -> FlinkSavepoint:
+def open_flink_savepoint(location, data: bytes | None = None) -> FlinkSavepoint:
     """The Flink savepoint or retained checkpoint at *location* (its folder or its `_metadata`),
-    described; its lineage (a shallow copy's) read and checked."""
+    described; its lineage (a shallow copy's) read and checked. *data*: its `_metadata`'s
+    bytes, when the caller has read them already."""
     loc = Location.of(location)
     if loc.name == METADATA and not loc.is_dir():
         loc = Location.of(loc.uri.rsplit("/", 1)[0])
     meta_loc = loc.child(METADATA)
-    if not meta_loc.exists():
-        raise NotASavepointError(f"{loc}: not a savepoint (no {METADATA} file)")
-    data = meta_loc.read_bytes()
+    if data is None:
+        if not meta_loc.exists():
+            raise NotASavepointError(f"{loc}: not a savepoint (no {METADATA} file)")
+        data = meta_loc.read_bytes()
     metadata = parse_metadata(data, str(meta_loc))
     savepoint_id = flink_savepoint_id(data)
     lineage = read_lineage(loc, savepoint_id)

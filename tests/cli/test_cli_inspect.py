@@ -10,7 +10,8 @@ import pytest
 from builders import build_full_savepoint
 from conftest import statectl
 from statectl.statefmt.formats import load
-from statectl.statefmt.savepoint import commit, shallow_copy
+from statectl.statefmt.formats import commit
+from statectl.statefmt.savepoint import shallow_copy
 
 
 @pytest.fixture

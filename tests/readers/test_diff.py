@@ -160,7 +160,8 @@ def _small(path, keyed: list[dict], offsets: list[int], members: list[str], rule
     from statectl.statefmt.ids import operator_id_for_uid
     from statectl.statefmt.model import (Field, KeyedSection, KeyedStateDescriptor, Operator,
                                          OperatorState, Savepoint)
-    from statectl.statefmt.savepoint import commit, new_savepoint_id, now_iso
+    from statectl.statefmt.formats import commit
+    from statectl.statefmt.savepoint import new_savepoint_id, now_iso
     from statectl.statefmt.types import to_arrow
 
     out = Location.of(str(path))

@@ -22,9 +22,12 @@ def test_what_was_alive_is_out_of_the_walk_and_what_the_task_makes_is_collected(
     kept, dropped = _Node(), _Node()
     kept.me = kept
     dropped_ref = weakref.ref(dropped)
+    gc.collect()
+    gc.disable()  # no automatic collection (another thread's garbage) between the count and the freeze
     tracked = len(gc.get_objects())
     try:
         task_started()
+        gc.enable()
         assert gc.get_freeze_count() >= tracked > 10_000  # a test process holds many
         assert len(gc.get_objects()) < 1_000
         made = _Node()
@@ -35,6 +38,7 @@ def test_what_was_alive_is_out_of_the_walk_and_what_the_task_makes_is_collected(
         assert made_ref() is None
         assert dropped_ref() is None  # alive at the start, freed when nothing refers to it
     finally:
+        gc.enable()
         gc.unfreeze()
     assert kept.me is kept
 

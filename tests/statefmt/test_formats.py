@@ -11,9 +11,11 @@ import pytest
 from builders import build_full_savepoint
 from flink_job import FIXTURES
 from statectl.statefmt import formats
-from statectl.statefmt.errors import StatectlError
+from statectl.statefmt.errors import SavepointExistsError
+from statectl.statefmt.flink.format import FlinkCommit
 from statectl.statefmt.flink.model import flink_savepoint
 from statectl.statefmt.fs import Location
+from statectl.statefmt.seam import Staged
 from statectl.statefmt.vocabulary import Format
 
 FLINK = FIXTURES / "long-rocksdb-canonical" / "savepoint"
@@ -58,29 +60,34 @@ def test_flink_overwrite_commit_removes_only_what_the_new_savepoint_does_not_nam
     (out / "stale-file").write_bytes(b"x")
     named = formats.previous_files(Location.of(str(out)))
     dropped = sorted(p for p in named if (out / p).exists())[0]
-    committed = formats.FORMATS[Format.FLINK].commit(
-        Location.of(str(out)), formats.FlinkCommit(data, files=frozenset(named - {dropped})), overwrite=True)
+    staged = Staged(formats.FORMATS[Format.FLINK], FlinkCommit(data, files=frozenset(named - {dropped})))
+    committed, owned = formats.commit_staged(Location.of(str(out)), staged, overwrite=True)
     assert committed.savepoint_id == formats.load(FLINK).savepoint_id
+    assert owned == named - {dropped}
     assert not (out / dropped).exists()
     assert (out / "stale-file").exists()  # not named by the old savepoint: never touched
     assert all((out / p).exists() for p in named - {dropped} if not p.startswith("_statectl_lineage"))
 
 
-def test_own_operators_are_pointer_copies_only(own):
-    fmt = formats.FORMATS[Format.CANONICAL]
-    proc = own.operator("proc")
-    copies = fmt.copy_operators(own, [proc.operator_id])
-    assert [op.operator_id for op in copies.operators] == [proc.operator_id]
-    assert [e.savepoint_id for e in copies.lineage] == [own.savepoint_id]
-    with pytest.raises(StatectlError, match="self-contained"):
-        fmt.copy_operators(own, [proc.operator_id], name_for=lambda name, taken: name)
-
-
-def test_flink_operators_are_copied_by_pointer_or_self_contained():
-    sp = formats.load(FLINK)
-    fmt = formats.for_operator(sp.operators[0])
-    ids = [op.operator_id for op in sp.operators]
-    pointers = fmt.copy_operators(sp, ids)
-    assert len(pointers.operators) == len(ids) and pointers.lineage and not pointers.copies
-    contained = fmt.copy_operators(sp, ids, name_for=lambda name, taken: f"copy-{len(taken)}-{name}")
-    assert contained.copies and not contained.lineage
+def test_an_own_savepoint_over_a_flink_one_removes_exactly_the_flink_savepoints_files(own, tmp_path):
+    """The one commit removes the files the replaced savepoint owned, whichever family it was:
+    a statectl savepoint written over a Flink savepoint leaves none of the Flink one's files."""
+    out = tmp_path / "sp"
+    shutil.copytree(FLINK, out)
+    flink_files = formats.previous_files(Location.of(str(out)))
+    present = {p for p in flink_files if (out / p).exists()}
+    assert present, "the Flink fixture names files in its own folder"
+    (out / "someone-elses-file").write_bytes(b"x")
+    for _, f in own.data_files():  # the new savepoint's data files in place, as a write leaves them
+        target = out / f.ref.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(Location.of(own.location).child(f.ref.path).path, target)
+    with pytest.raises(SavepointExistsError):
+        formats.commit(own, str(out))
+    assert all((out / p).exists() for p in present)  # refused: nothing removed
+    committed = formats.commit(own, str(out), overwrite=True)
+    assert formats.load(str(out)) == committed
+    left = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
+    mine = {f.ref.path for _, f in own.data_files()}
+    assert left == mine | {"_metadata", "someone-elses-file"}
+    assert not present & left

@@ -23,7 +23,8 @@ from statectl.statefmt.metadata import decode, encode
 from statectl.statefmt.model import DataFile, FileRef, LineageEntry
 from statectl.statefmt.refs import check_relative_path
 from statectl.statefmt.formats import load
-from statectl.statefmt.savepoint import commit, prune_lineage, shallow_copy
+from statectl.statefmt.formats import commit
+from statectl.statefmt.savepoint import prune_lineage, shallow_copy
 
 
 @pytest.fixture(scope="module")

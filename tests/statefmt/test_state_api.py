@@ -10,7 +10,7 @@ from statectl.backends import HeapBackend, RocksDBBackend
 from statectl.statefmt import state_api
 from statectl.statefmt.errors import UsageError
 from statectl.statefmt.model import KeyedStateDescriptor
-from statectl.writers.function import KeyContext
+from statectl.writers.own.function import KeyContext
 
 ACC = {"struct": [{"name": "sum", "type": "int64"}, {"name": "count", "type": "int64"}]}
 STATES = [

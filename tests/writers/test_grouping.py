@@ -1,4 +1,4 @@
-"""Value and list state grouped per key inside the writing tasks (statectl.writers.grouping).
+"""Value and list state grouped per key inside the writing tasks (statectl.writers.own.grouping).
 
 The task-side grouping must give exactly what Spark's aggregate plan gives:
 the same rows, and the same error naming the same key.
@@ -25,7 +25,7 @@ from statectl.writers import (
     ValueState,
 )
 from statectl.statefmt.vocabulary import StateKind
-from statectl.writers.grouping import GroupedState, TaskGrouping, key_repr
+from statectl.writers.own.grouping import GroupedState, TaskGrouping, key_repr
 
 GROUPING = TaskGrouping(
     group_columns=("_key_group", "k", "namespace"), key=("k",), tag_column="_tag",

@@ -15,7 +15,7 @@ from statectl.statefmt.flink.shallow import lineage_needed, pointer_copy, self_c
 from statectl.statefmt.fs import Location
 from statectl.statefmt.locations import FileCopy
 
-from ..copying import THREADS, copy_name
+from ..copies import THREADS, copy_name
 
 
 class KeptOperators:

@@ -16,50 +16,40 @@ the id Flink 1.x `_metadata` and SQL jobs name it by), in the base's metadata ve
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from statectl.statefmt.errors import UsageError
 from statectl.statefmt.flink.model import flink_savepoint
-from statectl.statefmt.model import Operator, Savepoint
-from statectl.statefmt.vocabulary import Format
+from statectl.statefmt.model import Savepoint
 
 from ..definitions import OperatorData
+from ..rebuild import Rebuild
 from .regroup import RegroupedKeyed, regroupable
 from .source import operator_binding, operator_data
 
 
-def check_flink_rescale(base: Savepoint, choices) -> None:
+def check_flink_rescale(base: Savepoint, rebuilds) -> None:
     """Refuse, in one line each and without Spark, what a Flink rescale cannot write."""
     fsp = flink_savepoint(base)
-    for choice in choices:
-        op = fsp.operator(choice.operator.operator_id)
+    for rebuild in rebuilds:
+        op = fsp.operator(rebuild.operator.operator_id)
         try:
             operator_binding(op)
         except UsageError as e:
             raise UsageError(f"cannot rescale: {e}") from None
 
 
-@dataclass(frozen=True)
-class FlinkRescaledOperator:
-    """One operator of a Flink base rescaled: a rebuild for `SavepointWriter.with_rebuilt`,
-    written again from its own tables."""
+def rescaled_operators(spark, base: Savepoint, rebuilds: list[Rebuild]) -> list[tuple[OperatorData | None, str]]:
+    """Each rebuilt operator of the Flink savepoint *base* (its loaded model) over its tables,
+    at its new limits, with the rebuild's action (None: it holds no state); a SQL operator's
+    keyed state in canonical streams as its entries' bytes (:mod:`.regroup`). One reader of
+    *base* serves them all."""
+    from statectl.readers import open_savepoint
 
-    spark: object
-    choice: object  # a writers.rescale.RescaleChoice
-    action = "rescaled"
-    format = Format.FLINK
-
-    @property
-    def operator(self) -> Operator:
-        return self.choice.operator
-
-    @property
-    def max_parallelism(self) -> int:
-        return self.choice.max_parallelism
-
-    def data(self, fsp) -> OperatorData | None:
-        """The operator over its tables, at the new limits (None: it holds no state); a SQL
-        operator's keyed state in canonical streams as its entries' bytes (:mod:`.regroup`)."""
-        op = fsp.operator(self.choice.operator.operator_id)
+    if not rebuilds:
+        return []
+    fsp, reader = flink_savepoint(base), open_savepoint(spark, base)
+    out = []
+    for rebuild in rebuilds:
+        op = fsp.operator(rebuild.operator.operator_id)
         keyed = RegroupedKeyed.of(op) if regroupable(op) else None
-        return operator_data(self.spark, fsp, op, self.choice.parallelism, self.choice.max_parallelism, keyed)
+        out.append((operator_data(reader, op, rebuild.parallelism, rebuild.max_parallelism, keyed), rebuild.action))
+    return out

@@ -187,19 +187,17 @@ def _operator_states(spark, reader, op: FlinkOperatorInfo, parallelism: int | No
     return (*states, *broadcast)
 
 
-def operator_data(spark, fsp: FlinkSavepoint, op: FlinkOperatorInfo, parallelism: int | None = None,
+def operator_data(reader, op: FlinkOperatorInfo, parallelism: int | None = None,
                   max_parallelism: int | None = None, keyed=None) -> OperatorData | None:
-    """*op* of *fsp* as an operator over its tables (None when it holds no state), written with
-    *parallelism* and *max_parallelism* (default: its own); *keyed*: its keyed state given
-    otherwise than as its tables (a rescale's :class:`~.regroup.RegroupedKeyed`)."""
-    from statectl.readers import open_savepoint
-
+    """*op* of the Flink savepoint *reader* reads (a `SavepointReader`) as an operator over its
+    tables (None when it holds no state), written with *parallelism* and *max_parallelism*
+    (default: its own); *keyed*: its keyed state given otherwise than as its tables (a
+    rescale's :class:`~.regroup.RegroupedKeyed`)."""
     binding = operator_binding(op)
-    reader = open_savepoint(spark, fsp.location.uri)
     if keyed is None and op.keyed_header is not None:
         has_timers = any(m.kind == KeyedTable.TIMERS for m in op.keyed_header.states)
         keyed = _keyed_data(reader, op, has_timers)
-    states = _operator_states(spark, reader, op, parallelism)
+    states = _operator_states(reader.spark, reader, op, parallelism)
     if keyed is None and not states:
         return None
     data = OperatorData(op.uid, parallelism or op.parallelism, max_parallelism or op.max_parallelism, keyed,
@@ -281,7 +279,9 @@ def operator_spec(spark, fsp: FlinkSavepoint, op: FlinkOperatorInfo, parallelism
                   max_parallelism: int | None = None) -> tuple[dict | None, dict]:
     """:func:`operator_data` as one spec entry (None when it holds no state) and the DataFrames
     its ``input`` names stand for."""
-    data = operator_data(spark, fsp, op, parallelism, max_parallelism)
+    from statectl.readers import open_savepoint
+
+    data = operator_data(open_savepoint(spark, fsp.location.uri), op, parallelism, max_parallelism)
     if data is None:
         return None, {}
     frames: dict = {}

@@ -1,7 +1,7 @@
 """Writing a canonical Apache Flink savepoint (``bootstrap --format flink``, ``rescale``): the
 Flink plan kind of `SavepointWriter.write`. Operators are written from data as :mod:`.plan`
 plans them; the base's others are kept (:mod:`.keep`); `_metadata` comes last
-(:mod:`statectl.writers.commit`); a failed write removes every file it began, as for
+(`statefmt.formats.commit_staged`); a failed write removes every file it began, as for
 statectl's own formats."""
 
 from __future__ import annotations
@@ -10,12 +10,15 @@ import dataclasses
 import time
 
 from statectl.statefmt.errors import UsageError
+from statectl.statefmt.flink.format import FlinkCommit
 from statectl.statefmt.flink.metadata import FlinkOperator
+from statectl.statefmt.formats import FORMATS
 from statectl.statefmt.flink.savepoint_write import OLDEST_WRITTEN_VERSION, metadata_bytes
 from statectl.statefmt.keygroups import default_max_parallelism
 from statectl.statefmt.model import Savepoint
+from statectl.statefmt.seam import Staged
+from statectl.statefmt.vocabulary import Format
 
-from ..commit import Staged
 from ..definitions import OperatorData
 from ..job import WriteSession
 from ..report import OperatorReport, operator_report
@@ -75,7 +78,9 @@ class FlinkWrite:
     def staged(self) -> Staged:
         kept = [_retagged(op, self.kept_max_parallelism) for op in (self.kept.operators if self.kept else ())]
         files = {f for op, _ in self.written for f in _files_of(op)} | (self.kept.files if self.kept else set())
-        return Staged.flink(self.metadata(self._operators(kept)), self.kept.lineage if self.kept else (), files)
+        document = FlinkCommit(self.metadata(self._operators(kept)), tuple(self.kept.lineage if self.kept else ()),
+                               frozenset(files))
+        return Staged(FORMATS[Format.FLINK], document)
 
     def reports(self, sp: Savepoint) -> list[OperatorReport]:
         written = {r.operator_id: r for _, r in self.written}

@@ -10,7 +10,7 @@ the key (see :func:`statectl.writers.sql.raise_sql`).
 
 When every state is a plain value state or an unordered list state, the
 aggregate is left out: the rows are only sorted by (key group, key, namespace)
-and the writing tasks group them (:mod:`statectl.writers.grouping`), which is cheaper.
+and the writing tasks group them (:mod:`statectl.writers.own.grouping`), which is cheaper.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from statectl.statefmt.types import DataType, type_str
 from statectl.statefmt.vocabulary import StateKind
 
 from .columns import cast_to, key_types, require_columns, require_numeric, spark_field_type
-from .definitions import (
+from ..definitions import (
     AggregatingState,
     KeyedData,
     ListState,
@@ -32,10 +32,10 @@ from .definitions import (
     Timers,
     ValueState,
 )
-from .errors import DuplicateKeyError, InputError, NullKeyError, SpecError
+from ..errors import DuplicateKeyError, InputError, NullKeyError, SpecError
 from .grouping import GroupedState, TaskGrouping
-from .partitioning import PARTITION_TAG, Chunks
-from .sql import checked_key_group_sql, key_repr_sql, lit, q, raise_sql
+from ..partitioning import PARTITION_TAG, Chunks
+from ..sql import checked_key_group_sql, key_repr_sql, lit, q, raise_sql
 
 TAG = "_tag"
 
@@ -133,7 +133,7 @@ def plan_keyed(keyed: KeyedData, uid: str, max_parallelism: int, chunks: Chunks,
 
     With *group_in_tasks*, an operator whose states are all plain value states and
     unordered list states leaves the grouping per key to the writing tasks
-    (:mod:`statectl.writers.grouping`); the plan's ``grouping`` then says how. Timers are
+    (:mod:`statectl.writers.own.grouping`); the plan's ``grouping`` then says how. Timers are
     then also sorted only, and their repeats dropped by the tasks (``timer_grouping``).
     Those sorted rows come in the order ``order`` (``timer_order``), which *sort_key* sets
     for the key and namespace columns; with *place* False they are left unpartitioned and

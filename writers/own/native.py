@@ -1,9 +1,9 @@
 """Writing keyed state in the native format: one RocksDB database per subtask.
 
 Rows reach one task per subtask (``Chunks(max_p, p, 1)``) through the same
-plan as the canonical writer (:func:`statectl.writers.keyed.plan_keyed`): value
+plan as the canonical writer (:func:`statectl.writers.own.keyed.plan_keyed`): value
 and unordered list states are gathered per key in the task
-(:mod:`statectl.writers.grouping`), other kinds by a Spark aggregate. The task
+(:mod:`statectl.writers.own.grouping`), other kinds by a Spark aggregate. The task
 encodes whole Arrow batches at once (:mod:`statectl.statefmt.rocksdb.columnar`:
 entry keys, values, list concatenations, timer keys, all as the format's own
 tables and timer keys lay them out, `docs/FORMAT.md` §11), builds the database
@@ -45,12 +45,12 @@ from statectl.statefmt.scratch import new_scratch_dir
 from statectl.statefmt.types import DataType
 from statectl.statefmt.vocabulary import StateKind
 
-from .errors import WriteFailedError
+from ..errors import WriteFailedError
 from .grouping import Runs
 from .keyed import KeyedPlan
-from .partitioning import Chunks
-from .sql import q
-from .tasks import HANDLE_DDL, FileTarget, Sink, guarded, write_token
+from ..partitioning import Chunks
+from ..sql import q
+from ..tasks import HANDLE_DDL, FileTarget, Sink, guarded, write_token
 
 KEYED, TIMERS = "_k", "_t"
 

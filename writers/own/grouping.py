@@ -8,7 +8,7 @@ vectorized Arrow and numpy operations: a run's one value, or its non-null
 values as a list (null when there are none). A value state given two rows of
 one key fails the write, with the same message the Spark plan raises.
 
-This is the same result as :mod:`statectl.writers.keyed`'s aggregate plan, for less
+This is the same result as :mod:`statectl.writers.own.keyed`'s aggregate plan, for less
 work: a Spark sort-based aggregate with ``collect_list`` costs about as much as
 the sort itself.
 """
@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from statectl.statefmt.vocabulary import StateKind
 
-from .errors import DuplicateKeyError
+from ..errors import DuplicateKeyError
 
 
 

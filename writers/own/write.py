@@ -1,21 +1,23 @@
-"""Writing statectl's own format (canonical or RocksDB): the own plan kind of
-`SavepointWriter.write`. New operators are planned by :mod:`.operators`, rebuilt ones by their
-rebuild (e.g. a rescale); the base's others stay as shallow copies (or renamed ones)."""
+"""Writing statectl's own format (canonical or RocksDB): its family's write kind in
+`SavepointWriter.write`. New operators are planned by :mod:`.operators`, rebuilt ones (a
+rescale) by :mod:`.rescale`; the base's others stay as shallow copies (or renamed ones)."""
 
 from __future__ import annotations
 
 from statectl.statefmt.errors import UnknownOperatorError, UsageError
+from statectl.statefmt.formats import FORMATS
 from statectl.statefmt.ids import OperatorRef, operator_id_for_uid
 from statectl.statefmt.keygroups import check_parallelism, default_max_parallelism
 from statectl.statefmt.model import Operator, Savepoint
 from statectl.statefmt.savepoint import merge_lineage, new_savepoint_id, now_iso, prune_lineage, shallow_copy
+from statectl.statefmt.seam import Staged
+from statectl.statefmt.vocabulary import Format
 
-from .commit import Staged
 from .copying import make_self_contained
-from .definitions import OperatorData
-from .job import WriteSession
+from ..definitions import OperatorData
+from ..job import WriteSession
 from .operators import OperatorPlan, plan_operator
-from .report import OperatorReport, operator_report
+from ..report import OperatorReport, operator_report
 
 
 class OwnWrite:
@@ -40,10 +42,16 @@ class OwnWrite:
         if w.rebuilt and session.spark is None:
             raise UsageError("rebuilding operators needs a Spark session")
         self.plans = [(self._plan(op, session), "written") for op in w.new.values()]
-        for op_id, rebuild in w.rebuilt.items():
-            copy, needed = shallow_copy(w.base, w.base.operator(OperatorRef(operator_id=op_id)))
-            self.rebuilt_lineage.append(needed)
-            self.plans.append((rebuild.plan(copy, session.output_of(op_id)), rebuild.action))
+        if w.rebuilt:
+            from statectl.readers import open_savepoint
+
+            from .rescale import plan_rescaled
+
+            reader = open_savepoint(session.spark, w.base)  # one reader of the loaded base for all
+            for op_id, rebuild in w.rebuilt.items():
+                copy, needed = shallow_copy(w.base, w.base.operator(OperatorRef(operator_id=op_id)))
+                self.rebuilt_lineage.append(needed)
+                self.plans.append((plan_rescaled(reader, rebuild, copy, session.output_of(op_id)), rebuild.action))
 
     def run(self, session: WriteSession) -> None:
         written = [(p.run(session), action) for p, action in self.plans]
@@ -54,7 +62,7 @@ class OwnWrite:
         return files, size
 
     def staged(self) -> Staged:
-        return Staged.own(self.savepoint)
+        return Staged(FORMATS[Format.CANONICAL], self.savepoint)  # one document for both formats
 
     def reports(self, sp: Savepoint) -> list[OperatorReport]:
         return self.operator_reports

@@ -10,15 +10,15 @@ from statectl.statefmt.ids import operator_id_for_uid
 from statectl.statefmt.model import KeyedSection, Operator, OperatorState
 from statectl.statefmt.vocabulary import Format
 
-from .definitions import KeyedData, KeyedFunction, OperatorData
+from ..definitions import KeyedData, KeyedFunction, OperatorData
 from .function import plan_function
 from .grouping import TaskGrouping
-from .job import WriteSession
+from ..job import WriteSession
 from .keyed import plan_keyed
 from .native import NativeTarget, check_databases, encoding_order, native_job, subtask_chunks
 from .operator_state import plan_operator_state
-from .partitioning import Chunks
-from .tasks import HANDLE_DDL, ChunkedSink, FileTarget, guarded
+from ..partitioning import Chunks
+from ..tasks import HANDLE_DDL, ChunkedSink, FileTarget, guarded
 
 
 @dataclass

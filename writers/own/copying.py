@@ -1,4 +1,4 @@
-"""Making a savepoint self-contained: copy every shared file into it.
+"""Making a savepoint of statectl's own format self-contained: copy every shared file into it.
 
 Copies go through the filesystem's own copy (a server-side copy on object
 stores), are checked against the size and checksum in `_metadata`, and carry
@@ -8,7 +8,6 @@ the write's token in their names so a failed write removes them too.
 from __future__ import annotations
 
 import dataclasses
-import re
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow.fs as pafs
@@ -19,17 +18,7 @@ from statectl.statefmt.integrity import verify_file
 from statectl.statefmt.model import DataFile, FileRef, Savepoint
 from statectl.statefmt.locations import file_location
 
-_TOKEN = re.compile(r"-w[0-9a-f]{12}")
-THREADS = 8
-
-
-def copy_name(path: str, token: str) -> str:
-    """The path of a copy: the same place and name, marked with this write's token."""
-    folder, _, name = path.rpartition("/")
-    stem, dot, ext = name.rpartition(".")
-    stem = _TOKEN.sub("", stem if dot else name)
-    new = f"{stem}-{token}.{ext}" if dot else f"{stem}-{token}"
-    return f"{folder}/{new}" if folder else new
+from ..copies import THREADS, copy_name
 
 
 def make_self_contained(sp: Savepoint, out: Location, token: str) -> tuple[Savepoint, int, int]:

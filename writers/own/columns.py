@@ -6,7 +6,7 @@ from statectl.statefmt.errors import StatectlError
 from statectl.statefmt.keygroups import check_key_type
 from statectl.statefmt.types import DataType, from_arrow, quote_identifier, to_spark_ddl, type_str
 
-from .errors import InputError
+from ..errors import InputError
 
 NUMERIC = ("int8", "int16", "int32", "int64", "float32", "float64")
 _WIDENING = {

@@ -38,12 +38,12 @@ from statectl.statefmt.types import from_arrow, validate_type
 from statectl.statefmt.vocabulary import StateKind, TimerDomain
 
 from .columns import key_types, require_columns
-from .definitions import AGGREGATE_FUNCTIONS, REDUCE_FUNCTIONS, KeyedFunction
-from .errors import SpecError, StateValueError
+from ..definitions import AGGREGATE_FUNCTIONS, REDUCE_FUNCTIONS, KeyedFunction
+from ..errors import SpecError, StateValueError
 from .native import NativeSink, NativeTarget
-from .partitioning import Chunks
-from .sql import checked_key_group_sql
-from .tasks import HANDLE_DDL, ChunkedSink, FileTarget, OperatorOutput, guarded
+from ..partitioning import Chunks
+from ..sql import checked_key_group_sql
+from ..tasks import HANDLE_DDL, ChunkedSink, FileTarget, OperatorOutput, guarded
 
 FLUSH_ROWS = 16 * 1024
 

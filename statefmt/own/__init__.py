@@ -1,0 +1,1 @@
+"""statectl's own format family: its place at the format seam (:mod:`.format`)."""

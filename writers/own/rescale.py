@@ -1,0 +1,96 @@
+"""`rescale` of a savepoint of statectl's own format: the plan of one rebuilt operator.
+
+A new max parallelism changes every key's group: the keyed table and the timers are read by
+Spark, given the group the new max parallelism assigns (``pmod(xxhash64(key), maxP)`` in the
+JVM), shuffled to the task of their new key-group chunk and written again as canonical
+Parquet; values pass through as Arrow columns. A new parallelism alone keeps the keyed files
+(they are indexed by key group); operator list and union state are dealt out again by Flink's
+even split; broadcast state is kept as it is.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import pyarrow as pa
+
+from statectl.statefmt.canonical import keyed_schema, operator_state_schema, read_file, timers_schema
+from statectl.statefmt.fs import Location
+from statectl.statefmt.ids import OperatorRef
+from statectl.statefmt.keygroups import even_split, key_group_sql
+from statectl.statefmt.locations import file_location
+from statectl.statefmt.model import KEY_GROUP_COLUMN, DataFile, Operator, OperatorState, Savepoint
+from statectl.statefmt.types import quote_identifier
+from statectl.statefmt.vocabulary import Format, OperatorStateKind
+
+from ..partitioning import Chunks
+from ..rebuild import Rebuild
+from ..tasks import HANDLE_DDL, FileTarget, OperatorOutput, SingleFileSink, guarded
+from .operators import OperatorPlan, chunked_job, target_tasks
+
+
+def plan_rescaled(reader, rebuild: Rebuild, copy: Operator, output: OperatorOutput) -> OperatorPlan:
+    """The plan writing *rebuild*'s operator again: *copy* is its shallow copy, whose files the
+    plan's jobs may replace (those not rewritten stay shallow copies); *reader* reads the base."""
+    op = copy.replace(max_parallelism=rebuild.max_parallelism, parallelism=rebuild.parallelism)
+    if rebuild.rekeys:  # rewritten keyed state is canonical, whatever it was before
+        op = op.replace(format=Format.CANONICAL)
+    plan = OperatorPlan(op, replaced=set())
+    if rebuild.rekeys:
+        _rekey_jobs(reader, rebuild, output, plan)
+    if rebuild.redistributes:
+        for state in op.operator_states:
+            if state.kind in (OperatorStateKind.LIST, OperatorStateKind.UNION) and state.files:
+                original = rebuild.operator.operator_state(state.name)
+                plan.add_job(f"{state.kind} state {state.name} of {op.label}",
+                             _redistribute_job(reader.spark, reader.savepoint, original, rebuild.parallelism, output),
+                             replaces=("state", state.name))
+    return plan
+
+
+def _rekey_jobs(reader, choice: Rebuild, output: OperatorOutput, plan: OperatorPlan) -> None:
+    op, section = choice.operator, choice.operator.keyed
+    chunks = Chunks.plan(choice.max_parallelism, choice.parallelism, target_tasks(reader.spark))
+    regroup = key_group_sql(section.key_names, choice.max_parallelism)
+    ref = OperatorRef(operator_id=op.operator_id)
+    tables = []
+    if section.files:
+        tables.append(("keyed", reader.keyed(ref), keyed_schema(section)))
+    if section.timers or op.format != Format.CANONICAL:  # native databases hold their timers
+        tables.append(("timers", reader.timers(ref), timers_schema(section)))
+    for kind, df, schema in tables:
+        moved = chunks.distribute(df.selectExpr(f"{regroup} AS {KEY_GROUP_COLUMN}", *map(quote_identifier, df.columns)),
+                                  sort_by=(KEY_GROUP_COLUMN, *section.key_names))
+        file_target = output.file_target(kind, schema)
+        plan.add_job(f"{'keyed state' if kind == 'keyed' else 'timers'} of {op.label}",
+                     chunked_job(moved, file_target, chunks, op.label), replaces=(kind, None))
+
+
+def _redistribute_job(spark, base: Savepoint, state: OperatorState, parallelism: int,
+                      output: OperatorOutput):
+    """One task reading the state's entries in order and dealing them out to *parallelism*."""
+    sources = [(file_location(base, f.ref).uri, f) for f in state.files]
+    file_target = output.file_target(state.kind, operator_state_schema(state), state.name)
+    what = f"{state.kind} state {state.name!r}"
+    return spark.range(1, numPartitions=1).mapInArrow(
+        partial(_redistribute_task, file_target, sources, parallelism, what), HANDLE_DDL)
+
+
+def _redistribute_task(target: FileTarget, sources: list[tuple[str, DataFile]],
+                       parallelism: int, what: str, batches):
+    for _ in batches:
+        pass
+    sink = SingleFileSink(target, what)
+
+    def body():
+        schema = target.schema
+        parts = [read_file(Location(uri), f, schema) for uri, f in sources]
+        entries = pa.concat_tables(parts).sort_by([("subtask", "ascending")])  # stable
+        n = entries.num_rows
+        subtasks = []
+        for i in range(parallelism):
+            start, stop = even_split(n, parallelism, i)
+            subtasks.extend([i] * (stop - start))
+        sink.write(entries.set_column(0, "subtask", pa.array(subtasks, pa.int32())))
+
+    yield from guarded([sink], body)
