@@ -15,8 +15,9 @@ Importing this package does not import or start Spark.
 
 from .catalogue import CATALOGUE_VIEW
 from .diff import SavepointDiff, diff_savepoints
+from .local_reader import LocalSavepointReader, SparkRequiredError
 from .reader import SavepointReader, open_savepoint
 from .resolve import TableChoice, choose_table, find_operator
 
-__all__ = ["open_savepoint", "SavepointReader", "TableChoice", "choose_table", "find_operator",
+__all__ = ["open_savepoint", "SavepointReader", "LocalSavepointReader", "SparkRequiredError", "TableChoice", "choose_table", "find_operator",
            "CATALOGUE_VIEW", "diff_savepoints", "SavepointDiff"]

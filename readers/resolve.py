@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from statectl.statefmt.errors import UnknownStateError, UsageError
 from statectl.statefmt.ids import OperatorRef
 from statectl.statefmt.model import KEYED_PART, Operator, Savepoint, cannot_read
-from statectl.statefmt.vocabulary import KeyedTable
+from statectl.statefmt.vocabulary import KeyedTable, TimerDomain
 
 KEYED, TIMERS = KeyedTable.KEYED, KeyedTable.TIMERS
 OPERATOR_STATE = "operator"
@@ -127,3 +127,62 @@ def choose_table(op: Operator, states: list[str] | None = None, timers: bool = F
                              "read it alone (several --state options are for keyed states)")
         return TableChoice(op, OPERATOR_STATE, (states[0],))
     return TableChoice(op, KEYED, check_keyed_states(op, states))
+
+
+def check_domain(domain: str | None) -> None:
+    """A timer domain to keep (``event``, ``processing``) or None (both)."""
+    if domain is not None and domain not in TimerDomain.words():
+        raise UsageError(f"timer domain must be one of {', '.join(TimerDomain)}, got {domain!r}")
+
+
+class NamedTables:
+    """What both readers (Spark's :class:`readers.reader.SavepointReader` and the local
+    :class:`readers.local_reader.LocalSavepointReader`) share: operators named as a user names
+    them (uid, :class:`OperatorRef`, operator id) and a read's arguments turned, with the same
+    checks and errors, into the :class:`TableChoice` an engine reads."""
+
+    savepoint: Savepoint
+
+    def operator(self, operator: OperatorRef | str) -> Operator:
+        return find_operator(self.savepoint, operator)
+
+    def choose(self, operator: OperatorRef | str, states: list[str] | None = None,
+               timers: bool = False) -> TableChoice:
+        """The table `statectl read` reads for these options (see :func:`choose_table`)."""
+        return choose_table(self.operator(operator), states, timers)
+
+    def view_names(self) -> list[str]:
+        """The names `sql` knows the tables by (see `readers.catalogue`)."""
+        from .catalogue import views
+
+        return [v.name for v in views(self.savepoint)]
+
+    def _keyed_operator(self, operator: OperatorRef | str) -> Operator:
+        op = self.operator(operator)
+        check_readable(op, KEYED_PART)
+        if op.keyed is None:
+            raise UnknownStateError(
+                f"operator {op.label} has no keyed state; it has {describe_states(op)}")
+        return op
+
+    def _keyed_choice(self, operator, states, keys, explode: bool):
+        """(the keyed table to read, the list or map state *explode* flattens or None)."""
+        op = self._keyed_operator(operator)
+        chosen = check_keyed_states(op, states)
+        flattened = None
+        if explode:
+            from .explode import exploded_state
+
+            flattened = exploded_state(TableChoice(op, KEYED, chosen))
+            chosen = (flattened.name,)
+        return TableChoice(op, KEYED, chosen, None if keys is None else tuple(keys)), flattened
+
+    def _timers_choice(self, operator, domain, keys) -> TableChoice:
+        op = self._keyed_operator(operator)
+        check_domain(domain)
+        return TableChoice(op, TIMERS, (), None if keys is None else tuple(keys))
+
+    def _operator_state_choice(self, operator, name: str, kind: str | None) -> TableChoice:
+        op = self.operator(operator)
+        check_operator_state(op, name, kind)
+        return TableChoice(op, OPERATOR_STATE, (name,))
