@@ -16,9 +16,9 @@ from __future__ import annotations
 from statectl.statefmt.errors import UsageError
 from statectl.statefmt.ids import OperatorRef
 from statectl.statefmt.model import Savepoint
-from statectl.statefmt.vocabulary import OperatorStateKind
 
-from .resolve import NamedTables, TableChoice
+from .naming import NamedTables
+from .resolve import TableChoice
 
 OperatorName = OperatorRef | str
 
@@ -75,19 +75,6 @@ class LocalSavepointReader(NamedTables):
                             key_groups=key_groups)
         return table if domain is None else table.filter(pc.equal(table.column("domain"), domain))
 
-    def operator_state(self, operator: OperatorName, name: str):
-        """An operator state of any kind: ``value`` (list, union) or ``key``, ``value`` (broadcast)."""
-        return self._operator_state(operator, name, None)
-
-    def list_state(self, operator: OperatorName, name: str):
-        return self._operator_state(operator, name, OperatorStateKind.LIST)
-
-    def union_state(self, operator: OperatorName, name: str):
-        return self._operator_state(operator, name, OperatorStateKind.UNION)
-
-    def broadcast_state(self, operator: OperatorName, name: str):
-        return self._operator_state(operator, name, OperatorStateKind.BROADCAST)
-
     def table(self, choice: TableChoice):
         """The table a :class:`TableChoice` (see :meth:`choose`) names."""
         from .local import local_table
@@ -100,9 +87,6 @@ class LocalSavepointReader(NamedTables):
 
     def register_views(self):
         raise _needs_spark("register_views")
-
-    def _operator_state(self, operator: OperatorName, name: str, kind: str | None):
-        return self.table(self._operator_state_choice(operator, name, kind))
 
 
 def _needs_spark(what: str) -> SparkRequiredError:

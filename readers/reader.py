@@ -12,14 +12,14 @@ from statectl.statefmt.model import KEYED_PART, Savepoint
 from statectl.statefmt.formats import load
 from statectl.statefmt.types import quote_identifier
 from statectl.statefmt.validate import files_with_schemas
-from statectl.statefmt.vocabulary import OperatorStateKind
 
 from .catalogue import View, catalogue_frame, views
 from .explode import explode_frame
 from .files import Split, spark_file_key, split_key, splits
 from .keyed import keyed_table, timers_table
 from .operator_state import operator_state_table
-from .resolve import KEYED, TIMERS, NamedTables, TableChoice, check_operator_state, check_readable
+from .naming import NamedTables
+from .resolve import KEYED, TIMERS, TableChoice, check_operator_state, check_readable
 from .sources import table_source
 from .verify import verify_splits
 
@@ -110,19 +110,6 @@ class SavepointReader(NamedTables):
         return timers_table(self.spark, self.savepoint, op, domain, key_groups, include_key_group,
                             verify=self._verify, keys=keys)[0]
 
-    def operator_state(self, operator: OperatorName, name: str):
-        """An operator state of any kind: ``value`` (list, union) or ``key``, ``value`` (broadcast)."""
-        return self._operator_state(operator, name, None)
-
-    def list_state(self, operator: OperatorName, name: str):
-        return self._operator_state(operator, name, OperatorStateKind.LIST)
-
-    def union_state(self, operator: OperatorName, name: str):
-        return self._operator_state(operator, name, OperatorStateKind.UNION)
-
-    def broadcast_state(self, operator: OperatorName, name: str):
-        return self._operator_state(operator, name, OperatorStateKind.BROADCAST)
-
     def table(self, choice: TableChoice):
         """The table a :class:`TableChoice` (see :func:`choose_table`) names."""
         return self._frame(choice, self._verify)[0]
@@ -208,9 +195,6 @@ class SavepointReader(NamedTables):
                 for part in op.unreadable:
                     if view_name == f"{label}.{part.part}".lower():
                         check_readable(op, part.part)
-
-    def _operator_state(self, operator: OperatorName, name: str, kind: str | None):
-        return self._frame(self._operator_state_choice(operator, name, kind), self._verify)[0]
 
     def _frame(self, choice: TableChoice, verify=None):
         op = choice.operator
