@@ -26,19 +26,20 @@ from .verify import verify_splits
 OperatorName = OperatorRef | str
 
 
-def open_savepoint(source, location: str | Location | Savepoint | None = None, *, spark=None):
+def open_savepoint(source=None, location: str | Location | Savepoint | None = None, *, spark=None):
     """Open a savepoint (path, URI or loaded :class:`Savepoint`) for reading.
 
     ``open_savepoint(path)`` reads in this process, without Spark: a
     :class:`LocalSavepointReader`, whose tables are ``pyarrow.Table`` s.
-    ``open_savepoint(path, spark=spark)`` (or the earlier form ``open_savepoint(spark, path)``)
-    reads with that session: a :class:`SavepointReader`, whose tables are DataFrames.
+    ``open_savepoint(path, spark=spark)`` (or the earlier form ``open_savepoint(spark, path)``,
+    also with keywords ``spark=``, ``location=``) reads with that session: a
+    :class:`SavepointReader`, whose tables are DataFrames.
     """
     if location is None:
         location = source
-    elif spark is not None:
+    elif source is not None and spark is not None:
         raise UsageError("open_savepoint: give the session once, as open_savepoint(path, spark=spark)")
-    else:
+    elif source is not None:
         spark = source
     if not _is_location(location):
         raise UsageError(f"open_savepoint: expected a savepoint's path, URI or Savepoint, got "

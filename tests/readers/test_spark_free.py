@@ -194,11 +194,29 @@ def test_bad_reads_fail_alike_in_one_line(spark, own, call, error, message):
     assert message is None or local[1] == message
 
 
-@pytest.mark.parametrize("args, kwargs", [((), {}), ((42,), {}), (("a", "b"), {"spark": object()})])
-def test_open_savepoint_refuses_what_is_no_savepoint(args, kwargs):
+def test_every_form_of_open_savepoint(spark, own):
+    """The session first (positional or keywords, as before), as the keyword `spark=`, or none;
+    a path, a path-like or a loaded savepoint."""
+    path = own["canonical"]
+    with_spark = [open_savepoint(spark, path), open_savepoint(spark, location=path),
+                  open_savepoint(spark=spark, location=path), open_savepoint(path, spark=spark)]
+    without = [open_savepoint(path), open_savepoint(Path(path)), open_savepoint(location=path),
+               open_savepoint(with_spark[0].savepoint), open_savepoint(None, path)]
+    assert all(type(r) is SavepointReader and r.spark is spark for r in with_spark)
+    assert all(type(r) is LocalSavepointReader for r in without)
+    assert {r.savepoint.savepoint_id for r in with_spark + without} == {with_spark[0].savepoint.savepoint_id}
+
+
+@pytest.mark.parametrize("args, kwargs, message", [
+    ((), {}, "open_savepoint: expected a savepoint's path, URI or Savepoint, got NoneType"),
+    ((42,), {}, "open_savepoint: expected a savepoint's path, URI or Savepoint, got int"),
+    ((object(), object()), {}, "open_savepoint: expected a savepoint's path, URI or Savepoint, got object"),
+    (("a", "b"), {"spark": object()}, "open_savepoint: give the session once, as open_savepoint(path, spark=spark)"),
+])
+def test_open_savepoint_refuses_what_is_no_savepoint(args, kwargs, message):
     with pytest.raises(StatectlError) as e:
-        open_savepoint(*args, **kwargs) if args else open_savepoint(None)
-    assert str(e.value).startswith("open_savepoint: ")
+        open_savepoint(*args, **kwargs)
+    assert str(e.value).startswith(message)
 
 
 SCRIPT = textwrap.dedent("""
