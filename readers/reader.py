@@ -99,7 +99,7 @@ class SavepointReader(NamedTables):
         choice, flattened = self._keyed_choice(operator, states, keys, explode)
         op = choice.operator
         df = keyed_table(self.spark, self.savepoint, op, choice.states, key_groups, include_key_group,
-                         verify=self._verify, keys=keys)[0]
+                         verify=self._verify, keys=choice.keys)[0]
         return explode_frame(df, op, flattened) if flattened is not None else df
 
     def timers(self, operator: OperatorName, domain: str | None = None, *,
@@ -107,9 +107,9 @@ class SavepointReader(NamedTables):
                keys: list | None = None):
         """Timers: key column(s), ``namespace`` if any, ``timestamp``, ``domain`` (and a
         Flink timer's ``service``); *keys* as for :meth:`keyed`."""
-        op = self._timers_choice(operator, domain, keys).operator
-        return timers_table(self.spark, self.savepoint, op, domain, key_groups, include_key_group,
-                            verify=self._verify, keys=keys)[0]
+        choice = self._timers_choice(operator, domain, keys)
+        return timers_table(self.spark, self.savepoint, choice.operator, domain, key_groups,
+                            include_key_group, verify=self._verify, keys=choice.keys)[0]
 
     def table(self, choice: TableChoice):
         """The table a :class:`TableChoice` (see :func:`choose_table`) names."""

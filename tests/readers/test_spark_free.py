@@ -131,6 +131,7 @@ def test_every_argument_of_a_read(spark, own):
         "states": lambda r: r.keyed("proc", states=["count", "total"]),
         "one state": lambda r: r.keyed("proc", "events"),
         "keys": lambda r: r.keyed("proc", keys=["u0", "u2", "nobody"]),
+        "keys once": lambda r: r.keyed("proc", keys=(k for k in ["u0", "u2"])),  # a generator
         "tuple keys": lambda r: r.keyed("win", keys=[("a", 1), ("b", 2)]),
         "key groups": lambda r: r.keyed("proc", key_groups=(0, 3), include_key_group=True),
         "explode list": lambda r: r.keyed("proc", "events", explode=True),
@@ -143,7 +144,7 @@ def test_every_argument_of_a_read(spark, own):
         "choice": lambda r: r.table(r.choose("proc", ["seen"])),
     }
     counts = {what: assert_same(read(local), read(remote), what) for what, read in reads.items()}
-    assert counts == {"states": 6, "one state": 4, "keys": 2, "tuple keys": 2, "key groups": counts["key groups"],
+    assert counts == {"states": 6, "one state": 4, "keys": 2, "keys once": 2, "tuple keys": 2, "key groups": counts["key groups"],
                       "explode list": 5, "explode map": 4, "event timers": 2, "timers of keys": 1,
                       "list": 3, "union": 4, "broadcast": 2, "choice": 3}
     in_range = local.keyed("proc", key_groups=(0, 3), include_key_group=True)
