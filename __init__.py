@@ -1,36 +1,58 @@
-"""statectl: read, bootstrap, modify and rescale stream-processing savepoints with Spark.
+"""statectl: read, bootstrap, modify and rescale stream-processing savepoints.
 
-The packages live in this repository's top-level folders and install under one
-import name: ``statectl.statefmt`` (the formats, no Spark), ``statectl.backends``
-(job-side state backends), ``statectl.readers``
-(savepoints as DataFrames), ``statectl.writers`` (DataFrames into savepoints)
-and ``statectl.cli`` (the command). The public API is re-exported here; importing
-``statectl`` does not start (or import) Spark.
+The public Python API is this package's ``__all__``: import it from ``statectl`` only.
 
-    from statectl import open_savepoint, SavepointWriter, rescale, diff_savepoints
+    from statectl import open_savepoint, SavepointWriter, OperatorData, KeyedData, ValueState
+
+    sp = open_savepoint("savepoints/sp-42")                 # no Spark: pyarrow.Table results
+    sp = open_savepoint("savepoints/sp-42", spark=spark)    # Spark DataFrames
+
+The subpackages (``statectl.statefmt``, ``statectl.readers``, ``statectl.writers``,
+``statectl.backends``, ``statectl.cli``) are internal: their modules and names may move.
+Importing ``statectl`` imports none of them, nor Spark or pyarrow: each name below is
+imported on first use (PEP 562).
 """
+
+from importlib import import_module
 
 __version__ = "0.1.0"
 
+_ERRORS = (
+    "StatectlError", "UsageError", "NotASavepointError", "MetadataError",
+    "UnsupportedVersionError", "UnsafeReferenceError", "MissingFileError", "IntegrityError",
+    "DataFileError", "LimitError", "UnknownOperatorError", "UnknownStateError",
+    "UnreadableStateError", "KeyTypeError", "SavepointExistsError", "DuplicateKeyError",
+    "FlinkFormatError", "UnsupportedFlinkFeature", "FlinkEncodeError",
+)
+_WRITING = (
+    "SavepointWriter", "WriteReport", "OperatorReport", "OperatorData", "KeyedData",
+    "KeyedFunction", "KeyContext", "StateDescriptor", "ValueState", "ListState", "MapState",
+    "ReducingState", "AggregatingState", "Timers", "OperatorListState", "UnionListState",
+    "BroadcastState", "SpecError", "InputError", "NullKeyError", "StateValueError",
+    "WriteFailedError",
+)
+
+# Each public name and the module it is taken from (imported when the name is first used).
+_EXPORTS = {
+    **dict.fromkeys(("open_savepoint", "SavepointReader", "LocalSavepointReader", "SparkRequiredError",
+                     "diff_savepoints", "SavepointDiff"), ".readers"),
+    "OperatorRef": ".statefmt.ids",
+    **dict.fromkeys(_ERRORS, ".statefmt.errors"),
+    **dict.fromkeys(_WRITING, ".writers"),
+    **dict.fromkeys(("rescale", "Rescale"), ".writers.rescale"),
+    **dict.fromkeys(("HeapBackend", "RocksDBBackend", "commit_snapshots"), ".backends"),
+}
+
+__all__ = [*_EXPORTS, "__version__"]
+
 
 def __getattr__(name: str):
-    # imported on first use, so `import statectl` (and so `import statectl.cli`) stays light
-    if name == "StatectlError":
-        from .statefmt.errors import StatectlError
-        return StatectlError
-    if name == "open_savepoint":
-        from .readers import open_savepoint
-        return open_savepoint
-    if name == "SavepointWriter":
-        from .writers import SavepointWriter
-        return SavepointWriter
-    if name == "diff_savepoints":
-        from .readers.diff import diff_savepoints
-        return diff_savepoints
-    if name == "rescale":
-        from .writers.rescale import rescale
-        return rescale
-    raise AttributeError(f"module 'statectl' has no attribute {name!r}")
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'statectl' has no attribute {name!r}")
+    value = getattr(import_module(_EXPORTS[name], __name__), name)
+    globals()[name] = value
+    return value
 
 
-__all__ = ["open_savepoint", "SavepointWriter", "rescale", "diff_savepoints", "StatectlError", "__version__"]
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

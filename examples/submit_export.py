@@ -19,7 +19,7 @@ from statectl import open_savepoint
 def main(savepoint: str, uid: str, output: str) -> None:
     spark = SparkSession.builder.appName("statectl-export").getOrCreate()
     try:
-        open_savepoint(spark, savepoint).keyed(uid).write.parquet(output)
+        open_savepoint(savepoint, spark=spark).keyed(uid).write.parquet(output)
     finally:
         spark.stop()
 

@@ -1,22 +1,26 @@
-"""Savepoints as Spark DataFrames: every kind of state, through one table source per format.
+"""Internal: savepoints as tables. The public API is ``statectl`` (its ``__all__``); the modules
+and names of this package may move.
 
-Each operator's tables are read by the table source of its format (`readers.sources`):
-Parquet files by Spark's own reader, other splits by one Python Data Source whose tasks
-run the decoder the local engine (`readers.local`) runs in-process.
-
-    from statectl.readers import open_savepoint
-    sp = open_savepoint(spark, "s3://bucket/savepoints/sp-42")
-    sp.catalogue().show()
+    from statectl import open_savepoint
+    sp = open_savepoint("s3://bucket/savepoints/sp-42", spark=spark)   # DataFrames
     sp.keyed("counter", states=["count"]).groupBy("count").count().show()
     sp.sql("SELECT * FROM `source.offsets`")
+    open_savepoint("s3://bucket/savepoints/sp-42").keyed("counter")     # pyarrow.Table, no Spark
+
+Each operator's tables are read by the table source of its format (`readers.sources`):
+with a session (`readers.reader.SavepointReader`), Parquet files by Spark's own reader and
+other splits by one Python Data Source whose tasks run the decoder the local engine
+(`readers.local`) runs in-process; without one (`readers.local_reader.LocalSavepointReader`),
+every split by that local engine. Both name tables through `readers.resolve.NamedTables`.
 
 Importing this package does not import or start Spark.
 """
 
 from .catalogue import CATALOGUE_VIEW
 from .diff import SavepointDiff, diff_savepoints
+from .local_reader import LocalSavepointReader, SparkRequiredError
 from .reader import SavepointReader, open_savepoint
 from .resolve import TableChoice, choose_table, find_operator
 
-__all__ = ["open_savepoint", "SavepointReader", "TableChoice", "choose_table", "find_operator",
+__all__ = ["open_savepoint", "SavepointReader", "LocalSavepointReader", "SparkRequiredError", "TableChoice", "choose_table", "find_operator",
            "CATALOGUE_VIEW", "diff_savepoints", "SavepointDiff"]

@@ -100,3 +100,14 @@ def catalogue_rows(sp: Savepoint) -> list[tuple]:
 def catalogue_frame(spark, sp: Savepoint):
     """The catalogue as a DataFrame (built from `_metadata`, not from state data)."""
     return spark.createDataFrame(catalogue_rows(sp), CATALOGUE_DDL)
+
+
+def catalogue_table(sp: Savepoint):
+    """The catalogue as a ``pyarrow.Table``: the columns and types of :func:`catalogue_frame`."""
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64()}
+    fields = [pa.field(name.strip("`"), types[kind])
+              for name, kind in (column.split() for column in CATALOGUE_DDL.split(", "))]
+    schema = pa.schema(fields)
+    return pa.Table.from_pylist([dict(zip(schema.names, row)) for row in catalogue_rows(sp)], schema)

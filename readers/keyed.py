@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from statectl.statefmt.errors import UsageError
 from statectl.statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, Operator, Savepoint
-from statectl.statefmt.vocabulary import TimerDomain
 
 from .keys import key_filter
-from .resolve import KEYED, TIMERS
+from .resolve import KEYED, TIMERS, check_domain
 from .sources import table_source
 
 
@@ -84,8 +82,7 @@ def timers_table(spark, sp: Savepoint, op: Operator, domain: str | None = None,
     ``service`` for Flink)."""
     from pyspark.sql import functions as F
 
-    if domain is not None and domain not in TimerDomain.words():
-        raise UsageError(f"timer domain must be one of {', '.join(TimerDomain)}, got {domain!r}")
+    check_domain(domain)
     df, parts, source = _rows(spark, sp, op, TIMERS, key_groups, verify, keys)
     if domain is not None:
         df = df.filter(F.col("domain") == domain)

@@ -25,13 +25,15 @@ from .tablesource import TableSource
 
 
 def local_table(sp: Savepoint, choice: TableChoice, limit: int | None = None,
-                include_key_group: bool = False) -> pa.Table:
+                include_key_group: bool = False,
+                key_groups: tuple[int, int] | None = None) -> pa.Table:
     """The rows of *choice* (at most *limit*), as `SavepointReader.table` gives them; with
-    *include_key_group*, a keyed table's or timers' ``_key_group`` first, as
-    `SavepointReader.keyed(include_key_group=True)` gives it."""
+    *include_key_group*, a keyed table's or timers' ``_key_group`` first, and with *key_groups*
+    ``(first, last)`` only that range of key groups, as `SavepointReader.keyed` gives them."""
     source = table_source(sp, choice.operator)
-    keys, groups, span = key_filter(source, choice.keys, None)
-    keep = _row_filter(choice.operator, keys, groups, choice.states if choice.kind == KEYED else ())
+    keys, groups, span = key_filter(source, choice.keys, key_groups)
+    keep = _row_filter(choice.operator, keys, groups, choice.states if choice.kind == KEYED else (),
+                       span if choice.kind != OPERATOR_STATE else None)
     wanted = _columns(source, choice)
     if include_key_group and choice.kind != OPERATOR_STATE:
         wanted = [KEY_GROUP_COLUMN, *wanted]
@@ -68,14 +70,18 @@ def _columns(source: TableSource, choice: TableChoice) -> list[str]:
     return wanted + [c for n in names for c in op.keyed.state(n).columns]
 
 
-def _row_filter(op: Operator, keys, groups, states):
-    """A batch's mask: the key filter's keys exactly; with chosen states, rows holding one."""
-    if keys is None and not states:
+def _row_filter(op: Operator, keys, groups, states, span=None):
+    """A batch's mask: the key filter's keys exactly; with chosen states, rows holding one;
+    with a *span* ``(first, last)``, rows of those key groups."""
+    if keys is None and not states and span is None:
         return None
     names = op.keyed.key_names
 
     def keep(batch: pa.RecordBatch) -> pa.Array:
         mask = pa.array([True] * batch.num_rows)
+        if span is not None:
+            column = batch.column(KEY_GROUP_COLUMN)
+            mask = pc.and_(pc.greater_equal(column, span[0]), pc.less_equal(column, span[1]))
         if keys is not None:
             column = batch.column(KEY_GROUP_COLUMN)
             in_groups = pc.is_in(column, pa.array(groups or [], column.type))

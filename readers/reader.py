@@ -1,47 +1,67 @@
-"""`open_savepoint`: a savepoint as a small database of Spark DataFrames."""
+"""`open_savepoint`, and `SavepointReader`: a savepoint as a small database of Spark DataFrames."""
 
 from __future__ import annotations
 
+import os
 import re
 
-from statectl.statefmt.errors import StatectlError, UnknownStateError, UsageError, first_line
+from statectl.statefmt.errors import StatectlError, UsageError, first_line
 from statectl.statefmt.fs import Location
 from statectl.statefmt.ids import OperatorRef
-from statectl.statefmt.model import KEYED_PART, Operator, Savepoint
+from statectl.statefmt.model import KEYED_PART, Savepoint
 from statectl.statefmt.formats import load
 from statectl.statefmt.types import quote_identifier
 from statectl.statefmt.validate import files_with_schemas
-from statectl.statefmt.vocabulary import OperatorStateKind
 
 from .catalogue import View, catalogue_frame, views
-from .explode import explode_frame, exploded_state
+from .explode import explode_frame
 from .files import Split, spark_file_key, split_key, splits
 from .keyed import keyed_table, timers_table
 from .operator_state import operator_state_table
-from .resolve import (
-    KEYED,
-    TIMERS,
-    TableChoice,
-    check_keyed_states,
-    check_readable,
-    check_operator_state,
-    choose_table,
-    describe_states,
-    find_operator,
-)
+from .naming import NamedTables
+from .resolve import KEYED, TIMERS, TableChoice, check_operator_state, check_readable
 from .sources import table_source
 from .verify import verify_splits
 
 OperatorName = OperatorRef | str
 
 
-def open_savepoint(spark, location: str | Location | Savepoint) -> "SavepointReader":
-    """Open a savepoint (path, URI or loaded :class:`Savepoint`) for reading with *spark*."""
-    sp = location if isinstance(location, Savepoint) else load(location)
+def open_savepoint(source=None, location: str | Location | Savepoint | None = None, *, spark=None):
+    """Open a savepoint (path, URI or loaded :class:`Savepoint`) for reading.
+
+    ``open_savepoint(path)`` reads in this process, without Spark: a
+    :class:`LocalSavepointReader`, whose tables are ``pyarrow.Table`` s.
+    ``open_savepoint(path, spark=spark)`` (or the earlier form ``open_savepoint(spark, path)``,
+    also with keywords ``spark=``, ``location=``) reads with that session: a
+    :class:`SavepointReader`, whose tables are DataFrames.
+    """
+    if location is None:
+        location = source
+    elif source is not None and spark is not None:
+        raise UsageError("open_savepoint: give the session once, as open_savepoint(path, spark=spark)")
+    elif source is not None:
+        spark = source
+    if not _is_location(location):
+        raise UsageError(f"open_savepoint: expected a savepoint's path, URI or Savepoint, got "
+                         f"{type(location).__name__} (open_savepoint(path) or "
+                         "open_savepoint(path, spark=spark))")
+    sp = location if isinstance(location, Savepoint) else load(_as_location(location))
+    if spark is None:
+        from .local_reader import LocalSavepointReader
+
+        return LocalSavepointReader(sp)
     return SavepointReader(spark, sp)
 
 
-class SavepointReader:
+def _is_location(value) -> bool:
+    return isinstance(value, (str, os.PathLike, Location, Savepoint))
+
+
+def _as_location(value):
+    return os.fspath(value) if isinstance(value, os.PathLike) else value
+
+
+class SavepointReader(NamedTables):
     """Every state of a savepoint as a DataFrame.
 
     Operators are named by uid, by :class:`OperatorRef`, or by operator id when
@@ -58,9 +78,6 @@ class SavepointReader:
         self._verified: set[str] = set()
 
     # --- metadata -----------------------------------------------------------
-    def operator(self, operator: OperatorName) -> Operator:
-        return find_operator(self.savepoint, operator)
-
     def catalogue(self):
         """One row per state: uid, operator id, state, scope, kind, type, key, namespace,
         parallelism, max parallelism, files, rows, bytes and its `sql` view name."""
@@ -79,13 +96,10 @@ class SavepointReader:
         state (of *states*, or the operator's only one) into a row per element (``index``)
         or entry (``map_key``), as ``read --explode`` does.
         """
-        op = self._keyed_operator(operator)
-        chosen = check_keyed_states(op, states)
-        flattened = exploded_state(TableChoice(op, KEYED, chosen)) if explode else None
-        if flattened is not None:
-            chosen = (flattened.name,)
-        df = keyed_table(self.spark, self.savepoint, op, chosen, key_groups, include_key_group,
-                         verify=self._verify, keys=keys)[0]
+        choice, flattened = self._keyed_choice(operator, states, keys, explode)
+        op = choice.operator
+        df = keyed_table(self.spark, self.savepoint, op, choice.states, key_groups, include_key_group,
+                         verify=self._verify, keys=choice.keys)[0]
         return explode_frame(df, op, flattened) if flattened is not None else df
 
     def timers(self, operator: OperatorName, domain: str | None = None, *,
@@ -93,35 +107,15 @@ class SavepointReader:
                keys: list | None = None):
         """Timers: key column(s), ``namespace`` if any, ``timestamp``, ``domain`` (and a
         Flink timer's ``service``); *keys* as for :meth:`keyed`."""
-        op = self._keyed_operator(operator)
-        return timers_table(self.spark, self.savepoint, op, domain, key_groups, include_key_group,
-                            verify=self._verify, keys=keys)[0]
-
-    def operator_state(self, operator: OperatorName, name: str):
-        """An operator state of any kind: ``value`` (list, union) or ``key``, ``value`` (broadcast)."""
-        return self._operator_state(operator, name, None)
-
-    def list_state(self, operator: OperatorName, name: str):
-        return self._operator_state(operator, name, OperatorStateKind.LIST)
-
-    def union_state(self, operator: OperatorName, name: str):
-        return self._operator_state(operator, name, OperatorStateKind.UNION)
-
-    def broadcast_state(self, operator: OperatorName, name: str):
-        return self._operator_state(operator, name, OperatorStateKind.BROADCAST)
+        choice = self._timers_choice(operator, domain, keys)
+        return timers_table(self.spark, self.savepoint, choice.operator, domain, key_groups,
+                            include_key_group, verify=self._verify, keys=choice.keys)[0]
 
     def table(self, choice: TableChoice):
         """The table a :class:`TableChoice` (see :func:`choose_table`) names."""
         return self._frame(choice, self._verify)[0]
 
-    def choose(self, operator: OperatorName, states: list[str] | None = None,
-               timers: bool = False) -> TableChoice:
-        return choose_table(self.operator(operator), states, timers)
-
     # --- SQL ----------------------------------------------------------------
-    def view_names(self) -> list[str]:
-        return [v.name for v in views(self.savepoint)]
-
     def register_views(self) -> list[str]:
         """Register every state as a temporary view (names: see `statectl.readers.catalogue`).
 
@@ -202,19 +196,6 @@ class SavepointReader:
                 for part in op.unreadable:
                     if view_name == f"{label}.{part.part}".lower():
                         check_readable(op, part.part)
-
-    def _keyed_operator(self, operator: OperatorName) -> Operator:
-        op = self.operator(operator)
-        check_readable(op, KEYED_PART)
-        if op.keyed is None:
-            raise UnknownStateError(
-                f"operator {op.label} has no keyed state; it has {describe_states(op)}")
-        return op
-
-    def _operator_state(self, operator: OperatorName, name: str, kind: str | None):
-        op = self.operator(operator)
-        state = check_operator_state(op, name, kind)
-        return operator_state_table(self.spark, self.savepoint, op, state, self._verify)[0]
 
     def _frame(self, choice: TableChoice, verify=None):
         op = choice.operator

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from statectl.statefmt.errors import UnknownStateError, UsageError
 from statectl.statefmt.ids import OperatorRef
 from statectl.statefmt.model import KEYED_PART, Operator, Savepoint, cannot_read
-from statectl.statefmt.vocabulary import KeyedTable
+from statectl.statefmt.vocabulary import KeyedTable, TimerDomain
 
 KEYED, TIMERS = KeyedTable.KEYED, KeyedTable.TIMERS
 OPERATOR_STATE = "operator"
@@ -127,3 +127,10 @@ def choose_table(op: Operator, states: list[str] | None = None, timers: bool = F
                              "read it alone (several --state options are for keyed states)")
         return TableChoice(op, OPERATOR_STATE, (states[0],))
     return TableChoice(op, KEYED, check_keyed_states(op, states))
+
+
+def check_domain(domain: str | None) -> None:
+    """A timer domain to keep (``event``, ``processing``) or None (both)."""
+    if domain is not None and domain not in TimerDomain.words():
+        raise UsageError(f"timer domain must be one of {', '.join(TimerDomain)}, got {domain!r}")
+
