@@ -1,5 +1,8 @@
 """Job-side state backends: restore one subtask's state from a savepoint, use it, snapshot it.
 
+Internal: the public API is the ``statectl`` package (its ``__all__``); the modules and names
+here may move.
+
 :class:`HeapBackend` keeps state in Python dicts; :class:`RocksDBBackend` in
 RocksDB through rocksdict. Both restore only the key-group range their
 subtask owns, at any parallelism, and snapshot into files that

@@ -191,12 +191,13 @@ def with_keys(sp, choice, texts: list[str]):
     """*choice* restricted to the keys given by ``--key``, checked (and hashed) before Spark starts."""
     import dataclasses
 
-    from statectl.readers.keys import key_groups, key_values, parse_key
+    from statectl.readers.keys import KeyFilter, parse_key
     from statectl.readers.resolve import OPERATOR_STATE
+    from statectl.readers.sources import table_source
 
     if choice.kind == OPERATOR_STATE:
         raise UsageError("--key filters a keyed table or its timers, not an operator state")
     op = choice.operator
     keys = [parse_key(op, t) for t in texts]
-    key_groups(sp, op, key_values(op, keys))  # a key the hash cannot take fails here
-    return dataclasses.replace(choice, keys=tuple(keys))
+    # hashed once, here (a key the hash cannot take fails before Spark starts); the read uses it
+    return dataclasses.replace(choice, keys=KeyFilter.of(table_source(sp, op), keys))

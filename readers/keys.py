@@ -8,9 +8,10 @@ holding those key groups are read, then rows are filtered to the keys exactly.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from statectl.statefmt.errors import KeyTypeError, UsageError
-from statectl.statefmt.model import Operator, Savepoint
+from statectl.statefmt.model import Operator
 
 
 def key_values(op: Operator, keys) -> list[tuple]:
@@ -26,27 +27,38 @@ def key_values(op: Operator, keys) -> list[tuple]:
     return out
 
 
-def key_groups(sp: Savepoint, op: Operator, keys: list[tuple]) -> list[int]:
-    """The key groups of *keys* (tuples of key-column values), sorted, without repeats."""
-    from .sources import table_source
+@dataclass(frozen=True)
+class KeyFilter:
+    """Keys to read, checked against the operator's key and hashed once: each key as a tuple of
+    key-column values, and the key groups that can hold them (sorted, without repeats). A
+    :class:`~readers.resolve.TableChoice` keeps it, so a read of the choice hashes nothing."""
 
-    return table_source(sp, op).key_groups(keys)
+    keys: tuple[tuple, ...]
+    groups: tuple[int, ...]
+
+    @classmethod
+    def of(cls, source, keys) -> "KeyFilter":
+        """The filter of *keys* (a value each, a sequence for a tuple key) on a read of *source*
+        (a :class:`readers.tablesource.TableSource`), hashed by its format."""
+        values = key_values(source.operator, keys)
+        if not values:
+            raise UsageError("keys: give at least one key")
+        return cls(tuple(values), tuple(source.key_groups(values)))
 
 
 def key_filter(source, keys, key_groups: tuple[int, int] | None):
     """(keys as tuples, their key groups, the span of key groups to read) of a read of
-    *source* (a :class:`readers.tablesource.TableSource`) with a key filter *keys* and a
-    range *key_groups* ``(first, last)``; without keys: (None, None, *key_groups*)."""
+    *source* (a :class:`readers.tablesource.TableSource`) with a key filter *keys* (a
+    :class:`KeyFilter`, or the keys to make one of) and a range *key_groups* ``(first,
+    last)``; without keys: (None, None, *key_groups*)."""
     if key_groups is not None:
         first, last = key_groups
         if not (isinstance(first, int) and isinstance(last, int) and 0 <= first <= last):
             raise UsageError(f"key_groups must be (first, last) with 0 <= first <= last, got {key_groups!r}")
     if keys is None:
         return None, None, key_groups
-    keys = key_values(source.operator, keys)
-    if not keys:
-        raise UsageError("keys: give at least one key")
-    groups = source.key_groups(keys)
+    found = keys if isinstance(keys, KeyFilter) else KeyFilter.of(source, keys)
+    keys, groups = list(found.keys), list(found.groups)
     if key_groups is not None:
         groups = [g for g in groups if key_groups[0] <= g <= key_groups[1]]
     return keys, groups, (groups[0], groups[-1]) if groups else (0, 0)

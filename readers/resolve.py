@@ -25,7 +25,7 @@ class TableChoice:
     operator: Operator
     kind: str  # KEYED, TIMERS or OPERATOR_STATE
     states: tuple[str, ...] = ()  # KEYED: chosen keyed states (all if empty); else the state
-    keys: tuple | None = None  # KEYED, TIMERS: only these keys (see readers/keys.py)
+    keys: tuple | None = None  # KEYED, TIMERS: only these keys, or their KeyFilter (readers/keys.py)
 
     @property
     def table(self) -> str:

@@ -1,5 +1,8 @@
 """The savepoint formats: model, `_metadata` codec, key groups, and one home per physical format.
 
+Internal: the public API is the ``statectl`` package (its ``__all__``); the modules and names
+here may move.
+
 - statectl's own family: :mod:`.canonical` (Parquet, the default) and
   :mod:`.rocksdb` (each subtask's RocksDB database), sharing :mod:`.model`,
   :mod:`.metadata`, :mod:`.savepoint` and :mod:`.keygroups`;

@@ -1,6 +1,6 @@
 """The public Python API is `statectl`'s `__all__`: exactly these names, each resolving, listed by
 `dir`, none importing Spark or pyarrow until used; and every example a user reads (README,
-docs/*.md, examples/*.py, the readers' package docstring) imports from `statectl` only."""
+docs/*.md, examples/*.py, the readers' and writers' package docstrings) imports from `statectl` only."""
 
 from __future__ import annotations
 
@@ -116,10 +116,11 @@ def test_example_programs_import_from_statectl_only(path):
     assert [m for m in modules if m.startswith("statectl.")] == []
 
 
-def test_the_readers_docstring_imports_from_statectl_only():
-    import statectl.readers
+@pytest.mark.parametrize("package", ["readers", "writers"])
+def test_the_packages_docstrings_import_from_statectl_only(package):
+    import importlib
 
-    assert deep_imports(statectl.readers.__doc__) == []
+    assert deep_imports(importlib.import_module(f"statectl.{package}").__doc__) == []
 
 
 def test_the_scan_finds_a_deep_import():

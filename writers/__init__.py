@@ -1,12 +1,15 @@
 """Writing savepoints from Spark DataFrames: bootstrap new ones, derive modified ones.
 
-    from statectl.writers import SavepointWriter, OperatorData, KeyedData, ValueState, ListState
+Internal: the public API is the ``statectl`` package (its ``__all__``); the modules and names
+here may move.
+
+    from statectl import SavepointWriter, OperatorData, KeyedData, ValueState, ListState
 
     writer = SavepointWriter.new(max_parallelism=128)
     writer.with_operator(OperatorData("proc", parallelism=2, keyed=KeyedData(
         key=["user"], data=events, states=[ValueState("count", column="n"),
                                            ListState("events", column="event")])))
-    writer.write("out/savepoint", spark)
+    writer.write("out/savepoint", spark=spark)
 
     SavepointWriter.from_existing("sp1").remove_operator("old").write("sp2")
 
