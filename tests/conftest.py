@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 import temp_folders
 from cli_runner import statectl, statectl_in_process, statectl_process  # noqa: F401 (for tests)
@@ -20,6 +21,14 @@ from spark_session import running_spark, stop_suite_spark, suite_spark
 
 REPO = Path(__file__).resolve().parent.parent
 SUITE_TMP = temp_folders.use_own_tempdir()  # before any test, Spark or subprocess starts
+
+# Hypothesis's per-example deadline (200 ms by default) is a wall-clock check: on a machine shared
+# with other work (or by xdist workers and their JVMs) an example of a correct test can take longer,
+# and the first example of many tests loads compiled kernels. The suite runs without it; a test
+# that wants a time limit asserts one itself. Loaded here, before any test module makes its
+# `settings(...)`, so every `@given` in the suite inherits it.
+settings.register_profile("statectl", deadline=None)
+settings.load_profile("statectl")
 
 
 def pytest_xdist_auto_num_workers(config):

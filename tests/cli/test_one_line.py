@@ -115,7 +115,7 @@ def _render(call) -> str:
 text = st.text(min_size=1, max_size=30)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @example(s="\x1f\x1f\u20280")  # a line separator once broke a table cell
 @given(s=text)
 def test_every_renderer_prints_any_string_as_itself(s):

@@ -88,7 +88,7 @@ def values(t, nullable=False):
 typed_values = types().flatmap(lambda t: st.tuples(st.just(logical(t)), values(t)))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(typed_values)
 def test_round_trip_is_exact_and_matches_arrow(tv):
     t, v = tv
@@ -100,7 +100,7 @@ def test_round_trip_is_exact_and_matches_arrow(tv):
     assert pa.array([back], to_arrow(t)).to_pylist() == [v]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(st.lists(typed_values, min_size=1, max_size=4))
 def test_concatenated_values_parse_back(tvs):
     """Self-delimiting: encodings laid end to end decode one by one."""

@@ -255,7 +255,7 @@ def own_canonical(bases):
     return sp, _check_full_read("own-canonical", sp)
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=4, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(max_p=st.integers(min_value=PROC_PARALLELISM, max_value=1024).filter(lambda m: m != 128))
 @example(max_p=PROC_PARALLELISM)  # as many key groups as subtasks, fewer than union-op's subtasks
 @example(max_p=1024)
