@@ -181,8 +181,10 @@ def test_interval_join_caches_and_cleanup_timers(ops):
 
 
 def test_over_aggregate(ops):
+    """Every key the model says the OVER aggregate holds is read, none more, each with its state."""
     rows = ops.rows("OverAggregate[67]")
     acc = ops.model("OverAggregate[67]", "accState")
+    assert acc and set(rows) == set(acc)
     for k, row in rows.items():
         count, total, count1, (mn, size, _) = plain(row["accState"])
         assert [count, total, count1, [mn, size]] == acc[k][:3] + [acc[k][3][:2]]
