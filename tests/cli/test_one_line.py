@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 
 from statectl.cli.output import RichOutput, print_error, printable
 
-from builders import build_full_savepoint
-from conftest import REPO, statectl
-from untrusted_helpers import assert_one_error_line, edit_metadata, snapshot
+from support.builders import build_full_savepoint
+from support import REPO
+from support.cli_runner import statectl
+from support.untrusted_helpers import assert_one_error_line, edit_metadata, snapshot
 
 
 def _metadata(tmp_path):

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_backends_codec import KEY_TYPES, logical, types, values
+from support.logical_values import KEY_TYPES, logical, types, values
 
 from statectl.statefmt.errors import UsageError
 from statectl.statefmt.rocksdb import columnar

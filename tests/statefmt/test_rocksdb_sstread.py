@@ -17,7 +17,7 @@ from statectl.statefmt.flink.native_sst import SstSnapshot
 from statectl.statefmt.flink.rocksdb_native import open_rocksdb_snapshot
 from statectl.statefmt.rocksdb import sstkernels as K
 from statectl.statefmt.rocksdb.sstread import SstFile, SstFormatError, UnsupportedSstFeature
-from tests import sst_encode as E
+from support import sst_encode as E
 
 # keys from a small alphabet share prefixes often, so shared-prefix encoding is exercised
 KEYS = st.binary(min_size=1, max_size=10).map(lambda b: bytes(x % 3 + 0x61 for x in b))

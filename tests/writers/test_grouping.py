@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.savepoint_rows import keyed_rows
+from support.savepoint_rows import keyed_rows
 from statectl.writers import (
     DuplicateKeyError,
     KeyedData,

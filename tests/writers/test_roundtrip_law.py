@@ -24,13 +24,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import flink_job
-from cli_runner import statectl
+from support import flink_job
+from support.cli_runner import statectl
 from statectl.readers.local import local_table
 from statectl.readers.resolve import KEYED, OPERATOR_STATE, TIMERS, TableChoice
 from statectl.statefmt.flink.metadata import parse_metadata
 from statectl.statefmt.formats import load
-from test_flink_modify import digest
+from support.savepoint_rows import digest
 
 pytestmark = pytest.mark.slow  # rescales every savepoint of the suite there and back
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_runner import statectl_process
+from support.cli_runner import statectl_process
 from statectl.statefmt.errors import FlinkFormatError, UnsafeReferenceError
 from statectl.statefmt.flink.metadata import parse_metadata
 from statectl.statefmt.flink.savepoint import open_flink_savepoint

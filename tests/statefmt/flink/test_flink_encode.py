@@ -26,8 +26,8 @@ from statectl.statefmt.flink.savepoint import open_flink_savepoint
 from statectl.statefmt.flink.streamio import read_stream
 from statectl.statefmt.flink.snapshot_write import keyed_header, operator_header
 from statectl.statefmt.flink.types import Buf
-from tests.flink_expect import FIXTURE_NAMES, FIXTURES
-from tests.flink_shapes import HASHMAP_CANONICAL, SHAPES
+from support.flink_expect import FIXTURE_NAMES, FIXTURES
+from support.flink_shapes import HASHMAP_CANONICAL, SHAPES
 
 
 def decoded(t: T.FlinkType, values: pa.Array) -> pa.Array:

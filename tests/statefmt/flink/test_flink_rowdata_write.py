@@ -22,8 +22,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import flink_job
-import flink_rowdata
+from support import flink_job
+from support import flink_rowdata
 from statectl.statefmt.errors import FlinkEncodeError, KeyTypeError, UnsupportedFlinkFeature
 from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.binary import Reader
