@@ -45,7 +45,7 @@ def timed(args: list[str], env: dict[str, str] | None = None) -> tuple[float, fl
 def sql_job_savepoint() -> Path:
     """The suite's Flink 2.3 SQL job's RocksDB canonical savepoint (from its cache, or made once)."""
     sys.path.insert(0, str(REPO / "tests"))
-    import flink_job
+    from support import flink_job
 
     return Path(flink_job.make_sql_snapshot("2.3.0", backend="rocksdb", format="canonical").path)
 

@@ -46,7 +46,7 @@ TARGETS = {"flink canonical": 0.5, "flink rocksdb native": 0.3}
 
 def flink_savepoints(keys: int) -> dict[str, Path]:
     """The two Flink savepoints of *keys* keys (made once by the suite's job, then cached)."""
-    import flink_job
+    from support import flink_job
 
     specs = [dict(mode="size", keys=keys, backend="rocksdb", format=fmt)
              for fmt in ("canonical", "native")]

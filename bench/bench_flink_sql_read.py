@@ -61,7 +61,7 @@ class Case:
 
 def savepoints(keys: int, native: bool) -> list[Case]:
     """The SQL and DataStream savepoints (made once by the suite's job, in one JVM, then cached)."""
-    import flink_job
+    from support import flink_job
 
     formats = ("canonical", "native") if native else ("canonical",)
     specs = [dict(mode="sql-size", keys=keys, backend="rocksdb", format=f) for f in formats]

@@ -4,7 +4,7 @@ statectl's own canonical format: whole processes, in the same run.
     python bench/bench_flink_sql_rescale.py [--keys 1000000] [--max-parallelism 256] [--repeat 3]
                                             [--against PYTHONPATH]
 
-The savepoint is the suite's SQL size job's (``tests/flink_job.py``, mode ``sql-size``, Flink 2.3,
+The savepoint is the suite's SQL size job's (``tests/support/flink_job.py``, mode ``sql-size``, Flink 2.3,
 RocksDB, canonical; made once, then cached): ``SELECT k, COUNT(*), SUM(v), MAX(name) FROM src
 GROUP BY k`` over *keys* keys, at max parallelism 128. Its ``GroupAggregate[n]`` has no uid; it is
 found by its name (``operator_named``). Its keyed state ``accState`` holds one
@@ -141,7 +141,7 @@ def main() -> None:
     ap.add_argument("--against", metavar="PYTHONPATH", help="also time the rescale with this PYTHONPATH "
                     "(another checkout linked as <dir>/statectl; '' for the installed one), in the same turns")
     args = ap.parse_args()
-    import flink_job
+    from support import flink_job
 
     snap = flink_job.make_sql_size_snapshots(VERSION, keys=args.keys)[0]
     size, name, n = snap.expected["size"], snap.expected["operator"]["name"], args.max_parallelism

@@ -6,7 +6,7 @@ Takes (from the suite's cache, or makes with the suite's Flink job, Flink 2.3, R
 canonical format) the SQL size job's savepoint: ``SELECT k, COUNT(*), SUM(v), MAX(name) FROM src
 GROUP BY k`` over *keys* keys, one ``GroupAggregate`` whose keyed state ``accState`` holds one
 ``ROW<BIGINT, BIGINT, STRING>`` per ``ROW<INT>`` key (plus its timers, if any). Per subtask's
-stream, in process and without Spark (`tests/flink_sql_entries.py`):
+stream, in process and without Spark (`tests/support/flink_sql_entries.py`):
 
 - read: the stream decoded into its keyed and timers tables (``read_split``);
 - encode: the tables through the writer's ``EntryEncoder`` (key rows and their key groups,
@@ -45,8 +45,8 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    import flink_job
-    from flink_sql_entries import SplitRewrite
+    from support import flink_job
+    from support.flink_sql_entries import SplitRewrite
     from statectl.statefmt.flink.rowdata import RowData
     from statectl.statefmt.flink.savepoint import open_flink_savepoint
 

@@ -62,7 +62,7 @@ def build_flink(path: Path, operators: int) -> None:
     holding keyed state or operator state, each with its own uid, name and id, over copies of
     the real savepoint's stream files."""
     sys.path.insert(0, str(REPO / "tests"))
-    import flink_job
+    from support import flink_job
 
     from statectl.statefmt.flink.metadata import parse_metadata
     from statectl.statefmt.flink.metadata_write import encode_metadata

@@ -137,7 +137,7 @@ def load_average() -> str:
 
 def default_savepoint(keys: int) -> str:
     sys.path.insert(0, str(REPO / "tests"))
-    import flink_job
+    from support import flink_job
 
     (snap,) = flink_job.make_snapshots("2.3.0", [dict(mode="size", keys=keys, backend="rocksdb",
                                                       format="canonical")])

@@ -35,7 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-import flink_job  # noqa: E402
+from support import flink_job  # noqa: E402
 
 UID = "proc"
 QUERY = f"SELECT count(*) AS keys, sum(count) AS total, sum(size(events)) AS elements FROM {UID}"

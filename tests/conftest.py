@@ -2,24 +2,32 @@
 
 The test files sit in folders named like the package's (statefmt/, statefmt/flink/, backends/,
 readers/, writers/, cli/), flink_job/ holds the tests of the suite's real-Flink harness, and the
-package-wide ones stay here. The shared helpers (flink_job.py, cli_runner.py, ...) stay here too:
-this folder is on sys.path (pytest puts a rootdir conftest's folder there), so every test
-imports them by name. Test folders have no __init__.py; test file basenames are unique.
+package-wide ones stay here. What tests share (the Flink job's driver, the CLI runners, builders
+of savepoints, ...) is the package support/: this folder is on sys.path (pytest puts a rootdir
+conftest's folder there), so every test imports it as `support` (`from support import flink_job`).
+No test module imports another. Test folders have no __init__.py; test file basenames are unique.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
-import temp_folders
-from cli_runner import statectl, statectl_in_process, statectl_process  # noqa: F401 (for tests)
-from spark_session import running_spark, stop_suite_spark, suite_spark
+from support import temp_folders
+from support.cli_runner import statectl, statectl_in_process, statectl_process  # noqa: F401 (for tests)
+from support.spark_session import running_spark, stop_suite_spark, suite_spark
 
-REPO = Path(__file__).resolve().parent.parent
 SUITE_TMP = temp_folders.use_own_tempdir()  # before any test, Spark or subprocess starts
+
+# Hypothesis's per-example deadline (200 ms by default) is a wall-clock check: on a machine shared
+# with other work (or by xdist workers and their JVMs) an example of a correct test can take longer,
+# and the first example of many tests loads compiled kernels. The suite runs without it; a test
+# that wants a time limit asserts one itself. Loaded here, before any test module makes its
+# `settings(...)`, so every `@given` in the suite inherits it.
+settings.register_profile("statectl", deadline=None)
+settings.load_profile("statectl")
 
 
 def pytest_xdist_auto_num_workers(config):
@@ -88,7 +96,7 @@ def pytest_testnodedown(node, error):
 def spark_cluster():
     """A Spark standalone cluster on loopback (a master, two one-core workers) for the tests
     marked ``cluster``, started once and stopped at the end (see spark_cluster.SparkCluster)."""
-    from spark_cluster import SparkCluster
+    from support.spark_cluster import SparkCluster
 
     cluster = SparkCluster().start()
     yield cluster
@@ -106,7 +114,7 @@ def flink_savepoint():
     ``flink_savepoint(version="2.3.0", backend="rocksdb", format="canonical", key_type="long", ...)``
     returns a ``flink_job.Snapshot`` (path, expected.json). Knobs: ``flink_job.DEFAULTS``.
     Missing javac or Flink jars fail the test with the command that installs them."""
-    import flink_job
+    from support import flink_job
 
     def make(version: str = "2.3.0", **knobs):
         try:
@@ -121,7 +129,7 @@ def flink_savepoint():
 def flink_snapshots():
     """Like flink_savepoint, for several knob sets of one version made in one JVM:
     ``flink_snapshots("1.20.3", [dict(backend="hashmap"), dict(format="native")])``."""
-    import flink_job
+    from support import flink_job
 
     def make(version: str, specs: list[dict]):
         try:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from support import REPO
 
 PACKAGES = ("cli", "statefmt", "backends", "readers", "writers")
 

@@ -15,8 +15,10 @@ import tempfile
 
 import pytest
 
-from conftest import REPO, statectl, statectl_process
-from temp_folders import spark_scratch_dirs, statectl_entries
+from support import REPO
+
+from support.cli_runner import statectl, statectl_process
+from support.temp_folders import spark_scratch_dirs, statectl_entries
 from statectl.backends import RocksDBBackend
 from statectl.backends.base import Subtask
 from statectl.statefmt.errors import UsageError

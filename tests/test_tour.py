@@ -9,7 +9,9 @@ import shlex
 import pytest
 import yaml
 
-from conftest import REPO, statectl
+from support import REPO
+
+from support.cli_runner import statectl
 
 SQL_EXAMPLE = "examples/flink-sql/savepoint"
 GROUP_AGG, GROUP_AGG_ID = "GroupAggregate[4]", "212e7b15b7b0440bdd18c1658047cbf7"

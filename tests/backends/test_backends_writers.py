@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from statectl.backends import HeapBackend, RocksDBBackend
-from restore_checks import BOOT_TIMERS, ROWS_DDL, boot_states, expected, restored, rows
+from support.restore_checks import BOOT_TIMERS, ROWS_DDL, boot_states, expected, restored, rows
 from statectl.statefmt.formats import load
 from statectl.writers import KeyedData, OperatorData, SavepointWriter
 

@@ -47,25 +47,32 @@ def test_killed_job_ends_with_exactly_once_output(reference, tmp_path, backend, 
     work = tmp_path / "w"
     tmpdir = tmp_path / "tmp"  # the runs' temporary directory: killed runs leave nothing there
     tmpdir.mkdir()
+    # The job's last step is writing result.txt: while it is a named pipe nobody reads, a run that
+    # got through all its input and committed its last checkpoint waits there, so every kill finds
+    # the job still running, however fast it went (it never finishes on its own before the kill).
+    work.mkdir()
+    result = work / "result.txt"
+    os.mkfifo(result)
     rnd = random.Random(backend)
-    killed = 0
-    # kill while (or just after) writing checkpoints picked at random among the first 15 of
-    # 21: the checkpoints after the last target take longer than the wait before a kill
-    # (~35 ms each), so the job never ends on its own first
+    # kill while (or just after) writing checkpoints picked at random among the first 15 of 21,
+    # or, if the job outran the wait before the kill, while it waits to write its result
     for target in sorted(rnd.sample(range(2, 16), kills)):
         p = run(events, work, backend, tmpdir)
-        cp = work / "checkpoints" / f"cp-{target:06d}"
-        deadline = time.monotonic() + 60
-        while not cp.exists() and p.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.002)
-        time.sleep(rnd.uniform(0, 0.05))
-        if p.poll() is None:
+        try:
+            cp = work / "checkpoints" / f"cp-{target:06d}"
+            deadline = time.monotonic() + 60
+            while not cp.exists() and p.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.002)
+            time.sleep(rnd.uniform(0, 0.05))
+            assert p.poll() is None, p.stderr.read()  # held before finishing: it cannot have ended
             os.kill(p.pid, signal.SIGKILL)
-            killed += 1
-        p.wait(timeout=60)
-        if (work / "result.txt").exists():
-            break
-    assert killed == kills  # the job really died part-way, every time
+            assert p.wait(timeout=60) == -signal.SIGKILL  # the job died part-way, by the kill
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=60)
+    assert result.is_fifo()  # no killed run wrote a result
+    result.unlink()
     assert latest_checkpoint(str(work)) is not None  # and the next run restores
     p = run(events, work, backend, tmpdir)
     assert p.wait(timeout=120) == 0, p.stderr.read()

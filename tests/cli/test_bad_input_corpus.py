@@ -19,9 +19,10 @@ from typing import Callable
 
 import pytest
 
-from builders import build_full_savepoint
-from conftest import REPO, statectl
-from untrusted_helpers import assert_one_error_line, snapshot
+from support.builders import build_full_savepoint
+from support import REPO
+from support.cli_runner import statectl
+from support.untrusted_helpers import assert_one_error_line, snapshot
 
 
 @dataclass(frozen=True)

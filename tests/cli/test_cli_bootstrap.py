@@ -17,8 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from statectl.statefmt.formats import load
-from tests.conftest import REPO, statectl
-from tests.savepoint_rows import files_below, keyed_rows, state_rows, timer_rows, tree_digest
+from support import REPO
+from support.cli_runner import statectl
+from support.savepoint_rows import files_below, keyed_rows, state_rows, timer_rows, tree_digest
 
 EXAMPLES = REPO / "examples"
 

@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from builders import build_full_savepoint
-from conftest import statectl
+from support.builders import build_full_savepoint
+from support.cli_runner import statectl
 from statectl.statefmt.formats import load
 from statectl.statefmt.formats import commit
 from statectl.statefmt.savepoint import shallow_copy

@@ -16,8 +16,8 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import statectl, statectl_process
-from readers_savepoints import HIDDEN_ID, PARTITIONS, build_base, build_derived
+from support.cli_runner import statectl, statectl_process
+from support.readers_savepoints import HIDDEN_ID, PARTITIONS, build_base, build_derived
 
 OPERATORS = f"src, proc, win, rules, {HIDDEN_ID} (no uid)"
 

@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from cli_runner import statectl, statectl_in_process, statectl_process
-from readers_savepoints import build_base
+from support.cli_runner import statectl, statectl_in_process, statectl_process
+from support.readers_savepoints import build_base
 from statectl import __version__
 from statectl.cli.options import OPTIONS
 

@@ -1,4 +1,4 @@
-"""statectl on a real Spark standalone cluster (tests/spark_cluster.py): every command through
+"""statectl on a real Spark standalone cluster (tests/support/spark_cluster.py): every command through
 the console script with ``--master spark://...``, each result equal to local mode's.
 
 Executors are other JVMs and Pythons with their own working directory (the worker's) and their
@@ -22,10 +22,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import REPO, statectl, statectl_process
-from s3_store import start_s3_store
-from spark_cluster import spark_home
-from temp_folders import statectl_entries
+from support import REPO
+
+from support.cli_runner import statectl, statectl_process
+from support.s3_store import start_s3_store
+from support.spark_cluster import spark_home
+from support.temp_folders import statectl_entries
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from statectl.cli.output import human_bytes
-from tests.conftest import statectl
-from tests.flink_expect import FIXTURES, expected_of
-from tests.statefmt.flink.test_flink_errors import KEYED_HANDLE_AT, PROC_STREAM, edit_metadata
+from support.cli_runner import statectl
+from support.flink_expect import FIXTURES, expected_of
+from support.flink_metadata_edits import KEYED_HANDLE_AT, PROC_STREAM, edit_metadata
+from support.cli_runner import error_line
 
 LONG = FIXTURES / "long-hashmap-canonical" / "savepoint"
 INLINE = FIXTURES / "int-hashmap-native" / "savepoint"
@@ -24,15 +25,6 @@ def savepoint(tmp_path) -> Path:
     target = tmp_path / "sp"
     shutil.copytree(LONG, target)
     return target
-
-
-def error_line(result, sp: Path) -> str:
-    """The one line a failing command prints, with the savepoint's path as SP."""
-    assert result.returncode == 1, (result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    return lines[0].replace(str(sp), "SP")
 
 
 def test_info_json_describes_every_operator_and_state():

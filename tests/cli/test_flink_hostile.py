@@ -29,12 +29,12 @@ from pathlib import Path
 
 import pytest
 
-from cli_runner import statectl_process
+from support.cli_runner import statectl_process
 from statectl.statefmt.flink.handles import AbsoluteFile
 from statectl.statefmt.flink.headers import read_keyed_header
 from statectl.statefmt.flink.metadata import parse_metadata
 from statectl.statefmt.flink.metadata_write import encode_metadata
-from untrusted_helpers import assert_one_error_line, snapshot
+from support.untrusted_helpers import assert_one_error_line, snapshot
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "flink-dev" / "long-hashmap-canonical" / "savepoint"
 PROC_STREAM = "bc780fd0-df7b-44c3-82d9-5de05e45083a"  # lk-proc subtask 0, 17835 bytes

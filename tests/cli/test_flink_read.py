@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from tests.conftest import statectl
-from tests.flink_expect import FIXTURE_NAMES, FIXTURES, check_table, expected_of, union_query, views_of
+from support.cli_runner import statectl
+from support.flink_expect import FIXTURE_NAMES, FIXTURES, check_table, expected_of, union_query, views_of
 
 # the tables `read` takes in turn, after the -proc keyed table: (role, read options)
 OTHER_TABLES = [("proc", ["--timers"]), ("win", []), ("win", ["--timers"]), ("bcast", []),

@@ -74,7 +74,8 @@ def test_a_dump_still_being_written_is_left_alone(cache):
 def test_a_command_whose_jvm_cannot_start_with_the_archive_runs_without_it_and_removes_it(cache, tmp_path):
     """A dump cut short (its JVM killed while writing) starts like an archive, and a JVM given
     it does not start: the command starts Spark again without it, and removes it."""
-    from conftest import REPO, statectl_process
+    from support import REPO
+    from support.cli_runner import statectl_process
 
     sp = tmp_path / "sp"
     done = statectl_process("bootstrap", "--spec", str(REPO / "examples" / "spec.yaml"), str(sp))

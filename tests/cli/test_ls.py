@@ -11,10 +11,10 @@ import shutil
 
 import pytest
 
-from cli_runner import statectl
-from conftest import REPO
-from flink_job import FIXTURES
-from flink_shapes import INCREMENTAL
+from support.cli_runner import statectl
+from support import REPO
+from support.flink_job import FIXTURES
+from support.flink_shapes import INCREMENTAL
 
 EXAMPLES = REPO / "examples"
 

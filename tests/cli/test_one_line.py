@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 
 from statectl.cli.output import RichOutput, print_error, printable
 
-from builders import build_full_savepoint
-from conftest import REPO, statectl
-from untrusted_helpers import assert_one_error_line, edit_metadata, snapshot
+from support.builders import build_full_savepoint
+from support import REPO
+from support.cli_runner import statectl
+from support.untrusted_helpers import assert_one_error_line, edit_metadata, snapshot
 
 
 def _metadata(tmp_path):
@@ -115,7 +116,7 @@ def _render(call) -> str:
 text = st.text(min_size=1, max_size=30)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @example(s="\x1f\x1f\u20280")  # a line separator once broke a table cell
 @given(s=text)
 def test_every_renderer_prints_any_string_as_itself(s):

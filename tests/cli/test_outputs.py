@@ -10,9 +10,9 @@ import pytest
 from statectl.statefmt.formats import load
 from statectl.statefmt.validate import validate
 
-from builders import build_full_savepoint
-from conftest import statectl
-from untrusted_helpers import assert_one_error_line, base_and_derived, snapshot
+from support.builders import build_full_savepoint
+from support.cli_runner import statectl
+from support.untrusted_helpers import assert_one_error_line, base_and_derived, snapshot
 
 SQL_WRITE = "INSERT OVERWRITE DIRECTORY '{sp}/576dd1d1f766474368806deb544ded87' USING parquet SELECT 1"
 
@@ -49,7 +49,7 @@ def test_no_command_writes_into_a_savepoint_it_reads(tmp_path):
 
 
 def _repo():
-    from conftest import REPO
+    from support import REPO
     return REPO
 
 

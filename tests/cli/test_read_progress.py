@@ -11,8 +11,8 @@ import threading
 
 import pytest
 
-from builders import build_full_savepoint
-from conftest import statectl
+from support.builders import build_full_savepoint
+from support.cli_runner import statectl
 
 
 @pytest.fixture(scope="module")

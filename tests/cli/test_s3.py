@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from cli_runner import statectl, statectl_in_process, statectl_process
-from s3_store import start_s3_store
+from support.cli_runner import statectl, statectl_in_process, statectl_process
+from support.s3_store import start_s3_store
 from statectl.statefmt.flink import handles as H
 from statectl.statefmt.flink.metadata import parse_metadata
 from statectl.statefmt.flink.metadata_write import encode_metadata

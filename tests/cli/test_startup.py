@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from builders import build_full_savepoint
-from conftest import statectl, statectl_process
+from support.builders import build_full_savepoint
+from support.cli_runner import statectl, statectl_process
 
 
 @pytest.fixture

@@ -1,6 +1,8 @@
 """ForSt, Flink 2.x's disaggregated state backend (`state.backend.type: forst`), through the
 suite's Flink job (tests/flink/README.md "ForSt"): NATIVE savepoints of the DataStream job and of
-the SQL job made by Flink 2.3.0, read by statectl exactly as their expected.json says.
+the SQL job made by Flink 2.3.0, read by statectl exactly as their expected.json says (the SQL
+job's state, operator by operator, in tests/flink_job/test_flink_sql_state.py, whose shapes
+include this one).
 
 ForSt's synchronous keyed backend (every operator here uses synchronous state) keeps its database
 local and a NATIVE savepoint copies its files out, in the same handle RocksDB writes (type 11,
@@ -14,9 +16,8 @@ from pathlib import Path
 
 import pytest
 
-import flink_job
-import test_flink_sql_state as sql_state
-from flink_metadata_scan import scan
+from support import flink_job
+from support.flink_metadata_scan import scan
 from statectl.statefmt.flink import handles
 from statectl.statefmt.flink.metadata import parse_metadata
 from statectl.statefmt.flink.native_sst import SstSnapshot
@@ -24,9 +25,9 @@ from statectl.statefmt.flink.rocksdb_native import open_rocksdb_snapshot
 from statectl.statefmt.flink.savepoint import open_flink_savepoint
 from statectl.statefmt.flink.streamio import native_files, split_base
 from statectl.statefmt.formats import load
-from test_flink_releases import _cli_rows, _readers_rows
-from tests.cli_runner import statectl
-from tests.flink_expect import check_operators, check_table, views_of
+from support.flink_expect import cli_rows, readers_rows
+from support.cli_runner import statectl
+from support.flink_expect import check_operators, check_table, views_of
 
 VERSION = "2.3.0"
 # The DataStream job's savepoints: the default knobs (every state group of `all`, Long keys, the
@@ -172,8 +173,8 @@ def test_every_table_equals_expected(spark, snapshots, shape):
     operators = {op.operator_id: op for op in load(str(snap.path)).operators}
     labels = {uid: operators[exp["operator_id"]].label for uid, exp in expected["operators"].items()}
     views = views_of(expected, labels)
-    rows = _cli_rows(snap.path, views) if READ_WITH[shape] == "cli" else \
-        _readers_rows(spark, snap.path, views, labels)
+    rows = cli_rows(snap.path, views) if READ_WITH[shape] == "cli" else \
+        readers_rows(spark, snap.path, views, labels)
     by_view: dict[str, list[dict]] = {view: [] for view, *_ in views}
     for view, row in rows:
         by_view[view].append(json.loads(row))
@@ -219,16 +220,3 @@ def test_sql_info_and_validate(sql_snapshot):
     assert statectl("info", str(sql_snapshot.path)).returncode == 0
     valid = statectl("validate", str(sql_snapshot.path))
     assert valid.returncode == 0, valid.stdout + valid.stderr
-
-
-@pytest.fixture
-def ops(sql_snapshot):
-    """tests/flink_job/test_flink_sql_state.py's view of the ForSt SQL savepoint; its tests, bound below
-    as test_sql_*, compare every SQL operator's state with expected.json."""
-    return sql_state.Operators(sql_snapshot)
-
-
-for _name, _test in list(vars(sql_state).items()):
-    if _name.startswith("test_") and callable(_test):
-        globals()["test_sql_" + _name[len("test_"):]] = _test
-del _name, _test

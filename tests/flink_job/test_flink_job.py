@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import flink_job
-from flink_metadata_scan import scan
-from flink_shapes import COMPRESSED, INCREMENTAL, METADATA_VERSION, SHAPES
+from support import flink_job
+from support.flink_metadata_scan import scan
+from support.flink_shapes import COMPRESSED, INCREMENTAL, METADATA_VERSION, SHAPES
 
 # The keyed state handle each shape's savepoint holds (type byte; flink_metadata_scan.NAMES).
 KEYED_HANDLE = {"rocksdb-canonical": 7, "hashmap-native": 12, "rocksdb-native": 11}
@@ -126,7 +126,7 @@ def test_missing_jars_fail_clearly(tmp_path, monkeypatch):
     with pytest.raises(flink_job.FlinkSetupError) as err:
         flink_job.compile_job("1.17.2")
     assert str(err.value) == (
-        f"no Flink 1.17.2 jars in {tmp_path}/1.17.2/lib: run `python tests/flink_job.py fetch 1.17.2` "
+        f"no Flink 1.17.2 jars in {tmp_path}/1.17.2/lib: run `python tests/support/flink_job.py fetch 1.17.2` "
         "(it pip-downloads apache-flink-libraries==1.17.2), or set STATECTL_FLINK_HOME")
 
 

@@ -12,14 +12,11 @@ import json
 from pathlib import Path
 
 import pytest
-from pyspark.sql import functions as F
 
-from statectl.readers import open_savepoint
 from statectl.statefmt.flink.savepoint import open_flink_savepoint
 from statectl.statefmt.formats import load
-from tests.cli_runner import statectl
-from tests.flink_expect import check_operators, check_table, union_query, views_of
-from tests.flink_shapes import COMPRESSED, HASHMAP_CANONICAL, INCREMENTAL, METADATA_VERSION, SHAPES
+from support.flink_expect import check_operators, check_table, cli_rows, readers_rows, views_of
+from support.flink_shapes import COMPRESSED, HASHMAP_CANONICAL, INCREMENTAL, METADATA_VERSION, SHAPES
 
 EXTRAS = {"rocksdb-incremental-checkpoint": INCREMENTAL, "hashmap-canonical-snappy": COMPRESSED}
 # The snapshot of each release read through the CLI (`statectl sql`); the rest use the readers API.
@@ -36,29 +33,6 @@ def snapshots(flink_snapshots):
         shapes = {**SHAPES, "hashmap-canonical": HASHMAP_CANONICAL, **EXTRAS}
         out.update(zip(((version, s) for s in shapes), flink_snapshots(version, list(shapes.values()))))
     return out
-
-
-def _readers_rows(spark, path: Path, views, labels) -> list:
-    """Every view's rows as (view, JSON) through the readers API, in one Spark job."""
-    reader = open_savepoint(spark, str(path))
-    frames = []
-    for view, uid, kind, state in views:
-        op = labels[uid]
-        df = (reader.keyed(op, include_key_group=True) if kind == "keyed" else
-              reader.timers(op, include_key_group=True) if kind == "timers" else
-              reader.operator_state(op, state))
-        frames.append(df.select(F.lit(view).alias("view"),
-                                F.to_json(F.struct("*"), {"ignoreNullFields": "false"}).alias("row")))
-    union = frames[0]
-    for df in frames[1:]:
-        union = union.unionAll(df)
-    return [(r["view"], r["row"]) for r in union.collect()]
-
-
-def _cli_rows(path: Path, views) -> list:
-    result = statectl("sql", str(path), union_query(views), "-f", "jsonl")
-    assert result.returncode == 0, result.stderr
-    return [(line["view"], line["row"]) for line in map(json.loads, result.stdout.splitlines()) if line]
 
 
 @pytest.mark.parametrize("version,shape", CASES)
@@ -81,8 +55,8 @@ def test_every_table_equals_expected(spark, snapshots, version, shape):
     if METADATA_VERSION[version] < 5:  # no uids: views and reads name operators by id
         assert all(labels[uid] == exp["operator_id"] for uid, exp in expected["operators"].items())
     views = views_of(expected, labels)
-    rows = _cli_rows(snap.path, views) if CLI_SHAPE[version] == shape else \
-        _readers_rows(spark, snap.path, views, labels)
+    rows = cli_rows(snap.path, views) if CLI_SHAPE[version] == shape else \
+        readers_rows(spark, snap.path, views, labels)
     by_view: dict[str, list[dict]] = {view: [] for view, *_ in views}
     for view, row in rows:
         by_view[view].append(json.loads(row))

@@ -8,14 +8,14 @@ import copy
 
 import pytest
 
-import flink_job
-from flink_shapes import SHAPES
+from support import flink_job
+from support.flink_shapes import SHAPES
 
 FIXTURES = sorted(p.name for p in flink_job.FIXTURES.iterdir() if (p / "expected.json").exists())
 # Canonical savepoints restore into either backend; native ones only into the backend that wrote them.
 FIXTURE_RESTORES = [(name, backend) for name in FIXTURES
                     for backend in (("hashmap", "rocksdb") if name.endswith("-canonical") else (name.split("-")[1],))]
-# The job's own Flink 2.3 savepoints in declared mode: the release tests' shapes (flink_shapes.py,
+# The job's own Flink 2.3 savepoints in declared mode: the release tests' shapes (support/flink_shapes.py,
 # so made once for both) and one with the collections group (List, Map and Tuple2<Integer, Boolean> values).
 JOB_SHAPES = {**SHAPES, "hashmap-canonical-collections": dict(
     backend="hashmap", format="canonical", key_type="int", states="scalars,collections", seed=99, keys=12,

@@ -1,4 +1,4 @@
-"""The RowData samples harness (tests/flink_rowdata.py): real Flink writes, for every case, a .bin
+"""The RowData samples harness (tests/support/flink_rowdata.py): real Flink writes, for every case, a .bin
 framed like a savepoint's serializer snapshot followed by the rows, and cases.json describes them.
 Checks the harness only; decoding the rows is the decoder's tests' business."""
 
@@ -9,8 +9,8 @@ import struct
 
 import pytest
 
-import flink_job
-import flink_rowdata
+from support import flink_job
+from support import flink_rowdata
 
 VERSIONS = ("1.20.3", "2.3.0")
 COMPOSITE_SNAPSHOTS = {

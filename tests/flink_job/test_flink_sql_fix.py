@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import pytest
 
-import flink_job
-from flink_sql_content import (net_changes, operator_content, raw_entries, restored_changes, savepoint_content,
+from support import flink_job
+from support.flink_sql_content import (net_changes, operator_content, raw_entries, restored_changes, savepoint_content,
                                ttl_timestamps)
 from statectl.statefmt.flink.savepoint import keyed_table, open_flink_savepoint
-from tests.cli.test_flink_cli import error_line
-from tests.cli_runner import statectl
-from tests.writers.test_flink_modify import digest
+from support.cli_runner import error_line
+from support.cli_runner import statectl
+from support.savepoint_rows import digest
 
 pytestmark = pytest.mark.slow  # the real SQL job restores; statectl runs Spark
 

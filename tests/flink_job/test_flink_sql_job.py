@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import flink_job
+from support import flink_job
 from statectl.statefmt.flink import handles
 from statectl.statefmt.flink.metadata import parse_metadata
 

@@ -13,11 +13,11 @@ import json
 
 import pytest
 
-import flink_job
-from flink_sql_content import operator_content
+from support import flink_job
+from support.flink_sql_content import operator_content
 from statectl.statefmt.flink.savepoint import open_flink_savepoint
-from tests.cli_runner import statectl
-from tests.writers.test_flink_modify import digest
+from support.cli_runner import statectl
+from support.savepoint_rows import digest
 
 pytestmark = pytest.mark.slow  # the real SQL job restores
 

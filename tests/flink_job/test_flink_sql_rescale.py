@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import pytest
 
-import flink_job
-from flink_sql_content import net_changes, raw_entries, restored_changes, savepoint_content, ttl_timestamps
+from support import flink_job
+from support.flink_sql_content import net_changes, raw_entries, restored_changes, savepoint_content, ttl_timestamps
 from statectl.statefmt.flink.savepoint import open_flink_savepoint
-from tests.cli_runner import statectl
-from tests.writers.test_flink_modify import digest
+from support.cli_runner import statectl
+from support.savepoint_rows import digest
 
 pytestmark = pytest.mark.slow  # Flink makes and restores the SQL job's savepoints; statectl runs Spark
 

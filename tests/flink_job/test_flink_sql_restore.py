@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-import flink_job
+from support import flink_job
 
 pytestmark = pytest.mark.slow
 

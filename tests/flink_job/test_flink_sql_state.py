@@ -4,7 +4,8 @@ what the job's sinks received): a GROUP BY with a DISTINCT aggregate, MIN/MAX wi
 deduplication keep-first and keep-last, a Top-3, tumbling and hopping window aggregates, a
 regular join, an interval join and an OVER aggregate; Flink 1.20 and 2.3, hashmap and
 RocksDB, canonical and native, and with `table.exec.state.ttl` (TTL-wrapped state: the same
-values, each with its last-access timestamp in `<state>_ttl_ts`).
+values, each with its last-access timestamp in `<state>_ttl_ts`); and Flink 2.3's ForSt backend's
+NATIVE savepoint (read as a native RocksDB snapshot; tests/flink_job/test_flink_forst.py).
 """
 
 from __future__ import annotations
@@ -15,16 +16,21 @@ import json
 
 import pytest
 
-import flink_job
+from support import flink_job
 from statectl.statefmt.flink.savepoint import keyed_table, open_flink_savepoint, timers_table
 from statectl.statefmt.formats import load
 from statectl.statefmt.model import TTL_SUFFIX
 
-SHAPES = [(v, shape) for v in flink_job.SQL_VERSIONS for shape in flink_job.SQL_SHAPES]
-_made: dict[str, list] = {}
+FORST = dict(backend="forst", format="native")  # Flink 2.x only; its savepoints are NATIVE only
+SHAPES = [(v, shape) for v in flink_job.SQL_VERSIONS for shape in flink_job.SQL_SHAPES] + [("2.3.0", "forst")]
+_made: dict = {}  # version: its SQL_SHAPES snapshots by shape; (version, "forst"): that snapshot
 
 
 def _snapshot(version: str, shape: str):
+    if shape == "forst":
+        if (version, shape) not in _made:
+            _made[(version, shape)] = flink_job.make_sql_snapshot(version, **FORST)
+        return _made[(version, shape)]
     if version not in _made:
         _made[version] = dict(zip(flink_job.SQL_SHAPES, flink_job.make_sql_snapshots(version)))
     return _made[version][shape]
@@ -181,8 +187,10 @@ def test_interval_join_caches_and_cleanup_timers(ops):
 
 
 def test_over_aggregate(ops):
+    """Every key the model says the OVER aggregate holds is read, none more, each with its state."""
     rows = ops.rows("OverAggregate[67]")
     acc = ops.model("OverAggregate[67]", "accState")
+    assert acc and set(rows) == set(acc)
     for k, row in rows.items():
         count, total, count1, (mn, size, _) = plain(row["accState"])
         assert [count, total, count1, [mn, size]] == acc[k][:3] + [acc[k][3][:2]]

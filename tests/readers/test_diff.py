@@ -8,7 +8,7 @@ import os
 import pytest
 from pyspark.sql import functions as F
 
-from conftest import statectl, statectl_process
+from support.cli_runner import statectl, statectl_process
 from statectl.readers.diff import MetadataChange, diff_savepoints
 from statectl.writers import (
     BroadcastState,

@@ -6,7 +6,7 @@ import pytest
 
 from statectl.readers import open_savepoint
 from statectl.statefmt.errors import KeyTypeError
-from tests.flink_expect import FIXTURES, check_keyed, check_timers, expected_of, label
+from support.flink_expect import FIXTURES, check_keyed, check_timers, expected_of, label
 
 
 def _restricted(expected: dict, uid: str, labels: set[str]) -> dict:

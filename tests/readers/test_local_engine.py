@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from builders import build_full_savepoint
-from readers_savepoints import build_base
+from support.builders import build_full_savepoint
+from support.readers_savepoints import build_base
 from statectl.backends import RocksDBBackend, commit_snapshots
 from statectl.readers import SavepointReader
 from statectl.readers.local import choose_engine, local_table

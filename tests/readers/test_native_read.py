@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from builders import build_full_savepoint
+from support.builders import build_full_savepoint
 from statectl.readers import open_savepoint
 from statectl.backends import RocksDBBackend, commit_snapshots
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from readers_savepoints import build_base
+from support.readers_savepoints import build_base
 from statectl.readers import SavepointReader
 from statectl.statefmt.errors import UsageError
 from statectl.statefmt.formats import load

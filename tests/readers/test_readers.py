@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from statectl.readers import open_savepoint
-from readers_savepoints import (
+from support.readers_savepoints import (
     HIDDEN_ID,
     OFFSETS,
     PARTITIONS,

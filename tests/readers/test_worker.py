@@ -11,7 +11,7 @@ from pyspark import cloudpickle
 
 from statectl.readers.worker import task_started
 from statectl.writers import KeyedFunction, OperatorData, SavepointWriter, StateDescriptor
-from tests.savepoint_rows import keyed_rows
+from support.savepoint_rows import keyed_rows
 
 
 class _Node:

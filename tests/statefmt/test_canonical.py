@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from builders import build_full_savepoint, keyed_rows, keyed_section, timer_rows
+from support.builders import build_full_savepoint, keyed_rows, keyed_section, timer_rows
 from statectl.statefmt.build import write_keyed_files, write_operator_state_file
 from statectl.statefmt.canonical import (
     keyed_schema,

@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
-from builders import build_full_savepoint
-from flink_job import FIXTURES
+from support.builders import build_full_savepoint
+from support.flink_job import FIXTURES
 from statectl.statefmt import formats
 from statectl.statefmt.errors import SavepointExistsError
 from statectl.statefmt.flink.format import FlinkCommit

@@ -29,7 +29,7 @@ KEY_TYPES = [
     (NAIVE_TS, "timestamp_ntz", st.datetimes(dt.datetime(1, 1, 2), dt.datetime(9999, 12, 30))),
 ]
 # Each example is a batch of (keys, max parallelism) cases, all compared in one Spark job.
-FAST = settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=3, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _cases(keys):

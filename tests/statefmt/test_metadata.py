@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from builders import build_full_savepoint
+from support.builders import build_full_savepoint
 from statectl.statefmt.errors import (
     LimitError,
     MetadataError,

@@ -7,8 +7,8 @@ import json
 import pyarrow as pa
 import pytest
 
-from builders import build_full_savepoint
-from tests.backends.test_backends import (
+from support.builders import build_full_savepoint
+from support.backend_states import (
     BACKENDS,
     MAX_P,
     _canon,

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_backends_codec import KEY_TYPES, logical, types, values
+from support.logical_values import KEY_TYPES, logical, types, values
 
 from statectl.statefmt.errors import UsageError
 from statectl.statefmt.rocksdb import columnar
@@ -26,7 +26,7 @@ def _arrow(t, vs, slice_from=0):
     return pa.array(padding + vs, to_arrow(t)).slice(slice_from)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400)
 @given(typed_columns, st.integers(0, 2))
 def test_encode_equals_the_scalar_codec(tc, slice_from):
     t, vs = tc
@@ -35,7 +35,7 @@ def test_encode_equals_the_scalar_codec(tc, slice_from):
     assert got == [None if v is None else codec.encode(v) for v in vs]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(typed_columns)
 def test_nullable_equals_the_scalar_codec(tc):
     t, vs = tc
@@ -43,7 +43,7 @@ def test_nullable_equals_the_scalar_codec(tc):
     assert columnar.nullable(_arrow(t, vs), t).to_pylist() == [codec.encode(v) for v in vs]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(types().flatmap(lambda t: st.tuples(
     st.just(logical(t)),
     st.lists(st.one_of(st.none(), st.lists(values(t, nullable=True), max_size=4)), max_size=6))),
@@ -56,7 +56,7 @@ def test_list_entries_concatenate_nullable_elements(tc, slice_from):
     assert columnar.list_entries(arr, t).to_pylist() == want
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.integers(0, 2 ** 64 - 1).flatmap(lambda _: st.lists(st.integers(0, 2 ** 64 - 1), max_size=8)))
 def test_varints_equal_put_varint(ns):
     want = []
@@ -73,7 +73,7 @@ key_columns = st.lists(st.sampled_from(KEY_TYPES), min_size=1, max_size=3).flatm
 namespaces = st.one_of(st.none(), st.sampled_from(["string", "int64", "ts"]))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(key_columns, namespaces, st.data())
 def test_keys_and_timer_keys_equal_the_key_layout(kc, ns_type, data):
     key_types, rows = kc

@@ -17,7 +17,7 @@ from statectl.statefmt.flink.native_sst import SstSnapshot
 from statectl.statefmt.flink.rocksdb_native import open_rocksdb_snapshot
 from statectl.statefmt.rocksdb import sstkernels as K
 from statectl.statefmt.rocksdb.sstread import SstFile, SstFormatError, UnsupportedSstFeature
-from tests import sst_encode as E
+from support import sst_encode as E
 
 # keys from a small alphabet share prefixes often, so shared-prefix encoding is exercised
 KEYS = st.binary(min_size=1, max_size=10).map(lambda b: bytes(x % 3 + 0x61 for x in b))
@@ -30,7 +30,6 @@ def _as_array(data: bytes) -> np.ndarray:
 
 # --- blocks ------------------------------------------------------------------------------
 
-@settings(deadline=None)  # the first example loads the compiled kernels
 @given(st.lists(st.tuples(KEYS, VALUES), max_size=40, unique_by=lambda kv: kv[0]),
        st.integers(1, 5), st.integers(1, 6))
 def test_walk_blocks_rebuilds_every_key_and_value(entries, restart_interval, per_block):
@@ -50,7 +49,6 @@ def test_walk_blocks_rebuilds_every_key_and_value(entries, restart_interval, per
     assert got == entries
 
 
-@settings(deadline=None)
 @given(st.lists(st.tuples(KEYS, st.integers(1, 70_000)), min_size=1, max_size=30, unique_by=lambda e: e[0]),
        st.integers(1, 4))
 def test_walk_blocks_decodes_delta_encoded_index_handles(entries, restart_interval):
@@ -100,7 +98,6 @@ def _model(entries) -> list[tuple[bytes, bytes]]:
     return out
 
 
-@settings(deadline=None)
 @given(st.lists(st.lists(st.tuples(KEYS, KINDS, VALUES), max_size=12), min_size=1, max_size=4), st.randoms())
 def test_merging_files_and_resolving_versions_match_rocksdb_rules(runs, random):
     seqs = list(range(1, sum(map(len, runs)) + 1))
@@ -147,7 +144,7 @@ def _write(tmp_path, data: bytes, name: str = "000007.sst") -> str:
     return str(path)
 
 
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=40, deadline=None)
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=40)
 @given(st.lists(st.tuples(KEYS, st.integers(0, 1 << 40), KINDS, VALUES), max_size=30,
                 unique_by=lambda e: (e[0], e[1])),
        st.booleans(), st.sampled_from([E.CRC32C, E.XXH3]), st.integers(1, 5), st.integers(1, 4))
@@ -292,7 +289,7 @@ OPS = st.lists(st.lists(st.tuples(st.binary(min_size=1, max_size=3).map(lambda b
                min_size=1, max_size=4)
 
 
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=25, deadline=None)
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=25)
 @given(OPS, st.sampled_from(["snappy", "none"]), st.sampled_from(["crc32c", "xxh3"]),
        st.sampled_from([None, (1, 2), (0, 2)]))
 def test_direct_reading_equals_rocksdb_on_overlapping_files_with_deletions(tmp_path_factory, batches,

@@ -18,8 +18,8 @@ from statectl.statefmt.formats import load
 from statectl.statefmt.locations import file_location
 from statectl.statefmt.validate import validate
 
-from conftest import statectl
-from untrusted_helpers import assert_one_error_line, base_and_derived, edit_metadata, snapshot
+from support.cli_runner import statectl
+from support.untrusted_helpers import assert_one_error_line, base_and_derived, edit_metadata, snapshot
 
 
 def _set_lineage(location: str):
@@ -163,10 +163,10 @@ def _edit_operator(sp, uid, **changes):
 
 def test_validate_catches_an_edited_max_parallelism(tmp_path):
     """proc is written at max parallelism 16: its rows' key groups are hash mod 16."""
-    from untrusted_helpers import edit_metadata
+    from support.untrusted_helpers import edit_metadata
 
     sp = tmp_path / "sp"
-    from builders import build_full_savepoint
+    from support.builders import build_full_savepoint
     build_full_savepoint(sp)
     assert validate(str(sp)).valid
     edit_metadata(sp, _edit_operator(sp, "proc", max_parallelism=17))
@@ -181,8 +181,8 @@ def test_validate_catches_an_edited_max_parallelism(tmp_path):
 
 
 def test_validate_catches_an_edited_parallelism_of_operator_state(tmp_path):
-    from builders import build_full_savepoint
-    from untrusted_helpers import edit_metadata
+    from support.builders import build_full_savepoint
+    from support.untrusted_helpers import edit_metadata
 
     sp = tmp_path / "sp"
     build_full_savepoint(sp)
@@ -195,8 +195,8 @@ def test_validate_catches_an_edited_parallelism_of_operator_state(tmp_path):
 
 
 def test_a_new_parallelism_of_keyed_state_alone_is_a_valid_metadata_only_rescale(tmp_path):
-    from builders import build_full_savepoint
-    from untrusted_helpers import edit_metadata
+    from support.builders import build_full_savepoint
+    from support.untrusted_helpers import edit_metadata
 
     sp = tmp_path / "sp"
     build_full_savepoint(sp)  # proc: parallelism 3, max parallelism 16

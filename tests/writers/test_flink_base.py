@@ -19,11 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_runner import statectl, statectl_process
-from tests.writers.test_flink_modify import digest
+from support.cli_runner import statectl, statectl_process
+from support.savepoint_rows import digest
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-import flink_job  # noqa: E402
+from support import flink_job  # noqa: E402
+from support.flink_fixes import _union_sorted, fix_spec, fixed_description, PROC, WRITTEN
 
 # Every test here needs the module's writes and the restores of them by a real Flink (cached),
 # or statectl processes: the inner loop has the same writes' logic in tests/writers/test_sql_inputs.py.
@@ -31,36 +32,6 @@ pytestmark = pytest.mark.slow
 
 VERSION = "2.3.0"
 FIXTURE = "long-hashmap-canonical"
-PROC = "lk-proc"
-VALUES = ("count", "sum", "avg", "ratio", "flag", "last_type")
-WRITTEN = (*VALUES, "events", "attrs")  # lk-proc's states the fix writes (values and by_bucket dropped)
-
-
-
-def fix_spec(identity: str, table: str, parallelism: int) -> str:
-    """The fix as a spec: the operator named by *identity* (`uid: X` or `operator_id: ID`) written
-    again from `{sql: ...}` inputs over its *table*, count + 1 for even keys."""
-    return f"""
-operators:
-  - {identity}
-    parallelism: {parallelism}
-    keyed:
-      key: key
-      input: {{sql: "SELECT key, IF(key % 2 = 0, count + 1, count) AS count, {', '.join(VALUES[1:])}
-                     FROM `{table}`"}}
-      states:
-{chr(10).join(f"        - {{name: {s}, kind: value, column: {s}}}" for s in VALUES)}
-        - name: events
-          kind: list
-          column: e
-          order_by: pos
-          input: {{sql: "SELECT key, pos, e FROM `{table}` LATERAL VIEW posexplode(events) t AS pos, e"}}
-        - name: attrs
-          kind: map
-          key_column: k
-          value_column: v
-          input: {{sql: "SELECT key, k, v FROM `{table}` LATERAL VIEW explode(attrs) t AS k, v"}}
-"""
 
 
 FIX_SPEC = fix_spec(f"uid: {PROC}", PROC, 3)
@@ -96,16 +67,6 @@ def _description(n_type: str) -> dict:
          "keyed_state": [{"name": "n", "kind": "VALUE", "type": n_type}]},
         {"uid": "src", "parallelism": 2, "max_parallelism": 128,
          "operator_state": [{"name": "offsets", "distribution": "SPLIT_DISTRIBUTE", "element_type": "Long"}]}]}
-
-
-def fixed_description(full: dict, uid: str = PROC) -> dict:
-    """The job's description with *uid* (lk-proc) declaring only the states the fix writes (no timers)."""
-    out = copy.deepcopy(full)
-    for op in out["operators"]:
-        if op["uid"] == uid:
-            op["keyed_state"] = [s for s in op["keyed_state"] if s["name"] in WRITTEN]
-            del op["timers"]
-    return out
 
 
 def _bootstrap(*args: str):
@@ -166,16 +127,6 @@ def _fixed_proc(base_proc: dict) -> dict:
     states = {n: copy.deepcopy(s) for n, s in base_proc["keyed_state"].items() if n in WRITTEN}
     states["count"]["values"] = {k: v + 1 if int(k) % 2 == 0 else v for k, v in states["count"]["values"].items()}
     return states
-
-
-def _union_sorted(op: dict) -> dict:
-    """*op*'s dump with each subtask's UNION list sorted: Flink concatenates the subtasks' lists
-    in an order of its own (as flink_job.declared_mismatches compares them)."""
-    out = copy.deepcopy(op)
-    for state in out.get("operator_state", {}).values():
-        if state["distribution"] == "UNION":
-            state["subtasks"] = {s: sorted(v) for s, v in state["subtasks"].items()}
-    return out
 
 
 def test_the_fixed_operator_restores_with_the_fix_and_the_others_as_in_the_base(written):

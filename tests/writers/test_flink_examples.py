@@ -15,10 +15,10 @@ import pytest
 
 from statectl.readers import open_savepoint
 from statectl.statefmt.flink.savepoint import open_flink_savepoint, read_split
-from tests.cli_runner import statectl
+from support.cli_runner import statectl
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-import flink_job  # noqa: E402
+from support import flink_job  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 VERSION = "2.3.0"

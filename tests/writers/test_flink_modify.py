@@ -4,7 +4,6 @@ base never written. Restores by a real Flink: tests/writers/test_flink_modify_re
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -18,23 +17,18 @@ from statectl.statefmt.flink.savepoint import keyed_table, open_flink_savepoint,
 from statectl.statefmt.flink.shallow import streams
 from statectl.statefmt.ids import operator_id_for_uid
 from statectl.writers import SavepointWriter
-from tests.cli.test_flink_cli import error_line
-from tests.cli_runner import statectl_process
-from tests.conftest import statectl
-from tests.flink_expect import FIXTURES
-from tests.flink_shapes import INCREMENTAL, SHAPES
-from tests.statefmt.flink.test_flink_metadata import older
+from support.cli_runner import error_line
+from support.cli_runner import statectl_process
+from support.cli_runner import statectl
+from support.flink_expect import FIXTURES
+from support.flink_shapes import INCREMENTAL, SHAPES
+from support.flink_metadata_edits import older
+from support.savepoint_rows import digest
 
 LONG = FIXTURES / "long-hashmap-canonical" / "savepoint"  # inline streams and relative files
 MIXED = FIXTURES / "long-rocksdb-canonical" / "savepoint"  # one file, the rest inline
 NATIVE = FIXTURES / "long-rocksdb-native" / "savepoint"  # incremental RocksDB handles
 PROC_ID = "f8737d0002449596536ac00c0c6d98fe"  # lk-proc
-
-
-def digest(folder: Path) -> dict[str, str]:
-    """Every file below *folder* with its SHA-256: the base must never change."""
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def copy_of(source: Path, tmp_path: Path, name: str = "base") -> Path:

@@ -7,7 +7,6 @@ is deleted is refused by Flink. All restores of one outcome run in one JVM."""
 
 from __future__ import annotations
 
-import copy
 import json
 import shutil
 from dataclasses import dataclass, field
@@ -15,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-import flink_job
-from tests.cli_runner import statectl_process
-from tests.conftest import statectl
-from tests.flink_shapes import HASHMAP_CANONICAL, INCREMENTAL, SHAPES
-from tests.writers.test_flink_modify import digest
+from support import flink_job
+from support.cli_runner import statectl_process
+from support.cli_runner import statectl
+from support.flink_shapes import HASHMAP_CANONICAL, INCREMENTAL, SHAPES
+from support.savepoint_rows import digest
+from support.flink_fixes import renamed_expected
 
 pytestmark = pytest.mark.slow  # real Flink restores
 
@@ -52,14 +52,6 @@ CASES = {
     "without-stateless": Case("hashmap-canonical", ["--remove", "snk", "--remove", "rules-src"], "hashmap"),
     "without-win": Case("rocksdb-canonical", ["--remove", "win"], "rocksdb"),
 }
-
-
-def renamed_expected(expected: dict, prefix: str) -> dict:
-    """expected.json of the snapshot as the job run with *prefix* names it."""
-    out = copy.deepcopy(expected)
-    out["operators"] = {prefix + uid: {**op, "uid": prefix + uid} for uid, op in expected["operators"].items()}
-    out["scenario"]["knobs"]["uid-prefix"] = prefix
-    return out
 
 
 def make_case(name: str, case: Case, snap, tmp: Path) -> flink_job.Snapshot:

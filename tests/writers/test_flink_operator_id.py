@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-import flink_job
+from support import flink_job
 from statectl.statefmt.flink.metadata import parse_metadata
-from tests.cli.test_flink_cli import error_line
-from tests.cli_runner import statectl
-from tests.writers.test_flink_base import WRITTEN, _union_sorted, fix_spec, fixed_description
-from tests.writers.test_flink_modify import digest
-from tests.writers.test_flink_modify_restore import renamed_expected
+from support.cli_runner import error_line
+from support.cli_runner import statectl
+from support.flink_fixes import WRITTEN, _union_sorted, fix_spec, fixed_description
+from support.savepoint_rows import digest
+from support.flink_fixes import renamed_expected
 
 pytestmark = pytest.mark.slow  # real Flink restores
 

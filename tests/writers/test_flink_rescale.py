@@ -25,12 +25,12 @@ from statectl.statefmt.flink.savepoint import open_flink_savepoint
 from statectl.statefmt.flink.tables import key_fields
 from statectl.statefmt.errors import UsageError
 from statectl.writers.flink.source import operator_binding
-from tests.cli_runner import statectl
-from tests.flink_shapes import HASHMAP_CANONICAL, SHAPES
-from tests.writers.test_flink_modify import digest
+from support.cli_runner import statectl
+from support.flink_shapes import HASHMAP_CANONICAL, SHAPES
+from support.savepoint_rows import digest
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-import flink_job  # noqa: E402
+from support import flink_job  # noqa: E402
 
 VERSION = "2.3.0"
 # name: (the job's snapshot, the max parallelisms it is rescaled to in turn)

@@ -1,6 +1,6 @@
 """Every dev fixture (tests/fixtures/flink-dev, canonical and native, both backends) read with
 statectl, written back with `statectl bootstrap --format flink` from those tables
-(tests/flink_rewrite.py), restores in Flink 2.3 into both backends with exactly its state: the
+(tests/support/flink_rewrite.py), restores in Flink 2.3 into both backends with exactly its state: the
 job-shaped check and the declared-mode dump of every key, TTL timestamps within the write's
 wall-clock window (the writer writes current ones). All restores run in one JVM."""
 
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_runner import statectl
-from tests.flink_rewrite import spec_from_flink_savepoint
+from support.cli_runner import statectl
+from support.flink_rewrite import spec_from_flink_savepoint
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-import flink_job  # noqa: E402
+from support import flink_job  # noqa: E402
 
 pytestmark = pytest.mark.slow  # real Flink restores
 

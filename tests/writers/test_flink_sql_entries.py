@@ -4,7 +4,7 @@ savepoints (Flink 1.20 and 2.3) and of the probe is read into its tables by stat
 rows given to the writer's encoders as the write's inputs (`EntryEncoder`: key rows placed
 by their bytes' hash, values, map entries, timers), sorted by key group and key as the
 write's shuffle sorts them, and assembled by the stream builder under the header copied from
-the base (its serializer snapshots as Flink wrote them) (`tests/flink_sql_entries.py`).
+the base (its serializer snapshots as Flink wrote them) (`tests/support/flink_sql_entries.py`).
 No Spark: the tasks' code itself.
 
 A rescale moves a SQL operator's entries by their bytes instead (`rowdata_regroup`): at the
@@ -20,8 +20,8 @@ import dataclasses
 import pyarrow as pa
 import pytest
 
-import flink_job
-from flink_sql_entries import SplitRewrite, sql_keyed_splits, sql_savepoints
+from support import flink_job
+from support.flink_sql_entries import SplitRewrite, sql_keyed_splits, sql_savepoints
 from statectl.statefmt.errors import FlinkFormatError
 from statectl.statefmt.flink.rowdata_regroup import regrouped_entries
 from statectl.statefmt.flink.savepoint import raw_entries

@@ -10,8 +10,8 @@ import copy
 
 import pytest
 
-import flink_job
-from cli_runner import statectl
+from support import flink_job
+from support.cli_runner import statectl
 from statectl.statefmt.flink.savepoint import keyed_table, open_flink_savepoint
 
 VERSION = "2.3.0"

@@ -3,7 +3,7 @@
 Savepoints made by the suite's Flink job (2.3.0: String keys at max parallelism 256, Tuple2 keys
 from the heap backend, Long keys; every state group incl. TTL, POJO, tuples, lists, maps; event-
 and processing-time timers; the window operator; list, union and broadcast state) are read with
-statectl and written back with `bootstrap --format flink` from those tables (tests/flink_rewrite.py),
+statectl and written back with `bootstrap --format flink` from those tables (tests/support/flink_rewrite.py),
 the serializers named by each operator's `flink:` binding. The result reads back equal, key groups
 included (Flink's hash), and restores in Flink 2.3 into both backends with exactly its state:
 timers and windows fire as expected. Bad bindings and values are one error line, and a failed
@@ -23,12 +23,12 @@ from statectl.readers import open_savepoint
 from statectl.statefmt.flink.metadata import parse_metadata
 from statectl.statefmt.flink.savepoint import open_flink_savepoint
 from statectl.statefmt.flink.savepoint_write import CANONICAL_TRAILER
-from tests.cli_runner import statectl
-from tests.flink_rewrite import spec_from_flink_savepoint
-from tests.flink_shapes import HASHMAP_CANONICAL, SHAPES
+from support.cli_runner import statectl
+from support.flink_rewrite import spec_from_flink_savepoint
+from support.flink_shapes import HASHMAP_CANONICAL, SHAPES
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-import flink_job  # noqa: E402
+from support import flink_job  # noqa: E402
 
 VERSION = "2.3.0"
 REWRITTEN = {

@@ -17,8 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from statectl.readers import open_savepoint
-from tests.cli_runner import statectl
-from tests.savepoint_rows import files_below, tree_digest
+from support.cli_runner import statectl
+from support.savepoint_rows import files_below, tree_digest
 
 pytestmark = pytest.mark.slow  # killed statectl processes and real Flink restores
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.savepoint_rows import keyed_rows
+from support.savepoint_rows import keyed_rows
 from statectl.writers import (
     DuplicateKeyError,
     KeyedData,
@@ -58,7 +58,7 @@ row = st.fixed_dictionaries({
 })
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.lists(row, max_size=40), st.randoms(use_true_random=False))
 def test_runs_split_over_any_batches_group_like_row_by_row(rows, rnd):
     rows.sort(key=lambda r: (r["_key_group"], r["k"], r["namespace"] is not None,

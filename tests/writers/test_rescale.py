@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import statectl, statectl_process
+from support.cli_runner import statectl, statectl_process
 from statectl.readers import open_savepoint
 from statectl.statefmt.canonical import read_file
 from statectl.statefmt.errors import LimitError, UnknownOperatorError, UnknownStateError, UsageError

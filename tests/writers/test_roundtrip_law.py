@@ -24,13 +24,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import flink_job
-from cli_runner import statectl
+from support import flink_job
+from support.cli_runner import statectl
 from statectl.readers.local import local_table
 from statectl.readers.resolve import KEYED, OPERATOR_STATE, TIMERS, TableChoice
 from statectl.statefmt.flink.metadata import parse_metadata
 from statectl.statefmt.formats import load
-from test_flink_modify import digest
+from support.savepoint_rows import digest
 
 pytestmark = pytest.mark.slow  # rescales every savepoint of the suite there and back
 
@@ -255,7 +255,7 @@ def own_canonical(bases):
     return sp, _check_full_read("own-canonical", sp)
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=4, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(max_p=st.integers(min_value=PROC_PARALLELISM, max_value=1024).filter(lambda m: m != 128))
 @example(max_p=PROC_PARALLELISM)  # as many key groups as subtasks, fewer than union-op's subtasks
 @example(max_p=1024)

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from conftest import REPO
+from support import REPO
 from statectl.writers.definitions import (
     AggregatingState,
     BroadcastState,
@@ -121,7 +121,7 @@ def test_a_file_that_is_not_a_spec_is_one_line(tmp_path, text, line):
 
 
 def test_the_cli_prints_each_mistake_as_one_error_line(tmp_path):
-    from tests.conftest import statectl
+    from support.cli_runner import statectl
 
     spec = tmp_path / "spec.yaml"
     spec.write_text("operators:\n  - uid: a\n    paralelism: 2\n  - uid: b\n    parallelism: 0\n"

@@ -7,8 +7,10 @@ import json
 
 import pytest
 
-from tests.conftest import REPO, statectl
-from tests.writers.test_flink_modify import digest
+from support import REPO
+
+from support.cli_runner import statectl
+from support.savepoint_rows import digest
 
 FIX = """
 operators:

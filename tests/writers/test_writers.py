@@ -17,7 +17,7 @@ from statectl.readers import open_savepoint
 from statectl.statefmt.errors import MissingFileError, SavepointExistsError, UnknownOperatorError
 from statectl.statefmt.formats import load
 from statectl.statefmt.validate import validate
-from tests.savepoint_rows import files_below, keyed_rows, state_rows, timer_rows, tree_digest
+from support.savepoint_rows import files_below, keyed_rows, state_rows, timer_rows, tree_digest
 from statectl.writers import (
     AggregatingState,
     BroadcastState,

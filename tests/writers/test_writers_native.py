@@ -12,13 +12,14 @@ import pytest
 from pyspark import cloudpickle
 
 from statectl.readers import open_savepoint
-from restore_checks import BOOT_TIMERS, ROWS_DDL, boot_states, expected, restored, rows
+from support.restore_checks import BOOT_TIMERS, ROWS_DDL, boot_states, expected, restored, rows
 from statectl.backends import HeapBackend, RocksDBBackend
 from statectl.statefmt.errors import UsageError
 from statectl.statefmt.rocksdb.files import subtask_databases
 from statectl.statefmt.formats import load
 from statectl.statefmt.validate import validate
-from tests.conftest import REPO, statectl
+from support import REPO
+from support.cli_runner import statectl
 from statectl.writers import (
     AggregatingState,
     KeyedData,

@@ -8,51 +8,15 @@ import shutil
 import struct
 from pathlib import Path
 
-import cramjam
 import pytest
 
 from statectl.statefmt.flink.handles import RelativeFile
 from statectl.statefmt.flink.savepoint import (keyed_table, open_flink_savepoint, operator_state_table,
                                                timers_table)
+from support.flink_metadata_edits import compress_keyed, framed, pack, replace
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "flink-dev"
 IDENTIFIER = b"\xff\x06\x00\x00sNaPpY"
-
-
-def framed(data: bytes) -> bytes:
-    return bytes(cramjam.snappy.compress(data))
-
-
-def pack(offsets) -> bytes:
-    return b"".join(struct.pack(">q", o) for o in offsets)
-
-
-def replace(meta: bytes, old: bytes, new: bytes) -> bytes:
-    assert old in meta
-    return meta.replace(old, new)
-
-
-def compress_keyed(sp_dir: Path, meta: bytes, handle) -> bytes:
-    stream: RelativeFile = handle.stream
-    data = (sp_dir / stream.relative_path).read_bytes()
-    offsets = list(handle.offsets)
-    present = [o for o in offsets if o]
-    header_len = present[0]
-    out = bytearray(data[:header_len])
-    out[4] = 1  # usingKeyGroupCompression
-    new_offsets = []
-    ends = present[1:] + [len(data)]
-    by_start = dict(zip(present, ends))
-    for o in offsets:
-        if not o:
-            new_offsets.append(0)
-            continue
-        new_offsets.append(len(out))
-        out += framed(data[o:by_start[o]])
-    (sp_dir / stream.relative_path).write_bytes(bytes(out))
-    name = stream.relative_path.encode()
-    meta = replace(meta, pack(offsets), pack(new_offsets))
-    return replace(meta, name + struct.pack(">q", len(data)), name + struct.pack(">q", len(out)))
 
 
 def compress_operator(sp_dir: Path, meta: bytes, handle) -> bytes:

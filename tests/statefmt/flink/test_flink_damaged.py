@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_runner import statectl_process
+from support.cli_runner import statectl_process
 from statectl.statefmt.errors import FlinkFormatError, UnsafeReferenceError
 from statectl.statefmt.flink.metadata import parse_metadata
 from statectl.statefmt.flink.savepoint import open_flink_savepoint
@@ -122,10 +122,24 @@ def test_metadata_with_bytes_after_its_trailer(cli, sp):
         f"error: SP/_metadata: 2 byte(s) after the checkpoint properties at offset {len(data)}"
 
 
+# A Java serialization stream's magic and version, then TC_OBJECT and TC_CLASSDESC with the class's name.
+PROPERTIES = b"org.apache.flink.runtime.checkpoint.CheckpointProperties"
+JAVA_STREAM = b"\xac\xed\x00\x05"
+PROPERTIES_OBJECT = JAVA_STREAM + b"\x73\x72" + struct.pack(">H", len(PROPERTIES)) + PROPERTIES
+
+
 def test_metadata_parsed_to_its_last_byte():
-    for fixture in sorted(FIXTURE.parent.parent.glob("*/savepoint")):
+    """Every dev fixture's operators end exactly where Flink's Java-serialized CheckpointProperties
+    begin (found in the bytes by the one Java serialization stream they hold, not by the parser),
+    and the parser's trailer is that object, to the file's last byte."""
+    fixtures = sorted(FIXTURE.parent.parent.glob("*/savepoint"))
+    assert len(fixtures) == 7
+    for fixture in fixtures:
         data = (fixture / "_metadata").read_bytes()
-        assert parse_metadata(data, str(fixture)).trailer == data[-len(parse_metadata(data).trailer):]
+        meta = parse_metadata(data, str(fixture))
+        assert data.count(JAVA_STREAM) == 1, fixture
+        assert meta.trailer == data[data.index(PROPERTIES_OBJECT):], fixture
+        assert len(meta.operators) == 7, fixture  # Psrc, Punion-op, Prules-src, Pbcast, Pproc, Pwin, Psnk
 
 
 @pytest.mark.parametrize("kind", ["directory", "fifo"])

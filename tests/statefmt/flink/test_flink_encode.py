@@ -26,8 +26,8 @@ from statectl.statefmt.flink.savepoint import open_flink_savepoint
 from statectl.statefmt.flink.streamio import read_stream
 from statectl.statefmt.flink.snapshot_write import keyed_header, operator_header
 from statectl.statefmt.flink.types import Buf
-from tests.flink_expect import FIXTURE_NAMES, FIXTURES
-from tests.flink_shapes import HASHMAP_CANONICAL, SHAPES
+from support.flink_expect import FIXTURE_NAMES, FIXTURES
+from support.flink_shapes import HASHMAP_CANONICAL, SHAPES
 
 
 def decoded(t: T.FlinkType, values: pa.Array) -> pa.Array:
@@ -52,7 +52,7 @@ STRINGS = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size
 KEYS = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=8)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(st.lists(LONGS, max_size=30), st.lists(INTS, max_size=30), st.lists(st.booleans(), max_size=30),
        st.lists(st.floats(allow_nan=False), max_size=30))
 def test_scalars_round_trip(longs, ints, bools, doubles):
@@ -73,7 +73,7 @@ def test_scattered_puts_values_at_the_present_rows(rows):
     assert got.type == pa.binary() and got.to_pylist() == rows
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(st.lists(st.lists(LONGS, max_size=4), min_size=1, max_size=10), st.data())
 def test_a_sliced_list_or_map_column_encodes_its_own_rows(lists, draw):
     """A column that is a slice of a longer one (its list offsets do not start at 0)."""
@@ -84,7 +84,7 @@ def test_a_sliced_list_or_map_column_encodes_its_own_rows(lists, draw):
         assert encode(t, column.slice(start)).to_pylist() == encode(t, column).to_pylist()[start:]
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=80)
 @given(st.lists(st.one_of(st.none(), STRINGS), max_size=20))
 def test_strings_round_trip_with_nulls_non_ascii_and_surrogate_pairs(values):
     assert decoded(text("String"), pa.array(values, pa.string())).to_pylist() == values
@@ -101,7 +101,7 @@ def test_string_value_bytes_are_flinks():
                                                                    b"\x80\x80\x80\x01"]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(st.lists(st.tuples(KEYS, LONGS), max_size=15))
 def test_tuples_round_trip(pairs):
     t = text("Tuple2<String, Long>")
@@ -109,7 +109,7 @@ def test_tuples_round_trip(pairs):
     assert decoded(t, values).to_pylist() == values.to_pylist()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(st.lists(st.one_of(st.none(), st.tuples(st.one_of(st.none(), INTS), st.one_of(st.none(), STRINGS))),
                 max_size=15))
 def test_pojos_round_trip_with_null_objects_and_fields(rows):
@@ -119,7 +119,7 @@ def test_pojos_round_trip_with_null_objects_and_fields(rows):
     assert decoded(t, values).to_pylist() == values.to_pylist()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(st.lists(st.lists(LONGS, max_size=6), max_size=12),
        st.lists(st.dictionaries(KEYS, st.one_of(st.none(), LONGS), max_size=5), max_size=12))
 def test_lists_maps_and_arrays_round_trip(lists, maps):
@@ -132,7 +132,7 @@ def test_lists_maps_and_arrays_round_trip(lists, maps):
     assert decoded(t, pa.array(nested, t.arrow())).to_pylist() == nested
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(st.lists(st.one_of(st.none(), st.datetimes(dt.datetime(1678, 1, 1), dt.datetime(2261, 12, 31))), max_size=10))
 def test_time_types_round_trip(values):
     """Within the nanosecond timestamps the reader decodes to."""
@@ -147,7 +147,7 @@ def test_time_types_round_trip(values):
     assert decoded(text("Date"), ts).cast(pa.timestamp("us")).to_pylist() == millis
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(st.lists(st.one_of(st.none(), st.decimals(allow_nan=False, allow_infinity=False, places=4)), max_size=10),
        st.lists(st.one_of(st.none(), st.integers(-(10**30), 10**30)), max_size=10))
 def test_big_numbers_round_trip(decimals, integers):

@@ -12,10 +12,9 @@ from statectl.statefmt.errors import (FlinkFormatError, MissingFileError, NotASa
                                      UnsupportedFlinkFeature)
 from statectl.statefmt.flink.metadata import is_flink_metadata, parse_metadata
 from statectl.statefmt.flink.savepoint import keyed_table, open_flink_savepoint
+from support.flink_metadata_edits import edit_metadata, KEYED_HANDLE_AT, PROC_STREAM
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "flink-dev"
-PROC_STREAM = "bc780fd0-df7b-44c3-82d9-5de05e45083a"  # lk-proc subtask 0, 17835 bytes
-KEYED_HANDLE_AT = 0xCA  # lk-proc subtask 0's keyed handle type byte in _metadata
 
 
 @pytest.fixture
@@ -23,12 +22,6 @@ def savepoint(tmp_path) -> Path:
     target = tmp_path / "sp"
     shutil.copytree(FIXTURES / "long-hashmap-canonical" / "savepoint", target)
     return target
-
-
-def edit_metadata(sp: Path, at: int, new: bytes) -> None:
-    data = bytearray((sp / "_metadata").read_bytes())
-    data[at:at + len(new)] = new
-    (sp / "_metadata").write_bytes(bytes(data))
 
 
 def error_of(sp: Path, read=False) -> str:

@@ -13,7 +13,7 @@ from statectl.statefmt.flink.savepoint import (keyed_table, open_flink_savepoint
                                                timers_table)
 
 from statectl.statefmt.flink.tables import key_fields
-from tests.flink_expect import (FIXTURE_NAMES, FIXTURES, check_broadcast, check_keyed, check_list_state,
+from support.flink_expect import (FIXTURE_NAMES, FIXTURES, check_broadcast, check_keyed, check_list_state,
                            check_timers, expected_of, key_names_of)
 
 

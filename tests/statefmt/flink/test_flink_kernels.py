@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from statectl.statefmt.slicekernel import SHORT, concat_slices
 
 
-@settings(deadline=None)  # the first example loads the compiled kernel
 @given(st.binary(min_size=1, max_size=80), st.data())
 def test_concat_slices_joins_every_row_exactly(data, draw):
     """Rows short and long, overlapping, at the very end of the data: the wide moves of short

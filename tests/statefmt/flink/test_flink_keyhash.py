@@ -219,7 +219,7 @@ def test_murmur_hash_is_non_negative_and_the_vector_form_agrees():
 
 # --- properties -----------------------------------------------------------------------
 
-PROPS = settings(max_examples=200, deadline=None)
+PROPS = settings(max_examples=200)
 INT32 = st.integers(-(2**31), 2**31 - 1)
 INT64 = st.integers(-(2**63), 2**63 - 1)
 

@@ -13,7 +13,7 @@ from statectl.statefmt.flink.lineage import encode_lineage, flink_savepoint_id, 
 from statectl.statefmt.fs import Location
 from statectl.statefmt.model import LineageEntry
 
-from readers_savepoints import build_base
+from support.readers_savepoints import build_base
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "flink-dev" / "long-hashmap-canonical" / "savepoint"
 DERIVED_ID = "flink-" + "0" * 32

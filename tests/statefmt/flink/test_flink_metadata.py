@@ -12,27 +12,9 @@ import pytest
 from statectl.statefmt.errors import FlinkFormatError
 from statectl.statefmt.flink.metadata import parse_metadata
 from statectl.statefmt.flink.metadata_write import encode_metadata
+from support.flink_metadata_edits import older, TRAILER_START, utf
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "flink-dev"
-TRAILER_START = b"\xac\xed\x00\x05"  # Java serialization
-
-
-def utf(s: str) -> bytes:
-    b = s.encode()
-    return struct.pack(">H", len(b)) + b
-
-
-def older(data: bytes, version: int) -> bytes:
-    v6 = parse_metadata(data)
-    out = data[:4] + struct.pack(">i", version) + data[8:]
-    if version <= 4:
-        for op in v6.operators:
-            record = utf(op.name or "") + utf(op.uid or "") + bytes.fromhex(op.operator_id)
-            assert out.count(record) == 1
-            out = out.replace(record, bytes.fromhex(op.operator_id))
-    if version == 3:
-        out = out[:out.rindex(TRAILER_START)]
-    return out
 
 
 @pytest.mark.parametrize("fixture", sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()))

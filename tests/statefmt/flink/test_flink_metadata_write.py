@@ -20,9 +20,9 @@ from statectl.statefmt.flink.metadata import FlinkMetadata, parse_metadata
 from statectl.statefmt.flink.metadata_write import (encode_keyed_handle, encode_metadata,
                                                     encode_operator_handle, encode_stream_handle,
                                                     operator_id_bytes)
-from tests.flink_shapes import COMPRESSED, HASHMAP_CANONICAL, INCREMENTAL, METADATA_VERSION, SHAPES
-from tests.statefmt.flink.test_flink_handles import absolute, rewrite, segment
-from tests.statefmt.flink.test_flink_metadata import older
+from support.flink_shapes import COMPRESSED, HASHMAP_CANONICAL, INCREMENTAL, METADATA_VERSION, SHAPES
+from support.flink_metadata_edits import absolute, rewrite, segment
+from support.flink_metadata_edits import older
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "flink-dev"
 FIXTURE_NAMES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())

@@ -15,7 +15,7 @@ from statectl.statefmt.flink import savepoint as S
 from statectl.statefmt.flink.handles import IncrementalRocksDB
 from statectl.statefmt.flink.native_sst import SstSnapshot
 from statectl.statefmt.flink.rocksdb_native import open_rocksdb_snapshot
-from tests.flink_shapes import INCREMENTAL, METADATA_VERSION, SHAPES
+from support.flink_shapes import INCREMENTAL, METADATA_VERSION, SHAPES
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "flink-dev"
 JOB_SHAPES = {"rocksdb-native": SHAPES["rocksdb-native"], "rocksdb-incremental-checkpoint": INCREMENTAL}
@@ -105,7 +105,7 @@ def test_a_damaged_block_is_an_error_naming_the_file(tmp_path):
 
 
 def test_a_damaged_block_through_the_cli_is_one_line(tmp_path):
-    from tests.conftest import statectl
+    from support.cli_runner import statectl
 
     sp, line, _ = _damaged_copy(tmp_path)
     result = statectl("read", str(sp), "--uid", "lk-proc", "--state", "count", "-f", "jsonl")

@@ -19,56 +19,13 @@ from statectl.statefmt.errors import (
 )
 from statectl.statefmt.flink.keyhash import flink_key_group
 from statectl.statefmt.flink.rocksdb_native import key_group_prefix_bytes, open_rocksdb_snapshot
+from support.flink_expect import native_snapshots
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "flink-dev"
 NATIVE = {"long-rocksdb-native": "Long", "tuple-rocksdb-native": ("String", "Integer")}
 
 
 # --- a tiny locator of handle-11 file lists in _metadata (the real parser lives elsewhere) ---
-
-def _utf(buf, pos):
-    n = struct.unpack_from(">H", buf, pos)[0]
-    return buf[pos + 2: pos + 2 + n].decode("utf-8"), pos + 2 + n
-
-
-def _relative_file(buf, pos):
-    assert buf[pos] == 6, "these fixtures hold only relative file handles"
-    name, pos = _utf(buf, pos + 1)
-    return name, pos + 8  # the file name, then its size
-
-
-def _native_subtasks(fixture):
-    """[(first key group, number of key groups, meta file, [(local name, path)])] for every
-    IncrementalRemoteKeyedStateHandle (type 11, checkpoint 1, a 36-character backend UUID)."""
-    savepoint = FIXTURES / fixture / "savepoint"
-    buf = (savepoint / "_metadata").read_bytes()
-    out = []
-    for m in re.finditer(re.escape(b"\x0b" + (1).to_bytes(8, "big") + b"\x00\x24"), buf):
-        _, pos = _utf(buf, m.start() + 9)
-        first, count = struct.unpack_from(">ii", buf, pos)
-        meta, pos = _relative_file(buf, pos + 16)  # + the checkpointed size
-        files = []
-        for _ in range(2):  # shared, then private files
-            (n,), pos = struct.unpack_from(">i", buf, pos), pos + 4
-            for _ in range(n):
-                local, pos = _utf(buf, pos)
-                name, pos = _relative_file(buf, pos)
-                files.append((local, savepoint / name))
-        out.append((first, count, meta, files))
-    return out
-
-
-def _operator_of(fixture, meta_file):
-    """The operator of a meta file, from the fixtures README's file table."""
-    readme = (FIXTURES / "README.md").read_text()
-    row = re.search(rf"^\| `{re.escape(meta_file)}` \| \d+ \| ([^ |]+) \|", readme, re.M)
-    return row.group(1)
-
-
-def _snapshots(fixture):
-    """{(operator uid, first key group): [(local name, path)]}"""
-    return {(_operator_of(fixture, meta), first): files
-            for first, _, meta, files in _native_subtasks(fixture)}
 
 
 # --- expected entry counts per column family, from expected.json ---
@@ -131,15 +88,15 @@ def _read_key(buf, pos, key_type):
 # --- the fixtures -----------------------------------------------------------------------
 
 def test_the_locator_finds_every_subtask():
-    assert sorted((op, first) for op, first in _snapshots("long-rocksdb-native")) == [
+    assert sorted((op, first) for op, first in native_snapshots("long-rocksdb-native")) == [
         ("lk-proc", 0), ("lk-proc", 86), ("lk-proc", 171),
         ("lk-win", 0), ("lk-win", 86), ("lk-win", 171)]
-    assert sorted((op, first) for op, first in _snapshots("tuple-rocksdb-native")) == [
+    assert sorted((op, first) for op, first in native_snapshots("tuple-rocksdb-native")) == [
         ("tk-proc", 0), ("tk-proc", 64), ("tk-win", 0), ("tk-win", 64)]
 
 
 def test_lk_proc_subtask_0_decodes_as_the_reference_shows():
-    files = _snapshots("long-rocksdb-native")[("lk-proc", 0)]
+    files = native_snapshots("long-rocksdb-native")[("lk-proc", 0)]
     key = bytes.fromhex("0003" "0020000000000001" "00")  # kg 3, Long 9007199254740993, VoidNamespace
     with open_rocksdb_snapshot(files) as snap:
         assert set(snap.column_families) == {
@@ -163,7 +120,7 @@ def test_every_subtask_has_expected_json_entry_counts_and_flinks_key_groups(fixt
     width = key_group_prefix_bytes(max_p)
     ranges = {first: last for first, last in expected["key_group_range_per_subtask"].values()}
     checked_keys = set()
-    for (uid, first), files in sorted(_snapshots(fixture).items()):
+    for (uid, first), files in sorted(native_snapshots(fixture).items()):
         last = ranges[first]
         with open_rocksdb_snapshot(files) as snap:
             counts = dict.fromkeys(snap.column_families, 0)
@@ -183,7 +140,7 @@ def test_every_subtask_has_expected_json_entry_counts_and_flinks_key_groups(fixt
 def test_list_states_are_merged_and_tombstones_respected():
     """`events` holds only MERGE records (default options would read it as empty); `sum`
     of key index 0 (key 0, cleared after a fired timer) is a DEL."""
-    files = _snapshots("long-rocksdb-native")[("lk-proc", 171)]
+    files = native_snapshots("long-rocksdb-native")[("lk-proc", 171)]
     expected = json.loads((FIXTURES / "long-rocksdb-native" / "expected.json").read_text())
     assert expected["keys"]["0"]["key_group"] in range(171, 256)
     key0 = expected["keys"]["0"]["key_group"].to_bytes(2, "big") + (0).to_bytes(8, "big") + b"\x00"
@@ -197,7 +154,7 @@ def test_list_states_are_merged_and_tombstones_respected():
 
 
 def test_one_column_family_and_a_key_group_range():
-    files = _snapshots("long-rocksdb-native")[("lk-proc", 0)]
+    files = native_snapshots("long-rocksdb-native")[("lk-proc", 0)]
     with open_rocksdb_snapshot(files) as snap:
         every = list(snap.entries("count"))
         assert {cf for cf, _, _ in every} == {"count"}
@@ -212,7 +169,7 @@ def test_one_column_family_and_a_key_group_range():
 
 
 def test_record_batches_hold_the_same_entries():
-    files = _snapshots("long-rocksdb-native")[("lk-proc", 86)]
+    files = native_snapshots("long-rocksdb-native")[("lk-proc", 86)]
     with open_rocksdb_snapshot(files) as snap:
         entries = [(k, v) for _, k, v in snap.entries("attrs")]
         batches = list(snap.record_batches("attrs", batch_size=7))
@@ -230,7 +187,7 @@ def test_key_group_prefix_width():
 
 
 def test_remote_files_are_downloaded(tmp_path):
-    files = _snapshots("tuple-rocksdb-native")[("tk-win", 64)]
+    files = native_snapshots("tuple-rocksdb-native")[("tk-win", 64)]
     uris = [(local, "file://" + str(path)) for local, path in files]
     with open_rocksdb_snapshot(uris, workdir=tmp_path) as snap:
         (folder,) = os.listdir(tmp_path)
@@ -253,7 +210,7 @@ def workdir(tmp_path):
 
 
 def test_the_folder_is_removed_after_an_error_in_the_caller(workdir):
-    files = _snapshots("long-rocksdb-native")[("lk-win", 0)]
+    files = native_snapshots("long-rocksdb-native")[("lk-win", 0)]
     with pytest.raises(RuntimeError):
         with open_rocksdb_snapshot(files, workdir=workdir) as snap:
             assert os.path.isdir(snap.directory)
@@ -262,7 +219,7 @@ def test_the_folder_is_removed_after_an_error_in_the_caller(workdir):
 
 
 def test_a_missing_file_is_one_clear_error(workdir):
-    files = _snapshots("long-rocksdb-native")[("lk-win", 0)]
+    files = native_snapshots("long-rocksdb-native")[("lk-win", 0)]
     gone = workdir.parent / "gone"
     files = [(local, gone if local == "MANIFEST-000005" else path) for local, path in files]
     with pytest.raises(MissingFileError, match=rf"^{re.escape(str(gone))}: file is missing$"):
@@ -271,7 +228,7 @@ def test_a_missing_file_is_one_clear_error(workdir):
 
 
 def test_snapshot_without_current_or_with_unsafe_names(workdir):
-    files = _snapshots("long-rocksdb-native")[("lk-win", 0)]
+    files = native_snapshots("long-rocksdb-native")[("lk-win", 0)]
     with pytest.raises(FlinkFormatError, match=r"^a Flink RocksDB snapshot of 4 files has no CURRENT file$"):
         with open_rocksdb_snapshot([f for f in files if f[0] != "CURRENT"], workdir=workdir):
             pass
@@ -295,7 +252,7 @@ def _copy(files, directory):
 
 def test_a_merge_operator_missing_from_options_is_an_error_not_an_empty_list(workdir, tmp_path):
     """Without StringAppendTESTOperator rocksdict reads list states as empty, silently."""
-    files = _copy(_snapshots("long-rocksdb-native")[("lk-proc", 0)], tmp_path / "copy")
+    files = _copy(native_snapshots("long-rocksdb-native")[("lk-proc", 0)], tmp_path / "copy")
     (options,) = [path for local, path in files if local.startswith("OPTIONS-")]
     text = options.read_text()
     assert text.count("merge_operator={id=StringAppendTESTOperator;delimiter=,;}") == 13
@@ -311,7 +268,7 @@ def test_a_merge_operator_missing_from_options_is_an_error_not_an_empty_list(wor
 
 
 def test_a_corrupt_sst_is_an_error(workdir, tmp_path):
-    files = _copy(_snapshots("long-rocksdb-native")[("lk-proc", 0)], tmp_path / "copy")
+    files = _copy(native_snapshots("long-rocksdb-native")[("lk-proc", 0)], tmp_path / "copy")
     (path,) = [path for local, path in files
                if local.endswith(".sst") and os.path.getsize(path) > 3000]
     data = bytearray(path.read_bytes())
@@ -336,7 +293,7 @@ def test_a_folder_that_is_not_a_database_is_an_error(workdir, tmp_path):
 def test_a_wal_dir_of_the_writing_task_is_ignored(workdir, tmp_path):
     """Flink 1.17 and 1.20 record the task's temporary wal_dir in OPTIONS; it is gone when the
     savepoint is read, and the snapshot still opens (its WAL is looked for beside its files)."""
-    files = _copy(_snapshots("long-rocksdb-native")[("lk-proc", 0)], tmp_path / "copy")
+    files = _copy(native_snapshots("long-rocksdb-native")[("lk-proc", 0)], tmp_path / "copy")
     (options,) = [path for local, path in files if local.startswith("OPTIONS-")]
     text = options.read_text()
     assert "wal_dir=" not in text and text.count("[DBOptions]\n") == 1

@@ -2,7 +2,7 @@
 
 Flink 1.20 and 2.3 wrote every SQL type's `RowDataSerializer` snapshot and rows (every
 RowKind, nulls, edge values, wide rows, nested arrays, maps and rows) with the values they
-hold (`tests/flink_rowdata.py`, `RowDataSamples.java`); statectl parses each snapshot to the
+hold (`tests/support/flink_rowdata.py`, `RowDataSamples.java`); statectl parses each snapshot to the
 byte Flink says it ends at and decodes every row to exactly those values.
 """
 
@@ -16,7 +16,7 @@ import struct
 import numpy as np
 import pytest
 
-import flink_rowdata
+from support import flink_rowdata
 from statectl.statefmt.errors import FlinkFormatError, UnsupportedFlinkFeature
 from statectl.statefmt.flink.binary import Reader
 from statectl.statefmt.flink.rowdata import ROW_KIND_FIELD, RowData

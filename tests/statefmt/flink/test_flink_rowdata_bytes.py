@@ -18,8 +18,8 @@ import shutil
 import numpy as np
 import pytest
 
-import flink_job
-from flink_sql_entries import sql_keyed_splits, sql_savepoints
+from support import flink_job
+from support.flink_sql_entries import sql_keyed_splits, sql_savepoints
 from statectl.statefmt.bytecolumns import delimited, join_rows
 from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.describe import key_group_blocks

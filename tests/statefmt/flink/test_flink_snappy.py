@@ -84,7 +84,7 @@ def test_round_trip_of_compressible_and_random_data(size):
             assert framed[chunks[0][0]] == kind
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(st.binary(max_size=3000), st.integers(1, 700))
 def test_round_trip_property(data, block):
     assert decompress_framed(_frame(data, block=block)) == data

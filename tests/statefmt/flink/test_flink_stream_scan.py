@@ -17,7 +17,7 @@ from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.headers import KeyedHeader, StateMeta
 from statectl.statefmt.flink.streams import scan_canonical
 from statectl.statefmt.flink.types import Buf
-from tests.flink_expect import FIXTURES
+from support.flink_expect import FIXTURES
 
 
 def entry(key_group: int, key: bytes, value: bytes, last: bool) -> bytes:
@@ -120,9 +120,9 @@ def test_rocksdb_entries_interleaved_and_decoded():
     the very entries of entries(), and their key groups from the prefixes."""
     from statectl.statefmt.flink.rocksdb_native import open_rocksdb_snapshot
     from statectl.statefmt.flink.streams import raw_from_interleaved
-    from tests.statefmt.flink.test_flink_rocksdb_native import _snapshots
+    from support.flink_expect import native_snapshots
 
-    files = _snapshots("long-rocksdb-native")[("lk-proc", 86)]
+    files = native_snapshots("long-rocksdb-native")[("lk-proc", 86)]
     with open_rocksdb_snapshot(files) as snap:
         entries = [(k, v) for _, k, v in snap.entries("attrs")]
         chunks = list(snap.interleaved("attrs", batch_size=5))

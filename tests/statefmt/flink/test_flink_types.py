@@ -241,7 +241,7 @@ _texts = st.one_of(st.none(), st.text(max_size=5), st.text(alphabet="abc", min_s
                    st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=8))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(st.lists(_texts, max_size=30))
 def test_string_columns_fast_and_slow_paths_agree(values):
     """ASCII short strings take the vectorised path, the others the per-value one: same result."""
@@ -256,7 +256,7 @@ def test_string_columns_fast_and_slow_paths_agree(values):
     assert [skip(int(s)) for s in starts] == ends.tolist()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(st.lists(st.tuples(st.lists(st.integers(-2**63, 2**63 - 1), max_size=4),
                           st.lists(st.tuples(_texts.filter(lambda x: x is not None), st.one_of(st.none(), st.integers(-5, 5))),
                                    max_size=3)), max_size=12))

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import flink_job
-from test_flink_compressed import compress_keyed
+from support import flink_job
+from support.flink_metadata_edits import compress_keyed
 from statectl.statefmt.flink.savepoint import open_flink_savepoint
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"

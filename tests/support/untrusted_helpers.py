@@ -7,8 +7,8 @@ import json
 import os
 from pathlib import Path
 
-from builders import build_full_savepoint
-from conftest import statectl
+from support.builders import build_full_savepoint
+from support.cli_runner import statectl
 
 
 def snapshot(*roots) -> dict[str, str]:

@@ -29,8 +29,9 @@ import subprocess
 import sys
 import time
 import warnings
+from pathlib import Path
 
-from spark_session import LOG_LEVEL, running_spark, suite_spark
+from support.spark_session import LOG_LEVEL, running_spark, suite_spark
 
 SPARK_ENV_PREFIXES = ("SPARK_", "PYSPARK_", "PYTHON", "JAVA_", "HADOOP_", "AWS_")
 """Variables read by Spark's JVM or its Python workers when they start (interpreter,
@@ -226,3 +227,12 @@ def _cancel_spark_jobs(wait: float = 120) -> None:
     deadline = time.monotonic() + wait
     while context.statusTracker().getActiveJobsIds() and time.monotonic() < deadline:
         time.sleep(0.1)
+
+
+def error_line(result, sp: Path) -> str:
+    """The one line a failing command prints, with the savepoint's path as SP."""
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0].replace(str(sp), "SP")

@@ -1,9 +1,11 @@
-"""Reading a written savepoint back with statefmt alone (no Spark), for the writer tests."""
+"""Reading a written savepoint back with statefmt alone (no Spark), for the writer tests; the
+SHA-256 of every file below a folder (a base a write must never change)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+from pathlib import Path
 
 from statectl.statefmt.canonical import keyed_schema, operator_state_schema, read_file, timers_schema
 from statectl.statefmt.keygroups import key_group_for_key, key_group_range, subtask_for_key_group
@@ -75,3 +77,9 @@ def tree_digest(path) -> dict[str, str]:
 
 def files_below(path) -> list[str]:
     return sorted(tree_digest(path)) if os.path.exists(path) else []
+
+
+def digest(folder: Path) -> dict[str, str]:
+    """Every file below *folder* with its SHA-256: the base must never change."""
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import struct
 from pathlib import Path
 
-FIXTURES = Path(__file__).parent / "fixtures" / "flink-dev"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "flink-dev"
 FIXTURE_NAMES = sorted(p.name for p in FIXTURES.iterdir() if (p / "expected.json").exists())
 TABLE_COLUMNS = ("_key_group", "namespace", "timestamp", "domain", "service")
 
@@ -227,3 +229,78 @@ def check_operators(expected: dict, operators, named: bool) -> None:
         assert keyed == set(exp.get("keyed_state", {})), uid
         assert {s.name for s in op.operator_states} == \
             set(exp.get("operator_state", {})) | set(exp.get("broadcast_state", {})), uid
+
+
+def _utf(buf, pos):
+    n = struct.unpack_from(">H", buf, pos)[0]
+    return buf[pos + 2: pos + 2 + n].decode("utf-8"), pos + 2 + n
+
+
+def _relative_file(buf, pos):
+    assert buf[pos] == 6, "these fixtures hold only relative file handles"
+    name, pos = _utf(buf, pos + 1)
+    return name, pos + 8  # the file name, then its size
+
+
+def _native_subtasks(fixture):
+    """[(first key group, number of key groups, meta file, [(local name, path)])] for every
+    IncrementalRemoteKeyedStateHandle (type 11, checkpoint 1, a 36-character backend UUID)."""
+    savepoint = FIXTURES / fixture / "savepoint"
+    buf = (savepoint / "_metadata").read_bytes()
+    out = []
+    for m in re.finditer(re.escape(b"\x0b" + (1).to_bytes(8, "big") + b"\x00\x24"), buf):
+        _, pos = _utf(buf, m.start() + 9)
+        first, count = struct.unpack_from(">ii", buf, pos)
+        meta, pos = _relative_file(buf, pos + 16)  # + the checkpointed size
+        files = []
+        for _ in range(2):  # shared, then private files
+            (n,), pos = struct.unpack_from(">i", buf, pos), pos + 4
+            for _ in range(n):
+                local, pos = _utf(buf, pos)
+                name, pos = _relative_file(buf, pos)
+                files.append((local, savepoint / name))
+        out.append((first, count, meta, files))
+    return out
+
+
+def _operator_of(fixture, meta_file):
+    """The operator of a meta file, from the fixtures README's file table."""
+    readme = (FIXTURES / "README.md").read_text()
+    row = re.search(rf"^\| `{re.escape(meta_file)}` \| \d+ \| ([^ |]+) \|", readme, re.M)
+    return row.group(1)
+
+
+def native_snapshots(fixture):
+    """{(operator uid, first key group): [(local name, path)]}"""
+    return {(_operator_of(fixture, meta), first): files
+            for first, _, meta, files in _native_subtasks(fixture)}
+
+
+def readers_rows(spark, path: Path, views, labels) -> list:
+    """Every view's rows as (view, JSON) through the readers API, in one Spark job."""
+    from pyspark.sql import functions as F
+
+    from statectl.readers import open_savepoint
+
+    reader = open_savepoint(spark, str(path))
+    frames = []
+    for view, uid, kind, state in views:
+        op = labels[uid]
+        df = (reader.keyed(op, include_key_group=True) if kind == "keyed" else
+              reader.timers(op, include_key_group=True) if kind == "timers" else
+              reader.operator_state(op, state))
+        frames.append(df.select(F.lit(view).alias("view"),
+                                F.to_json(F.struct("*"), {"ignoreNullFields": "false"}).alias("row")))
+    union = frames[0]
+    for df in frames[1:]:
+        union = union.unionAll(df)
+    return [(r["view"], r["row"]) for r in union.collect()]
+
+
+def cli_rows(path: Path, views) -> list:
+    """Every view's rows as (view, JSON) through `statectl sql`, in one process."""
+    from support.cli_runner import statectl
+
+    result = statectl("sql", str(path), union_query(views), "-f", "jsonl")
+    assert result.returncode == 0, result.stderr
+    return [(line["view"], line["row"]) for line in map(json.loads, result.stdout.splitlines()) if line]

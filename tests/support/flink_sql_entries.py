@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-import flink_job
+from support import flink_job
 
 from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.handles import IncrementalRocksDB
@@ -32,7 +32,7 @@ from statectl.statefmt.vocabulary import StateKind
 from statectl.writers.flink.encoding import EntryEncoder, StateEncoding
 
 
-PROBE = Path(__file__).parent / "fixtures" / "flink-sql-probe"
+PROBE = Path(__file__).resolve().parents[1] / "fixtures" / "flink-sql-probe"
 
 
 def sql_savepoints(shape: str) -> list:

@@ -4,7 +4,7 @@ output folder (cases.json, one <case>.bin per case, flink_version.txt) under the
 Layout and canonical JSON forms: tests/flink/README.md, "RowData samples".
 
 Command line:
-    python tests/flink_rowdata.py VERSION      # makes (or finds) the folder and prints its path
+    python tests/support/flink_rowdata.py VERSION      # makes (or finds) the folder and prints its path
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import flink_job
+if __package__ in (None, ""):  # run as a script: `support` is imported from tests/
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from support import flink_job  # noqa: E402
 
 MAIN_CLASS = "flinkjob.RowDataSamples"
 # The snapshot class every RowDataSerializer case's .bin names right after the leading int 2.

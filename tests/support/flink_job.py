@@ -5,11 +5,11 @@ the dev fixtures' shapes and, in declared mode, any savepoint whose states a des
 restores the SQL job's savepoints and feeds them a second batch (mode=sql-restore, restore_sql).
 
 Command line (used by .ci/run and benchmarks):
-    python tests/flink_job.py fetch [VERSION ...]        # jars of the given (default: all) versions
-    python tests/flink_job.py make VERSION name=value ...  # one snapshot; prints its path
-    python tests/flink_job.py declared VERSION SAVEPOINT DESCRIPTION.json [BACKEND]  # prints the dump
-    python tests/flink_job.py sql VERSION [SHAPE ...]    # SQL job savepoints (SQL_SHAPES); prints their paths
-    python tests/flink_job.py make 2.3.0 mode=sql-size keys=1000000   # the SQL size job's savepoint
+    python tests/support/flink_job.py fetch [VERSION ...]        # jars of the given (default: all) versions
+    python tests/support/flink_job.py make VERSION name=value ...  # one snapshot; prints its path
+    python tests/support/flink_job.py declared VERSION SAVEPOINT DESCRIPTION.json [BACKEND]  # prints the dump
+    python tests/support/flink_job.py sql VERSION [SHAPE ...]    # SQL job savepoints (SQL_SHAPES); prints their paths
+    python tests/support/flink_job.py make 2.3.0 mode=sql-size keys=1000000   # the SQL size job's savepoint
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 VERSIONS = ("1.17.2", "1.20.3", "2.3.0")
-JOB_DIR = Path(__file__).resolve().parent / "flink"
+JOB_DIR = Path(__file__).resolve().parents[1] / "flink"
 METADATA_MAGIC = 0x4960672D
 
 # The --add-opens/--add-exports set of Flink's own config.yaml (env.java.opts.all) for Java 17.
@@ -124,7 +124,7 @@ def require_jars(version: str) -> Path:
     with STATECTL_FLINK_OFFLINE set, missing jars are an error naming the command that fetches them."""
     if not _has_jars(version) and os.environ.get("STATECTL_FLINK_OFFLINE"):
         raise FlinkSetupError(
-            f"no Flink {version} jars in {lib_dir(version)}: run `python tests/flink_job.py fetch "
+            f"no Flink {version} jars in {lib_dir(version)}: run `python tests/support/flink_job.py fetch "
             f"{version}` (it pip-downloads apache-flink-libraries=={version}), or set STATECTL_FLINK_HOME")
     if not _has_jars(version):
         print(f"\nfetching the Flink {version} jars (pip download apache-flink-libraries=={version}, "
@@ -134,7 +134,7 @@ def require_jars(version: str) -> Path:
         except (subprocess.CalledProcessError, OSError) as e:
             raise FlinkSetupError(
                 f"no Flink {version} jars in {lib_dir(version)} and fetching them failed ({e}): run "
-                f"`python tests/flink_job.py fetch {version}`, or set STATECTL_FLINK_HOME") from None
+                f"`python tests/support/flink_job.py fetch {version}`, or set STATECTL_FLINK_HOME") from None
     return lib_dir(version)
 
 
@@ -485,7 +485,7 @@ def sorted_rows(rows: list[list]) -> list[list]:
     return sorted(rows, key=lambda r: json.dumps(r, ensure_ascii=False, separators=(",", ":")))
 
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "flink-dev"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "flink-dev"
 # The dev fixtures' job differs from this one by its POJO's class and its Long and Integer keys
 # (knob key-set=fixtures); its String and Tuple2 keys are this job's (user-%03d with a non-ASCII
 # suffix on every 5th key).

@@ -115,7 +115,7 @@ def _split_entries(split) -> dict[str, tuple[list[bytes], list[bytes]]]:
 def restored_changes(dump: dict) -> dict[str, list]:
     """Each statement's changelog after a restore (flink_job.restore_sqls), in one order whatever
     the order its rows came in."""
-    import flink_job
+    from support import flink_job
 
     return {s: flink_job.sorted_rows(st["received_changelog"]) for s, st in dump["statements"].items()}
 
