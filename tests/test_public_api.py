@@ -13,7 +13,7 @@ import sys
 import pytest
 
 import statectl
-from conftest import REPO
+from support import REPO
 
 PUBLIC = [
     # reading

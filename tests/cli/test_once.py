@@ -11,8 +11,8 @@ import shutil
 
 import pytest
 
-from conftest import statectl
-from flink_job import FIXTURES
+from support.cli_runner import statectl
+from support.flink_job import FIXTURES
 from statectl.readers.flink import FlinkSource
 from statectl.statefmt.flink import model as flink_model
 from statectl.statefmt.formats import load

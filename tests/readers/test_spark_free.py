@@ -15,8 +15,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from builders import build_full_savepoint
-from readers_savepoints import PROC_ROWS, build_base, build_derived
+from support.builders import build_full_savepoint
+from support.readers_savepoints import PROC_ROWS, build_base, build_derived
 from statectl import (
     LocalSavepointReader,
     OperatorRef,
