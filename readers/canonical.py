@@ -151,6 +151,7 @@ def _parquet_groups(split: Split, max_parallelism: int) -> tuple[np.ndarray, np.
                 column = pf.read_row_group(i, columns=[KEY_GROUP_COLUMN]).column(0).to_numpy()
                 counts = np.bincount(column, minlength=max_parallelism)[:max_parallelism]
             rows += counts
-            weights += meta.total_compressed_size * counts / max(meta.num_rows, 1)
+            stored = sum(meta.column(j).total_compressed_size for j in range(meta.num_columns))
+            weights += stored * counts / max(meta.num_rows, 1)
     present = np.flatnonzero(rows)
     return present, rows[present], weights[present]
