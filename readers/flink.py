@@ -5,12 +5,21 @@ with `read_split` without `_metadata`, so the driver alone reads `_metadata` and
 headers. The batches have the format layer's table schema; Spark is shown the types it takes
 (`statefmt.flink.model.spark_arrow_type`). Flink files carry no checksums: only their sizes
 are checked. A key's group is Flink's, from the operator's Java (or SQL row) key type.
+
+Sizes: a keyed stream's handle holds every key group's offset, so a key group's bytes are
+exact (as stored: compressed if the stream is), and so is a split's (its key groups' bytes,
+and the stream's header for the split holding its first key group: a stream's splits sum to
+its size). Keyed state and timers lie in the same streams, so both tables show the same
+bytes. A native RocksDB snapshot's split has its files' bytes (exact), apportioned to its key
+groups by rows (an estimate). Rows per key group are counted from the decoded rows (exact).
+An operator state's split has the bytes of its elements in its subtask's stream (exact).
 """
 
 from __future__ import annotations
 
 from typing import Iterator
 
+import numpy as np
 import pyarrow as pa
 
 from statectl.statefmt.errors import KeyTypeError
@@ -19,7 +28,7 @@ from statectl.statefmt.vocabulary import Format
 
 from .files import Split, splits
 from .resolve import TIMERS
-from .tablesource import TableSource, keyed_part
+from .tablesource import Measure, TableSource, count_groups, keyed_part
 
 
 class FlinkSource(TableSource):
@@ -49,7 +58,8 @@ class FlinkSource(TableSource):
         if table == TIMERS and info.timers_schema is None:
             return []
         if keyed_part(table):
-            return info.keyed_splits_holding(groups)
+            return [s for s in info.keyed_splits_holding(groups)
+                    if span is None or (s.key_groups[0] <= span[1] and s.key_groups[1] >= span[0])]
         broadcast = info.operator_states[table].kind == "broadcast"
         return info.operator_splits[:1] if broadcast else list(info.operator_splits)
 
@@ -60,6 +70,42 @@ class FlinkSource(TableSource):
         from statectl.statefmt.flink.savepoint import read_split
 
         return read_split(split, table, None if groups is None else set(groups))
+
+    def split_key_groups(self, split) -> tuple[int, int] | None:
+        return split.key_groups
+
+    def split_subtask(self, split) -> int | None:
+        return split.subtask
+
+    def split_bytes(self, split, table: str) -> tuple[int, bool]:
+        from statectl.statefmt.flink.describe import operator_state_bytes, stream_share
+        from statectl.statefmt.flink.handles import KeyGroupsStream
+
+        handle = split.handle
+        if split.key_groups is None:
+            return operator_state_bytes(handle, table), True
+        if isinstance(handle, KeyGroupsStream):
+            return stream_share(handle, split.key_groups), True
+        return handle.meta.size + sum(s.size for _, s in handle.files), True
+
+    def measure(self, split, table: str) -> Measure:
+        """A keyed stream's split: bytes per key group from the handle's offsets (exact)."""
+        from statectl.statefmt.flink.describe import key_group_bytes
+        from statectl.statefmt.flink.handles import KeyGroupsStream
+
+        if split.key_groups is None or not isinstance(split.handle, KeyGroupsStream):
+            return super().measure(split, table)
+        size, _ = self.split_bytes(split, table)
+        counted, rows = count_groups(self.decode(split, table), self.operator.max_parallelism)
+        groups, stored = key_group_bytes(split.handle, split.key_groups)
+        groups, stored = groups[stored > 0], stored[stored > 0]
+        union = np.union1d(groups, counted)
+        all_rows = np.zeros(len(union), dtype=np.int64)
+        all_rows[np.searchsorted(union, counted)] = rows
+        all_bytes = np.zeros(len(union), dtype=np.int64)
+        all_bytes[np.searchsorted(union, groups)] = stored
+        return Measure(split.key_groups, split.subtask, int(rows.sum()), size, True, union, all_rows,
+                       all_bytes, True)
 
     def key_groups(self, keys: list[tuple]) -> list[int]:
         from statectl.statefmt.flink.keyhash import flink_key_group

@@ -350,6 +350,45 @@ def key_group_ranges(blocks: list[tuple[int, int, int]], size_limit: int) -> lis
 def key_group_blocks(handle: KeyGroupsStream, size: int, key_groups: tuple[int, int] | None = None
             ) -> list[tuple[int, int, int]]:
     """(key group, start, end) of every non-empty key group of a keyed stream, in the range."""
+    g, starts, ends = key_group_extents(handle, size, key_groups)
+    return list(zip(g.tolist(), starts.tolist(), ends.tolist()))
+
+
+def key_group_bytes(handle: KeyGroupsStream, key_groups: tuple[int, int] | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """(key groups, bytes of each in its stream) of a keyed stream's key groups present in the
+    range, from the handle's offsets alone: exact, as stored (compressed if the stream is)."""
+    g, starts, ends = key_group_extents(handle, handle.stream.size, key_groups)
+    return g, ends - starts
+
+
+def stream_share(handle: KeyGroupsStream, key_groups: tuple[int, int]) -> int:
+    """The bytes of a keyed stream a split of *key_groups* is read from: its key groups' bytes,
+    and the header (before the first key group) for the split holding the first; the
+    shares of a stream's splits sum to its size."""
+    g, starts, ends = key_group_extents(handle, handle.stream.size, key_groups)
+    if not len(g):
+        return 0
+    present = [o for o in handle.offsets if o > 0] if handle.layout == "canonical" else list(handle.offsets)
+    first = int(starts[0]) if not present or int(starts[0]) > min(present) else 0
+    return int(ends[-1]) - first
+
+
+def operator_state_bytes(handle: OperatorStream, name: str) -> int:
+    """The bytes of operator state *name* in its subtask's stream: from its first element's
+    offset to the next state's first element (or the stream's end); 0 without elements."""
+    firsts = sorted(min(st.offsets) for st in handle.states if st.offsets)
+    own = next((min(st.offsets) for st in handle.states if st.name == name and st.offsets), None)
+    if own is None:
+        return 0
+    later = [o for o in firsts if o > own]
+    return (later[0] if later else handle.stream.size) - own
+
+
+def key_group_extents(handle: KeyGroupsStream, size: int, key_groups: tuple[int, int] | None = None
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(key groups, starts, ends) as arrays: every non-empty key group of a keyed stream (in
+    the range), where its bytes start and end in the stream of *size* bytes."""
     offsets = np.asarray(handle.offsets, dtype=np.int64)
     groups = np.arange(handle.start, handle.start + len(offsets))
     present = offsets > 0 if handle.layout == "canonical" else np.ones(len(offsets), bool)
@@ -361,4 +400,4 @@ def key_group_blocks(handle: KeyGroupsStream, size: int, key_groups: tuple[int, 
     if key_groups is not None:
         keep = (g >= key_groups[0]) & (g <= key_groups[1])
         g, starts, ends = g[keep], starts[keep], ends[keep]
-    return list(zip(g.tolist(), starts.tolist(), ends.tolist()))
+    return g, starts, ends

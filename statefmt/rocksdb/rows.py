@@ -74,13 +74,16 @@ def _tagged(scan, index: int):
 
 
 def read_subtask(sp: Savepoint, op: Operator, key_groups: tuple[int, int], timers: bool = False,
-                 batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
-    """The keyed (or timer) rows of the database of *key_groups*, as Arrow batches of
-    the canonical schema; files are verified as they are fetched."""
+                 batch_rows: int = BATCH_ROWS, span: tuple[int, int] | None = None) -> Iterator[pa.RecordBatch]:
+    """The keyed (or timer) rows of the database of *key_groups* (only those of the key
+    groups of *span*, if given), as Arrow batches of the canonical schema, in key-group
+    order; files are verified as they are fetched."""
     section = op.keyed
     schema = timers_schema(section) if timers else keyed_schema(section)
     rows = RowMaker.of(section)
     first, last = key_groups
+    if span is not None:
+        first, last = max(first, span[0]), min(last, span[1])
     with opened_snapshot(sp, subtask_databases(op)[tuple(key_groups)]) as db:
         if timers:
             entries = read_entries(db, (), rows.layout, first, last)
