@@ -34,7 +34,7 @@ def local_table(sp: Savepoint, choice: TableChoice, limit: int | None = None,
     keys, groups, span = key_filter(source, choice.keys, key_groups)
     keep = _row_filter(choice.operator, keys, groups, choice.states if choice.kind == KEYED else (),
                        span if choice.kind != OPERATOR_STATE else None)
-    wanted = _columns(source, choice)
+    wanted = table_columns(source, choice)
     if include_key_group and choice.kind != OPERATOR_STATE:
         wanted = [KEY_GROUP_COLUMN, *wanted]
     out, rows = [], 0
@@ -47,8 +47,8 @@ def local_table(sp: Savepoint, choice: TableChoice, limit: int | None = None,
         if limit is not None and rows >= limit:
             break
     if not out:  # no rows: the columns with the types a read would give
-        return _spark_types(source, source.schema(choice.table).empty_table().select(wanted))
-    table = _spark_types(source, pa.Table.from_batches(out))
+        return spark_types(source, source.schema(choice.table).empty_table().select(wanted))
+    table = spark_types(source, pa.Table.from_batches(out))
     return table.slice(0, limit) if limit is not None else table
 
 
@@ -58,7 +58,7 @@ def _batches(source: TableSource, table: str, groups, span) -> Iterator[pa.Recor
         yield from source.decode(split, table, groups)
 
 
-def _columns(source: TableSource, choice: TableChoice) -> list[str]:
+def table_columns(source: TableSource, choice: TableChoice) -> list[str]:
     """The columns `SavepointReader.table` shows for *choice*."""
     op = choice.operator
     if choice.kind == OPERATOR_STATE:
@@ -103,7 +103,7 @@ def _row_filter(op: Operator, keys, groups, states, span=None):
     return keep
 
 
-def _spark_types(source: TableSource, table: pa.Table) -> pa.Table:
+def spark_types(source: TableSource, table: pa.Table) -> pa.Table:
     """The types Spark shows (a Flink table's timestamps in microseconds, ...)."""
     target = source.spark_types(table.schema)
     return table.cast(target) if target != table.schema else table

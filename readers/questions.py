@@ -29,9 +29,10 @@ import pyarrow as pa
 
 from statectl.statefmt.errors import UnknownStateError, UsageError
 from statectl.statefmt.ids import OperatorRef
-from statectl.statefmt.model import KEY_GROUP_COLUMN, KEYED_PART, NAMESPACE_COLUMN, Operator, Savepoint
+from statectl.statefmt.model import KEY_GROUP_COLUMN, KEYED_PART, Operator, Savepoint
 
-from .resolve import KEYED, TIMERS, check_operator_state, check_readable, describe_states, find_operator
+from .local import spark_types, table_columns
+from .resolve import KEYED, TIMERS, TableChoice, check_operator_state, check_readable, describe_states, find_operator
 from .sources import table_source
 from .tablesource import KEY_GROUP_SIZES, SPLIT_SIZES, Cursor, Page, keyed_part
 
@@ -62,9 +63,7 @@ class StateQuestions:
         row) on, and the cursor of the next page (None after the last row)."""
         self._check_keyed(table)
         found = self.source.page(table, cursor, size)
-        rows = found.rows.select(self.columns(table))
-        target = self.source.spark_types(rows.schema)
-        return Page(rows.cast(target) if target != rows.schema else rows, found.cursor, found.next)
+        return Page(spark_types(self.source, found.rows.select(self.columns(table))), found.cursor, found.next)
 
     def pages(self, table: str = KEYED, size: int = 1000, cursor: Cursor | None = None) -> Iterator[Page]:
         """Every page of *table* from *cursor* on, one after another."""
@@ -76,14 +75,9 @@ class StateQuestions:
             cursor = found.next
 
     def columns(self, table: str) -> list[str]:
-        """The columns of a page of the keyed table or the timers."""
-        keyed = self.operator.keyed
-        out = [KEY_GROUP_COLUMN, *keyed.key_names]
-        if keyed.namespace_type is not None:
-            out.append(NAMESPACE_COLUMN)
-        if table == TIMERS:
-            return out + list(self.source.timer_columns)
-        return out + [c for s in keyed.states for c in s.columns]
+        """The columns of a page of the keyed table or the timers: the key group, then those a
+        read of the table shows."""
+        return [KEY_GROUP_COLUMN, *table_columns(self.source, TableChoice(self.operator, table))]
 
     # --- checks -------------------------------------------------------------------------
     def _check(self, table: str) -> None:

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from builders import build_full_savepoint
-from readers_savepoints import build_base
+from support.builders import build_full_savepoint
+from support.readers_savepoints import build_base
 from statectl.backends import RocksDBBackend, commit_snapshots
 from statectl.readers.local import local_table
 from statectl.readers.questions import Cursor, KEY_GROUP_SIZES, SPLIT_SIZES, StateQuestions
