@@ -18,7 +18,7 @@ def check_frame_output(fmt: str, output: str | None, involved=(), overwrite: boo
     something (a savepoint of *involved*, an existing file without *overwrite*),
     before any Spark work starts."""
     from statectl.statefmt.errors import UsageError
-    from statectl.statefmt.savepoint import check_output
+    from statectl.statefmt.outputs import check_output
 
     if fmt not in FRAME_FORMATS:
         raise UsageError(f"unknown format {fmt!r}; formats: {', '.join(FRAME_FORMATS)}")

@@ -19,11 +19,11 @@ import uuid
 from statectl.statefmt.errors import StatectlError, first_line
 from statectl.statefmt.fs import Location
 from statectl.statefmt.model import DataFile
+from statectl.statefmt.outputs import WRITE_MARKER_PREFIX
 
 from .errors import WriteFailedError, from_spark_error
 from .tasks import OperatorOutput, data_file_from_handle, write_token
 
-MARKER_PREFIX = "_writing-"
 
 # Session settings while a write job runs: sort-based aggregation (its sort also gives the
 # key-group order the files need, where hash aggregation would sort twice), and larger
@@ -43,7 +43,7 @@ class WriteSession:
         self.out = out
         self.write_id = uuid.uuid4().hex
         self.token = write_token(self.write_id)
-        self.marker = out.child(f"{MARKER_PREFIX}{self.token}.json")
+        self.marker = out.child(f"{WRITE_MARKER_PREFIX}{self.token}.json")
         self.removed_leftovers = 0
         self.made_out = False  # whether this write made the output folder (a failed one removes it)
 
@@ -121,7 +121,7 @@ class WriteSession:
     def finish(self, referenced: set[str]) -> None:
         """After the commit: remove files of this write that `_metadata` does not reference."""
         for path in self.out.list_files():
-            if self.token in path and path not in referenced and not path.startswith(MARKER_PREFIX):
+            if self.token in path and path not in referenced and not path.startswith(WRITE_MARKER_PREFIX):
                 self.out.child(path).delete_file()
         self.marker.delete_file()
 
@@ -159,7 +159,7 @@ def _running_tasks(tracker, group: str) -> int:
 def remove_write_files(out: Location, token: str) -> int:
     count = 0
     for path in out.list_files():
-        if token in path and not path.startswith(MARKER_PREFIX):
+        if token in path and not path.startswith(WRITE_MARKER_PREFIX):
             out.child(path).delete_file()
             count += 1
     return count
@@ -172,7 +172,7 @@ def remove_dead_writes(out: Location) -> int:
     """
     removed = 0
     for path in out.list_files():
-        if "/" in path or not path.startswith(MARKER_PREFIX):
+        if "/" in path or not path.startswith(WRITE_MARKER_PREFIX):
             continue
         marker = out.child(path)
         try:
@@ -182,7 +182,7 @@ def remove_dead_writes(out: Location) -> int:
             continue
         if host != socket.gethostname() or _alive(pid):
             continue
-        token = path[len(MARKER_PREFIX):].removesuffix(".json")
+        token = path[len(WRITE_MARKER_PREFIX):].removesuffix(".json")
         removed += remove_write_files(out, token)
         marker.delete_file()
     return removed

@@ -22,7 +22,7 @@ from statectl.statefmt.fs import Location
 from statectl.statefmt.ids import OperatorRef
 from statectl.statefmt.keygroups import check_max_parallelism
 from statectl.statefmt.model import Operator, Savepoint
-from statectl.statefmt.savepoint import check_output
+from statectl.statefmt.outputs import check_output
 from statectl.statefmt.vocabulary import Format
 
 from .definitions import OperatorData
