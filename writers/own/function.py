@@ -37,13 +37,13 @@ from statectl.statefmt.state_api import (
 from statectl.statefmt.types import from_arrow, validate_type
 from statectl.statefmt.vocabulary import StateKind, TimerDomain
 
-from .columns import key_types, require_columns
 from ..definitions import AGGREGATE_FUNCTIONS, REDUCE_FUNCTIONS, KeyedFunction
 from ..errors import SpecError, StateValueError
-from .native import NativeSink, NativeTarget
 from ..partitioning import Chunks
 from ..sql import checked_key_group_sql
 from ..tasks import HANDLE_DDL, ChunkedSink, FileTarget, OperatorOutput, guarded
+from .columns import key_types, require_columns
+from .native import NativeSink, NativeTarget
 
 FLUSH_ROWS = 16 * 1024
 

@@ -22,7 +22,6 @@ from statectl.statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, Field, K
 from statectl.statefmt.types import DataType, type_str
 from statectl.statefmt.vocabulary import StateKind
 
-from .columns import cast_to, key_types, require_columns, require_numeric, spark_field_type
 from ..definitions import (
     AggregatingState,
     KeyedData,
@@ -33,9 +32,10 @@ from ..definitions import (
     ValueState,
 )
 from ..errors import DuplicateKeyError, InputError, NullKeyError, SpecError
-from .grouping import GroupedState, TaskGrouping
 from ..partitioning import PARTITION_TAG, Chunks
 from ..sql import checked_key_group_sql, key_repr_sql, lit, q, raise_sql
+from .columns import cast_to, key_types, require_columns, require_numeric, spark_field_type
+from .grouping import GroupedState, TaskGrouping
 
 TAG = "_tag"
 

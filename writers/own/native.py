@@ -46,11 +46,11 @@ from statectl.statefmt.types import DataType
 from statectl.statefmt.vocabulary import StateKind
 
 from ..errors import WriteFailedError
-from .grouping import Runs
-from .keyed import KeyedPlan
 from ..partitioning import Chunks
 from ..sql import q
 from ..tasks import HANDLE_DDL, FileTarget, Sink, guarded, write_token
+from .grouping import Runs
+from .keyed import KeyedPlan
 
 KEYED, TIMERS = "_k", "_t"
 

@@ -13,11 +13,11 @@ from statectl.statefmt.canonical import operator_state_schema
 from statectl.statefmt.model import OperatorState
 from statectl.statefmt.vocabulary import OperatorStateKind
 
-from .columns import require_columns, require_numeric, spark_field_type
 from ..definitions import BroadcastState, OperatorListState, OperatorStateData
 from ..errors import DuplicateKeyError, NullKeyError
 from ..sql import q, raise_sql
 from ..tasks import HANDLE_DDL, FileTarget, OperatorOutput, SingleFileSink, guarded
+from .columns import require_columns, require_numeric, spark_field_type
 
 
 def plan_operator_state(state: OperatorStateData, uid: str, parallelism: int,

@@ -11,14 +11,14 @@ from statectl.statefmt.model import KeyedSection, Operator, OperatorState
 from statectl.statefmt.vocabulary import Format
 
 from ..definitions import KeyedData, KeyedFunction, OperatorData
+from ..job import WriteSession
+from ..partitioning import Chunks
+from ..tasks import HANDLE_DDL, ChunkedSink, FileTarget, guarded
 from .function import plan_function
 from .grouping import TaskGrouping
-from ..job import WriteSession
 from .keyed import plan_keyed
 from .native import NativeTarget, check_databases, encoding_order, native_job, subtask_chunks
 from .operator_state import plan_operator_state
-from ..partitioning import Chunks
-from ..tasks import HANDLE_DDL, ChunkedSink, FileTarget, guarded
 
 
 @dataclass

@@ -13,11 +13,11 @@ from statectl.statefmt.savepoint import merge_lineage, new_savepoint_id, now_iso
 from statectl.statefmt.seam import Staged
 from statectl.statefmt.vocabulary import Format
 
-from .copying import make_self_contained
 from ..definitions import OperatorData
 from ..job import WriteSession
-from .operators import OperatorPlan, plan_operator
 from ..report import OperatorReport, operator_report
+from .copying import make_self_contained
+from .operators import OperatorPlan, plan_operator
 
 
 class OwnWrite:
