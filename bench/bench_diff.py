@@ -5,7 +5,8 @@ The savepoint is the suite's Flink 2.3 SQL job's (RocksDB canonical: 11 keyed op
 tables; from its cache, or made once). Two comparisons, each timed as whole `statectl`
 processes in turns (auto, spark, auto, spark, ...): the savepoint against a copy of itself, and
 against itself rescaled to max parallelism 128 (`--content-only`). Prints the median wall and
-CPU seconds (the process and its children: the JVM, Python workers) and the ratio.
+CPU seconds (the process and its children: the JVM, Python workers), the ratio and the load average
+before and after.
 
     python bench/bench_diff.py [--repeat 3]
 """
@@ -25,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 STATECTL = str(Path(sys.executable).parent / "statectl")
 sys.path.insert(0, str(REPO / "bench"))
-from common import TreeCpuSampler  # noqa: E402
+from common import TreeCpuSampler, load_average  # noqa: E402
 
 
 def timed(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
@@ -62,7 +63,8 @@ def main() -> None:
         timed(["rescale", str(base), str(work / "rescaled"), "--max-parallelism", "128"])
         cases = {"a copy": [str(base), str(copy)],
                  "rescaled, --content-only": [str(base), str(work / "rescaled"), "--content-only"]}
-        print(f"statectl diff of the SQL job's savepoint ({base}), {repeat} turns each")
+        print(f"statectl diff of the SQL job's savepoint ({base}), {repeat} turns each; "
+              f"load average before: {load_average()}")
         for name, args in cases.items():
             runs = {"auto": [], "spark": []}
             for _ in range(repeat):
@@ -72,6 +74,7 @@ def main() -> None:
             print(f"  {name}: auto {med['auto'][0]:.2f} s wall / {med['auto'][1]:.2f} s CPU; "
                   f"--engine spark {med['spark'][0]:.2f} s / {med['spark'][1]:.2f} s; "
                   f"ratio wall {med['auto'][0] / med['spark'][0]:.3f}, CPU {med['auto'][1] / med['spark'][1]:.3f}")
+        print(f"load average after: {load_average()}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

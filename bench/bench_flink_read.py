@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,14 +30,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "tests"))
 
-from common import RssSampler, alternating_medians, rss_mib, session  # noqa: E402
-
-LOAD = "/proc/loadavg"
-
-
-def load_average() -> str:
-    with open(LOAD) as f:
-        return " ".join(f.read().split()[:3])
+from common import RssSampler, alternating_medians, load_average, rss_mib, session  # noqa: E402
 
 UID = "proc"
 TARGETS = {"flink canonical": 0.5, "flink rocksdb native": 0.3}
@@ -102,7 +94,6 @@ def main() -> None:
     ap.add_argument("--out", default=str(REPO / "bench" / "out" / "flink-read"))
     args = ap.parse_args()
 
-    print("uptime before:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     paths = flink_savepoints(args.keys)
 
     from statectl import open_savepoint
@@ -151,7 +142,6 @@ def main() -> None:
     print(f"driver RSS: {before:.0f} MiB before the timed runs, peak {rss.peak:.0f} MiB, "
           f"after {rss.end:.0f} MiB")
     spark.stop()
-    print("uptime after:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
 
 
 if __name__ == "__main__":

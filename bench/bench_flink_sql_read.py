@@ -30,7 +30,6 @@ import cProfile
 import io
 import pstats
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -40,16 +39,12 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "tests"))
 
-from bench_flink_read import aggregate as datastream_aggregate, load_average  # noqa: E402
-from common import RssSampler, alternating_medians, rss_mib, session  # noqa: E402
+from bench_flink_read import aggregate as datastream_aggregate  # noqa: E402
+from common import RssSampler, alternating_medians, load_average, rss_mib, session  # noqa: E402
 
 VERSION = "2.3.0"
 DS_UID = "proc"
 TARGET = 0.8  # SQL rows/s / DataStream rows/s
-
-
-def uptime() -> str:
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
 class Case:
@@ -138,8 +133,10 @@ def decode_bench(cases: list[Case], repeat: int, profile: bool) -> dict[str, flo
         op = ops[c.label]
         fns[f"{c.label}: one split"] = lambda op=op: sum(b.num_rows for b in read_split(op.keyed_splits[0]))
         fns[f"{c.label}: whole operator"] = lambda op=op: keyed_table(op).num_rows
+    load_before = load_average()
     times, medians = alternating_medians(fns, repeat)
-    print(f"in-process decode (no Spark), median of {repeat}, load average {load_average()}:")
+    print(f"in-process decode (no Spark), median of {repeat}, "
+          f"load average {load_before} before, {load_average()} after:")
     rates = {}
     for c in cases:
         op = ops[c.label]
@@ -203,7 +200,6 @@ def main() -> None:
     ap.add_argument("--no-decode", dest="decode", action="store_false", help="skip the in-process decode timing")
     args = ap.parse_args()
 
-    print("uptime before:", uptime())
     cases = savepoints(args.keys, args.native)
     if args.decode:
         decode_bench(cases, args.repeat, args.profile)
@@ -257,7 +253,6 @@ def main() -> None:
     print(f"driver RSS: {before:.0f} MiB before the timed runs, peak {rss.peak:.0f} MiB, "
           f"after {rss.end:.0f} MiB")
     spark.stop()
-    print("uptime after:", uptime())
 
 
 if __name__ == "__main__":

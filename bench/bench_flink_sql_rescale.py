@@ -49,17 +49,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "bench"))
 
-from common import TreeCpuSampler  # noqa: E402
+from common import TreeCpuSampler, load_average  # noqa: E402
 
 VERSION = "2.3.0"
 TARGET = 1.5  # rescale seconds / own canonical seconds
 OWN_UID = "group-agg"
 RESCALE, OWN = "rescale", "own canonical"
-
-
-def load_average() -> str:
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
 
 
 def write_own(savepoint: str, out: str, operator: str, max_parallelism: int) -> None:

@@ -15,19 +15,21 @@ stream, in process and without Spark (`tests/support/flink_sql_entries.py`):
   the keyed stream built under the base's header, checked equal to Flink's bytes.
 
 Prints the best of *repeat* CPU seconds of each phase (independent of what else the shared
-machine runs), rows/s, and (encode + assemble) / read with the load average.
+machine runs), rows/s, and (encode + assemble) / read with the load average before and after.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "bench"))
+
+from common import load_average  # noqa: E402
 
 
 def best(f, repeat: int):
@@ -55,6 +57,7 @@ def main() -> None:
     op = next(o for o in fsp.operators if o.keyed_header is not None and isinstance(o.key_type, RowData))
     totals = {"read": 0.0, "encode": 0.0, "assemble": 0.0}
     rows = 0
+    load_before = load_average()
     for split in op.keyed_splits:
         rewrite = SplitRewrite(op, split)
         seconds, tables = best(rewrite.tables, args.repeat)
@@ -69,7 +72,7 @@ def main() -> None:
     for phase, seconds in totals.items():
         print(f"  {phase:9s} {seconds:6.2f} s CPU  {rows / seconds / 1e6:5.2f} M rows/s")
     ratio = (totals["encode"] + totals["assemble"]) / totals["read"]
-    print(f"  (encode + assemble) / read = {ratio:.2f}   load average {os.getloadavg()[0]:.1f}")
+    print(f"  (encode + assemble) / read = {ratio:.2f}   load average {load_before} before, {load_average()} after")
 
 
 if __name__ == "__main__":

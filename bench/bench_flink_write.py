@@ -8,7 +8,7 @@ by ``SavepointWriter`` in both formats on one Spark session, alternating:
   serializers write them, one keyed stream per subtask, `_metadata` last
 
 Prints each run's time and rows/s, the medians, and flink's throughput as a share of
-canonical's (the target is at least 0.5).
+canonical's (the target is at least 0.5), and the load average before and after the runs.
 
     python bench/bench_flink_write.py [--keys 1000000] [--runs 3] [--parallelism 4]
 """
@@ -24,7 +24,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import alternating_medians, session
+from common import alternating_medians, load_average, session
 
 
 def main() -> None:
@@ -58,11 +58,14 @@ def main() -> None:
             shutil.rmtree(out)
         return run
 
+    load_before = load_average()
     try:
         times, medians = alternating_medians({"canonical": write("canonical"), "flink": write("flink")},
                                              args.runs)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    print(f"{args.keys:,} keys, {args.runs} runs each, alternating; "
+          f"load average {load_before} before, {load_average()} after")
     for name, ts in times.items():
         print(f"{name:10s} " + "  ".join(f"{t:6.1f} s ({args.keys / t / 1e3:6.0f}k rows/s)" for t in ts))
     print(f"median: canonical {medians['canonical']:.1f} s, flink {medians['flink']:.1f} s; "

@@ -29,13 +29,15 @@ from pathlib import Path
 import pyarrow as pa
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
 
-from statectl.statefmt.build import write_keyed_files, write_operator_state_file
-from statectl.statefmt.fs import Location
-from statectl.statefmt.ids import operator_id_for_uid
-from statectl.statefmt.model import Field, KeyedSection, KeyedStateDescriptor, Operator, OperatorState, Savepoint
-from statectl.statefmt.formats import commit
-from statectl.statefmt.savepoint import new_savepoint_id, now_iso
+from common import load_average  # noqa: E402
+from statectl.statefmt.build import write_keyed_files, write_operator_state_file  # noqa: E402
+from statectl.statefmt.fs import Location  # noqa: E402
+from statectl.statefmt.ids import operator_id_for_uid  # noqa: E402
+from statectl.statefmt.model import Field, KeyedSection, KeyedStateDescriptor, Operator, OperatorState, Savepoint  # noqa: E402
+from statectl.statefmt.formats import commit  # noqa: E402
+from statectl.statefmt.savepoint import new_savepoint_id, now_iso  # noqa: E402
 
 
 def build(path: Path, operators: int) -> None:
@@ -142,8 +144,7 @@ def main() -> None:
             print(f"built a {name} savepoint with {args.operators} operators in "
                   f"{time.perf_counter() - start:.1f} s (_metadata {(path / '_metadata').stat().st_size / 1024:.0f} KiB)")
         script = statectl_script()
-        with open("/proc/loadavg") as f:
-            print(f"{script}; load average {' '.join(f.read().split()[:3])}")
+        print(f"{script}; load average before: {load_average()}")
         env = bytecode_env(args.pycache_prefix)
         commands = {"python -S -c pass (floor)": ([sys.executable, "-S", "-c", "pass"], env),
                     "python -c pass (baseline)": ([sys.executable, "-c", "pass"], env)}
@@ -156,6 +157,7 @@ def main() -> None:
                 commands[f"statectl info ({name}){suffix}"] = ([script, "info", str(path)], env)
                 commands[f"statectl info --json ({name}){suffix}"] = ([script, "info", str(path), "--json"], env)
         times = timed(commands, args.repeat)
+        print(f"load average after: {load_average()}")
         python = times["python -c pass (baseline)"][0]
         print(f"{'command':44} {'median s':>9} {'x python':>9} {'CPU s':>7}")
         for name, (wall, cpu) in times.items():

@@ -11,7 +11,8 @@ Builds (once) a savepoint whose operator ``counter`` holds one row per key
 * parquet (Spark-written)  ``spark.read.parquet`` of the same rows written by
   ``df.write.parquet``, same aggregation.
 
-Prints the median times, rows/s and the ratio of throughputs (target >= 0.8).
+Prints the median times, rows/s and the ratio of throughputs (target >= 0.8), with the load
+average before and after the runs.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from common import alternating_medians, session
+from common import alternating_medians, load_average, session
 
 from statectl.statefmt.build import write_keyed_files  # noqa: E402
 from statectl.statefmt.fs import Location  # noqa: E402
@@ -137,9 +138,11 @@ def main() -> None:
     assert results["statectl keyed"] == results["parquet (same files)"] == \
         results["parquet (Spark-written)"], "the three reads disagree"
     verify_times.clear()
+    load_before = load_average()
     times, medians = alternating_medians(cases, args.runs)
 
-    print(f"{args.keys:,} keys, read + aggregate, median of {args.runs} runs (local[2]):")
+    print(f"{args.keys:,} keys, read + aggregate, median of {args.runs} runs (local[2]), "
+          f"load average {load_before} before, {load_average()} after:")
     for name, m in medians.items():
         spread = ", ".join(f"{t:.2f}" for t in times[name])
         print(f"  {name:26s} {m:6.2f} s  {args.keys / m / 1e6:5.2f} M rows/s   ({spread})")

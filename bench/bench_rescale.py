@@ -7,10 +7,12 @@ beside a plain Spark read + write of the same rows as Parquet, in the same run.
   written, checksummed, committed)
 * parallelism only: the same savepoint at another parallelism (metadata only)
 
-Runs alternate; prints each time, the medians and the ratio rescale / baseline
-(target: at most 1.5).
+The three run in turns (baseline, rescale, parallelism only, baseline, ...) for ``--rounds``
+rounds; prints each round's times and its ratio rescale / baseline, the medians, the median
+of the rounds' ratios and the ratio of the medians (target: at most 1.5), and the load average
+before and after the rounds. ``--keys 100000`` is a quick run.
 
-    python bench/bench_rescale.py [--keys 5000000] [--runs 3]
+    python bench/bench_rescale.py [--keys 5000000] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import session
+from common import load_average, session
 
 
 def build_base(spark, path: str, keys: int):
@@ -44,7 +46,8 @@ def build_base(spark, path: str, keys: int):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keys", type=int, default=5_000_000)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--rounds", "--runs", type=int, default=3,
+                        help="rounds, the rescale and its baseline in turns (default 3)")
     parser.add_argument("--driver-memory", default="6g")
     args = parser.parse_args()
 
@@ -63,8 +66,9 @@ def main() -> None:
         print(f"base: {rows:,} keys, {len(files)} keyed files, {size / 2**20:.0f} MiB, "
               f"built in {time.perf_counter() - start:.0f} s")
 
+        print(f"load average before: {load_average()}")
         plain, rescaled, metadata_only = [], [], []
-        for run in range(args.runs):
+        for run in range(args.rounds):
             t = time.perf_counter()
             spark.read.parquet(*files).write.parquet(f"{work}/plain-{run}")
             plain.append(time.perf_counter() - t)
@@ -76,15 +80,18 @@ def main() -> None:
             t = time.perf_counter()
             rescale(spark, base.location, f"{work}/p-{run}", 128, parallelism=4)
             metadata_only.append(time.perf_counter() - t)
-            print(f"run {run + 1}: plain read+write {plain[-1]:.1f} s, rescale {rescaled[-1]:.1f} s, "
-                  f"parallelism only {metadata_only[-1]:.2f} s")
+            print(f"round {run + 1}: plain read+write {plain[-1]:.1f} s, rescale {rescaled[-1]:.1f} s, "
+                  f"parallelism only {metadata_only[-1]:.2f} s; rescale / plain {rescaled[-1] / plain[-1]:.2f}")
             for d in (f"{work}/plain-{run}", f"{work}/rescaled-{run}", f"{work}/p-{run}"):
                 shutil.rmtree(d, ignore_errors=True)
 
+        print(f"load average after: {load_average()}")
         p, r, m = (statistics.median(x) for x in (plain, rescaled, metadata_only))
-        print(f"median: plain read+write {p:.1f} s ({rows / p:,.0f} rows/s), "
+        print(f"median of {args.rounds} rounds: plain read+write {p:.1f} s ({rows / p:,.0f} rows/s), "
               f"rescale {r:.1f} s ({rows / r:,.0f} rows/s), parallelism only {m:.2f} s")
-        print(f"ratio rescale / plain: {r / p:.2f} (target <= 1.5)")
+        ratio = statistics.median(b / a for a, b in zip(plain, rescaled))
+        print(f"rescale / plain: median of the rounds' ratios {ratio:.2f}, ratio of the medians {r / p:.2f} "
+              f"(target <= 1.5)")
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)

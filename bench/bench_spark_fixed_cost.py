@@ -130,11 +130,6 @@ def worker_start() -> float:
                  "statectl.readers.datasource"])
 
 
-def load_average() -> str:
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
-
-
 def default_savepoint(keys: int) -> str:
     sys.path.insert(0, str(REPO / "tests"))
     from support import flink_job
@@ -154,6 +149,9 @@ def main() -> None:
     if args.child:
         child(args.savepoint, args.uid, args.child == "plain")
         return
+    sys.path.insert(0, str(REPO / "bench"))  # here, not at the top: a child's imports are timed
+    from common import load_average
+
     savepoint = args.savepoint or default_savepoint(args.keys)
     print(f"savepoint {savepoint}, operator {args.uid}; load average {load_average()}")
     runs = {kind: steps_of(kind, savepoint, args.uid) for kind in ("options", "plain")}

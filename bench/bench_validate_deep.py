@@ -23,7 +23,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "tests"))
 
-from bench_flink_read import flink_savepoints, load_average  # noqa: E402
+from bench_flink_read import flink_savepoints  # noqa: E402
+from common import load_average  # noqa: E402
 
 QUERY = "SELECT count(*), sum(length(key)), sum(count), sum(size(events)) FROM proc"
 

@@ -34,17 +34,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "bench"))
 
+from common import load_average  # noqa: E402
 from support import flink_job  # noqa: E402
 
 UID = "proc"
 QUERY = f"SELECT count(*) AS keys, sum(count) AS total, sum(size(events)) AS elements FROM {UID}"
 SPA_SOURCE = REPO / "bench" / "spa" / "SpaAggregate.java"
-
-
-def load_average() -> str:
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
 
 
 def savepoint(keys: int) -> Path:

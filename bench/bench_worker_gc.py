@@ -10,7 +10,7 @@ several tasks per operator) and `sql` counting the rows of every table (one Data
 per table). Prints the median wall and CPU seconds (the process and its children: the JVM,
 the Python workers) and the ratios. Then the same rescale in a warm session (a process
 that keeps its Spark session and rescales again and again, as a notebook or a script does):
-the seconds of one rescale after two for warming up.
+the seconds of one rescale after two for warming up. The load average is printed before and after.
 
     python bench/bench_worker_gc.py [--repeat 3]
 """
@@ -29,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_diff import REPO, STATECTL, sql_job_savepoint, timed  # noqa: E402
+from common import load_average  # noqa: E402
 
 NO_FREEZE = "import gc\ngc.freeze = lambda: None\n"
 
@@ -97,7 +98,7 @@ def main() -> None:
         cases = {"rescale": rescale, "sql (a count of every keyed table)":
                  lambda env: timed(["sql", base, query, "-f", "csv"], env)}
         print(f"statectl on the SQL job's savepoint ({base}), {repeat} turns each; "
-              "baseline: gc.freeze a no-op in the workers")
+              f"baseline: gc.freeze a no-op in the workers; load average before: {load_average()}")
         for name, run in cases.items():
             results = {"frozen": [], "baseline": []}
             for _ in range(repeat):
@@ -109,6 +110,7 @@ def main() -> None:
             results["frozen"] += warm_rescales(base, work, repeat, None)
             results["baseline"] += warm_rescales(base, work, repeat, baseline_env)
         report(f"rescale in a warm session ({2 * repeat} each)", results)
+        print(f"load average after: {load_average()}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

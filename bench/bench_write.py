@@ -25,7 +25,8 @@ With ``--timers`` both bootstraps also write one event-time timer per key
 (column ``ts``), through the same shuffle as the keyed rows.
 
 Prints the time and rows/s of each run, the ratios of the medians, and the
-driver's memory (Python RSS sampled during the runs, and the JVM's heap).
+driver's memory (Python RSS sampled during the runs, and the JVM's heap), and the load average
+before and after the runs.
 
     python bench/bench_write.py [--keys 5000000] [--runs 3] [--timers]
 """
@@ -43,7 +44,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import RssSampler, session
+from common import RssSampler, load_average, session
 
 
 def main() -> None:
@@ -90,7 +91,8 @@ def main() -> None:
     times = {"plain": [], "shuffle": [], "sorted": [], "grouped": [], "bootstrap": [], "native": []}
     print(f"{args.keys:,} keys, one row each; operator parallelism {args.parallelism}, "
           f"{spark.sparkContext.defaultParallelism} cores, {args.runs} runs each "
-          "(after one warm-up of each)" + ("; the bootstraps with a timer per key" if args.timers else ""))
+          "(after one warm-up of each)" + ("; the bootstraps with a timer per key" if args.timers else "")
+          + f"; load average before: {load_average()}")
     samplers = []
     try:
         for run in range(args.runs + 1):
@@ -121,6 +123,7 @@ def main() -> None:
                 if run:
                     times[name].append(elapsed)
                     samplers.append((name, rss))
+        print(f"load average after: {load_average()}")
         med = {name: statistics.median(t) for name, t in times.items()}
         print("median: " + ", ".join(f"{name} {t:.2f} s ({args.keys / t:,.0f} rows/s)"
                                      for name, t in med.items()))

@@ -1,4 +1,5 @@
-"""What the benchmark scripts share: a local Spark session, alternating timed runs, the driver's RSS.
+"""What the benchmark scripts share: a local Spark session, alternating timed runs, the driver's RSS,
+the machine's load.
 
 The scripts are run as ``python bench/bench_x.py`` and put this folder on
 ``sys.path`` to import it.
@@ -12,6 +13,12 @@ import sys
 import threading
 import time
 from typing import Callable
+
+
+def load_average() -> str:
+    """The machine's load averages over 1, 5 and 15 minutes (``os.getloadavg``), as printed at the
+    start and at the end of every measurement: on a shared machine they say how far to trust it."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def session(app_name: str | None = None, master: str = "local[2]", *,
