@@ -82,8 +82,7 @@ def avro_type(schema: str, runtime_class: str = "") -> T.FlinkType:
     except (ValueError, SchemaError, RecursionError) as e:
         why = f"Avro schema: {e}" if isinstance(e, SchemaError) else "Avro schema is not valid JSON"
         return T.Opaque(SERIALIZER, why)
-    name = doc.get("name", doc.get("type", "")) if isinstance(doc, dict) else str(doc)
-    return Avro(root, str(name), runtime_class or "")
+    return Avro(root, getattr(root, "name", None) or root.describe(), runtime_class or "")
 
 
 def _full_name(name, namespace: str) -> str:

@@ -28,15 +28,15 @@ MAX_COUNT_BYTES = 9  # a varint count of up to 63 bits
 
 
 class AvroDataError(FlinkFormatError):
-    """A damaged Avro value; *offset* is where, in the stream or block decoded."""
+    """A damaged Avro value: *what* is wrong, *offset* where in the bytes decoded (*source*)."""
 
-    def __init__(self, message: str, offset: int):
-        super().__init__(message)
-        self.offset = offset
+    def __init__(self, source: str, what: str, offset: int, base: int = 0):
+        super().__init__(f"{source}: damaged Avro value: {what} at offset {base + offset}")
+        self.source, self.what, self.offset, self.base = source, what, offset, base
 
 
 def damaged(buf: Buf, what: str, at: int) -> AvroDataError:
-    return AvroDataError(f"{buf.source}: damaged Avro value: {what} at offset {buf.base + at}", at)
+    return AvroDataError(buf.source, what, at, buf.base)
 
 
 def bounds(buf: Buf, starts: np.ndarray, limits) -> np.ndarray:
@@ -149,10 +149,8 @@ class AvroString(FlinkType):
         if self.binary:
             return raw, ends
         strings = raw.view(pa.string())
-        try:
-            strings.validate(full=True)
-        except pa.ArrowInvalid:
-            raise damaged(buf, "a string is not UTF-8", int(starts[0])) from None
+        if not _valid(strings):
+            raise damaged(buf, "a string is not UTF-8", int(starts[_first_invalid(strings)]))
         return strings, ends
 
     def describe(self):
@@ -248,6 +246,20 @@ class AvroLogical(FlinkType):
         return self.logical
 
 
+def _valid(values: pa.Array) -> bool:
+    """Whether Arrow finds every value valid (UTF-8 strings, decimals within their precision)."""
+    try:
+        values.validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
+
+
+def _first_invalid(values: pa.Array) -> int:
+    """The first invalid value's row (on the error path only: value by value)."""
+    return next(i for i in range(len(values)) if not _valid(values.slice(i, 1)))
+
+
 def _unscaled_le16(buf: Buf, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Big-endian two's complement integers of 1..16 bytes as (n, 16) little-endian rows."""
     n = len(starts)
@@ -296,10 +308,8 @@ class AvroDecimal(FlinkType):
                           f"{self.precision})", int(starts[i]))
         data = _unscaled_le16(buf, first, lengths)
         values = pa.Array.from_buffers(self.arrow(), len(starts), [None, pa.py_buffer(data.tobytes())])
-        try:
-            values.validate(full=True)
-        except pa.ArrowInvalid:
-            raise damaged(buf, f"a decimal exceeds precision {self.precision}", int(starts[0])) from None
+        if not _valid(values):
+            raise damaged(buf, f"a decimal exceeds precision {self.precision}", int(starts[_first_invalid(values)]))
         return values, ends
 
     def describe(self):
