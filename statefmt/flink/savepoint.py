@@ -32,8 +32,8 @@ from .lineage import check_present, flink_savepoint_id, lineage_roots, read_line
 from .metadata import is_flink_metadata, parse_metadata
 from .streamio import (METADATA, FlinkFolder, header_length, native_files, read_range, read_stream, split_base,
                        stream_name)
-from .streams import (RawEntries, StateRows, decode_canonical_state, decode_heap_native, decode_operator_state,
-                      prefix_bytes, raw_from_extents, scan_canonical)
+from .streams import (DamagedValueError, RawEntries, StateRows, decode_canonical_state, decode_heap_native,
+                      decode_operator_state, prefix_bytes, raw_from_extents, scan_canonical)
 from .types import Buf
 
 BATCH_ROWS = 256 * 1024
@@ -106,11 +106,15 @@ def decode_keyed_split(split: FlinkSplit, key_groups: Iterable[int] | None = Non
     """
     wanted = None if key_groups is None else set(key_groups)
     pieces = _pieces(split)
-    if isinstance(split.handle, IncrementalRocksDB):
-        yield from _decode_rocksdb(split, [p.key_groups for p in pieces], wanted, timers)
-        return
-    for piece in pieces:
-        yield _decode_stream(piece, wanted, timers)
+    try:
+        if isinstance(split.handle, IncrementalRocksDB):
+            yield from _decode_rocksdb(split, [p.key_groups for p in pieces], wanted, timers)
+            return
+        for piece in pieces:
+            yield _decode_stream(piece, wanted, timers)
+    except DamagedValueError as e:
+        raise FlinkFormatError(f"{e.source}: operator {split.operator_id} subtask {split.subtask}, "
+                               f"{e.detail}") from None
 
 
 def _decode_stream(split: FlinkSplit, wanted: set[int] | None, timers: bool | None

@@ -2,14 +2,16 @@
 
 A top-level snapshot is ``int 2, UTF class, int version, payload``; a nested
 one omits the leading ``2``. Composite snapshots carry their nested snapshots
-after an outer part; POJO snapshots carry their fields by name. Kryo, Avro and
-unknown classes become :class:`Opaque`: their payload is skipped where its
-layout is known, and refused (naming the class) where it is not.
+after an outer part; POJO snapshots carry their fields by name; Avro snapshots
+carry the writer schema (:mod:`.avro_schema`). Kryo and unknown classes become
+:class:`Opaque`: their payload is skipped where its layout is known, and refused
+(naming the class) where it is not.
 """
 
 from __future__ import annotations
 
 from ..errors import UnsupportedFlinkFeature
+from .avro_schema import read_avro_snapshot
 from .binary import Reader
 from .javaser import read_java_object
 from .rowdata import NullValue, RowData, SizedBytes, SqlValue
@@ -202,9 +204,7 @@ def read_snapshot(r: Reader) -> T.FlinkType:
     if cls == KRYO_SNAPSHOT:
         return _kryo(r)
     if cls == AVRO_SNAPSHOT:
-        r.utf()  # writer schema
-        r.utf()  # runtime class name
-        return T.Opaque(_serializer_of(cls), "Avro")
+        return read_avro_snapshot(r, version)
     if cls in (VALUE_SNAPSHOT, COPYABLE_SNAPSHOT):
         r.utf()  # value class
         return T.Opaque(_serializer_of(cls), "a Value type")

@@ -26,6 +26,8 @@ from ..vocabulary import KeyedTable, OperatorStateKind, StateKind
 from .headers import KeyedHeader, StateMeta
 from . import types as T
 from .types import Buf
+from .types.avro import AvroDataError, damaged
+from .types.avro_composite import Avro
 
 META_FOLLOWS = 0x80
 END_OF_KEY_GROUP = 0xFFFF
@@ -119,7 +121,31 @@ def _split_key(key: T.FlinkType, ns: T.FlinkType, buf: Buf, starts: np.ndarray) 
     return ns_ends
 
 
+class DamagedValueError(FlinkFormatError):
+    """A value of one state that cannot be decoded, located: its state, key group and type."""
+
+    def __init__(self, source: str, detail: str):
+        super().__init__(f"{source}: {detail}")
+        self.source, self.detail = source, detail
+
+
+def _located(meta: StateMeta, key_groups: np.ndarray, starts: np.ndarray, ends: np.ndarray, decode):
+    """*decode()*, a damaged Avro value in it named by its state, key group and type."""
+    try:
+        return decode()
+    except AvroDataError as e:
+        holds = np.nonzero((starts <= e.offset) & (e.offset < ends))[0]
+        group = f", key group {int(key_groups[holds[0]])}" if len(holds) else ""
+        raise DamagedValueError(e.source, f"state {meta.name!r}{group} ({meta.value.describe()}): damaged "
+                                f"value: {e.what} at offset {e.base + e.offset}") from None
+
+
 def decode_canonical_state(meta: StateMeta, key: T.FlinkType, raw: RawEntries) -> StateRows:
+    return _located(meta, raw.key_groups, raw.value_starts, raw.value_ends,
+                    lambda: _decode_canonical_state(meta, key, raw))
+
+
+def _decode_canonical_state(meta: StateMeta, key: T.FlinkType, raw: RawEntries) -> StateRows:
     buf = raw.buf
     if meta.kind == KeyedTable.TIMERS:
         ts = T.as_dtype(buf.gather(raw.key_starts, 8), ">i8").astype("<i8") ^ np.int64(T.LONG_MIN)
@@ -130,14 +156,23 @@ def decode_canonical_state(meta: StateMeta, key: T.FlinkType, raw: RawEntries) -
         split = _split_key(key, ns, buf, raw.key_starts)
         keyns = buf.slices(raw.key_starts, split)
         user_keys, _ = meta.value.key.column(buf, split, raw.key_ends)
-        values, _ = T.null_flagged(meta.value.value, buf, raw.value_starts, raw.value_ends)
+        values, ends = T.null_flagged(meta.value.value, buf, raw.value_starts, raw.value_ends)
+        _whole(meta.value.value, buf, raw.value_starts, ends, raw.value_ends)
         return _group_map(raw.key_groups, keyns, user_keys, values, meta)
     keyns = buf.slices(raw.key_starts, raw.key_ends)
     if meta.kind == StateKind.LIST:
         values = _delimited(meta.value.element, buf, raw.value_starts, raw.value_ends)
     else:
-        values, _ = meta.value.column(buf, raw.value_starts, raw.value_ends)
+        values, ends = meta.value.column(buf, raw.value_starts, raw.value_ends)
+        _whole(meta.value, buf, raw.value_starts, ends, raw.value_ends)
     return StateRows(raw.key_groups, keyns, values)
+
+
+def _whole(t: T.FlinkType, buf: Buf, starts: np.ndarray, ends: np.ndarray, value_ends: np.ndarray) -> None:
+    """An Avro value fills its entry's bytes: any left over mean a damaged length inside it."""
+    if isinstance(t, Avro) and len(ends) and (ends != value_ends).any():
+        i = int(np.argmax(ends != value_ends))
+        raise damaged(buf, f"it ends {int(value_ends[i] - ends[i])} byte(s) before its entry does", int(starts[i]))
 
 
 def _group_map(key_groups, keyns, user_keys, values, meta: StateMeta) -> StateRows:
@@ -273,7 +308,8 @@ def _heap_state_rows(buf: Buf, meta: StateMeta, kgs: list, first: list, second: 
         return StateRows(kg, buf.slices(a + 8, c), pa.array(ts))
     # the row identity is key + namespace: here they come as namespace, key
     keyns = buf.slices(np.column_stack([b_, a]).ravel(), np.column_stack([c, b_]).ravel(), parts=2)
-    values, _ = meta.value.column(buf, c)
+    ends = np.append(a[1:], len(buf.data)) if len(a) else a
+    values, _ = _located(meta, kg, a, ends, lambda: meta.value.column(buf, c))
     return StateRows(kg, keyns, values)
 
 

@@ -8,9 +8,11 @@ value, and composite ones decode field by field, each field as one column.
 
 The package names every type in one place (``types.Map``, ``types.Ttl``...);
 its modules hold them by idea: the base and the bytes, single values, dates and
-times, composites, collections.
+times, composites, collections, Avro (`avro`, `avro_composite`).
 """
 
+from .avro import AvroDataError, AvroDecimal, AvroEnum, AvroFixed, AvroLogical, AvroNull, AvroString
+from .avro_composite import Avro, AvroArray, AvroMap, AvroRecord, AvroUnion
 from .base import LONG_MIN, FlinkType
 from .buffer import Buf, as_dtype
 from .composites import (POJO_NO_SUBCLASS, POJO_NULL, POJO_SUBCLASS, POJO_TAGGED, TTL_FIELD, Either, Nullable,
@@ -27,4 +29,6 @@ __all__ = [
     "Tuple", "Pojo", "Row", "Nullable", "Either", "Ttl", "Timer", "TTL_FIELD", "null_flagged",
     "POJO_NULL", "POJO_NO_SUBCLASS", "POJO_SUBCLASS", "POJO_TAGGED",
     "PrimitiveArray", "List", "Map", "decode_rounds", "collection_sizes",
+    "Avro", "AvroRecord", "AvroUnion", "AvroArray", "AvroMap", "AvroString", "AvroFixed", "AvroEnum",
+    "AvroLogical", "AvroDecimal", "AvroNull", "AvroDataError",
 ]
