@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from support.builders import build_full_savepoint
+from support.builders import build_full_savepoint, build_native_savepoint
 from support.readers_savepoints import build_base
-from statectl.backends import RocksDBBackend, commit_snapshots
 from statectl.readers import SavepointReader
 from statectl.readers.local import choose_engine, local_table
 from statectl.readers.resolve import KEYED, OPERATOR_STATE, TIMERS, TableChoice
@@ -28,13 +27,7 @@ def own(tmp_path_factory):
     base = tmp_path_factory.mktemp("own")
     canonical = build_base(base / "base")
     source = build_full_savepoint(base / "source", parallelism=3, max_parallelism=16)
-    backends = [RocksDBBackend.restore(source, "proc", subtask=i, parallelism=2) for i in range(2)]
-    try:
-        native = commit_snapshots(base / "native", [b.snapshot(base / "native", format="rocksdb")
-                                                    for b in backends])
-    finally:
-        for b in backends:
-            b.close()
+    native = build_native_savepoint(source, base / "native")
     return [canonical.location, native.location]
 
 

@@ -15,16 +15,14 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from support.builders import build_full_savepoint
+from support.builders import build_full_savepoint, build_native_savepoint
 from support.readers_savepoints import PROC_ROWS, build_base, build_derived
 from statectl import (
     LocalSavepointReader,
     OperatorRef,
-    RocksDBBackend,
     SavepointReader,
     SparkRequiredError,
     StatectlError,
-    commit_snapshots,
     open_savepoint,
 )
 from statectl.statefmt.model import KEYED_PART
@@ -49,13 +47,7 @@ def own(tmp_path_factory):
     canonical = build_base(base / "base")
     derived = build_derived(canonical, base / "derived")
     source = build_full_savepoint(base / "source", parallelism=3, max_parallelism=16)
-    backends = [RocksDBBackend.restore(source, "proc", subtask=i, parallelism=2) for i in range(2)]
-    try:
-        native = commit_snapshots(base / "native", [b.snapshot(base / "native", format="rocksdb")
-                                                    for b in backends])
-    finally:
-        for b in backends:
-            b.close()
+    native = build_native_savepoint(source, base / "native")
     return {"canonical": canonical.location, "derived": derived.location,
             "native": native.location}
 

@@ -129,3 +129,17 @@ def build_full_savepoint(path, parallelism: int = 3, max_parallelism: int = 16) 
         ),
     )
     return commit(sp, out)
+
+
+def build_native_savepoint(source: Savepoint, out, parallelism: int = 2) -> Savepoint:
+    """*source*'s ``proc`` operator in statectl's RocksDB native format: each of *parallelism*
+    subtasks restored by the RocksDB backend and snapshotted natively, committed as one."""
+    from statectl.backends import RocksDBBackend, commit_snapshots
+
+    backends = [RocksDBBackend.restore(source, "proc", subtask=i, parallelism=parallelism)
+                for i in range(parallelism)]
+    try:
+        return commit_snapshots(out, [b.snapshot(out, format="rocksdb") for b in backends])
+    finally:
+        for b in backends:
+            b.close()
