@@ -18,11 +18,9 @@ import uuid
 
 from statectl.statefmt.errors import StatectlError, first_line
 from statectl.statefmt.fs import Location
-from statectl.statefmt.model import DataFile
 from statectl.statefmt.outputs import WRITE_MARKER_PREFIX
 
 from .errors import WriteFailedError, from_spark_error
-from .tasks import OperatorOutput, data_file_from_handle, write_token
 
 
 # Session settings while a write job runs: sort-based aggregation (its sort also gives the
@@ -32,6 +30,12 @@ JOB_CONF = {
     "spark.sql.execution.useObjectHashAggregateExec": "false",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "65536",
 }
+
+
+def write_token(write_id: str) -> str:
+    """The mark every file name of one write carries, so its files can be found and removed."""
+    return f"w{write_id[:12]}"
+
 
 
 class WriteSession:
@@ -47,10 +51,6 @@ class WriteSession:
         self.removed_leftovers = 0
         self.made_out = False  # whether this write made the output folder (a failed one removes it)
 
-    def output_of(self, operator_id: str) -> OperatorOutput:
-        """Where this write puts *operator_id*'s new files."""
-        return OperatorOutput(self.out.uri, operator_id, self.write_id)
-
     # --- lifecycle ---------------------------------------------------------------
     def start(self) -> None:
         self.made_out = not self.out.exists()
@@ -59,10 +59,6 @@ class WriteSession:
         self.marker.write_bytes_atomically(json.dumps({
             "write_id": self.write_id, "host": socket.gethostname(), "pid": os.getpid(),
         }).encode())
-
-    def run(self, df, description: str) -> list[tuple[dict, DataFile]]:
-        """Run the job writing *df*'s files; the (handle, DataFile) of each file written."""
-        return [(r, data_file_from_handle(r)) for r in self.collect(df, description)]
 
     def collect(self, df, description: str) -> list[dict]:
         """Run the job writing *df*'s files; the rows it returns (its files' handles), as dicts."""

@@ -41,9 +41,9 @@ from ..definitions import AGGREGATE_FUNCTIONS, REDUCE_FUNCTIONS, KeyedFunction
 from ..errors import SpecError, StateValueError
 from ..partitioning import Chunks
 from ..sql import checked_key_group_sql
-from ..tasks import HANDLE_DDL, ChunkedSink, FileTarget, OperatorOutput, guarded
 from .columns import key_types, require_columns
 from .native import NativeSink, NativeTarget
+from .sinks import HANDLE_DDL, ChunkedSink, FileTarget, OperatorOutput, guarded
 
 FLUSH_ROWS = 16 * 1024
 

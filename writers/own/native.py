@@ -46,11 +46,12 @@ from statectl.statefmt.types import DataType
 from statectl.statefmt.vocabulary import StateKind
 
 from ..errors import WriteFailedError
+from ..job import write_token
 from ..partitioning import Chunks
 from ..sql import q
-from ..tasks import HANDLE_DDL, FileTarget, Sink, guarded, write_token
 from .grouping import Runs
 from .keyed import KeyedPlan
+from .sinks import HANDLE_DDL, FileTarget, Sink, guarded
 
 KEYED, TIMERS = "_k", "_t"
 

@@ -16,8 +16,8 @@ from statectl.statefmt.vocabulary import OperatorStateKind
 from ..definitions import BroadcastState, OperatorListState, OperatorStateData
 from ..errors import DuplicateKeyError, NullKeyError
 from ..sql import q, raise_sql
-from ..tasks import HANDLE_DDL, FileTarget, OperatorOutput, SingleFileSink, guarded
 from .columns import require_columns, require_numeric, spark_field_type
+from .sinks import HANDLE_DDL, FileTarget, OperatorOutput, SingleFileSink, guarded
 
 
 def plan_operator_state(state: OperatorStateData, uid: str, parallelism: int,

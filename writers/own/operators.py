@@ -13,12 +13,12 @@ from statectl.statefmt.vocabulary import Format
 from ..definitions import KeyedData, KeyedFunction, OperatorData
 from ..job import WriteSession
 from ..partitioning import Chunks
-from ..tasks import HANDLE_DDL, ChunkedSink, FileTarget, guarded
 from .function import plan_function
 from .grouping import TaskGrouping
 from .keyed import plan_keyed
 from .native import NativeTarget, check_databases, encoding_order, native_job, subtask_chunks
 from .operator_state import plan_operator_state
+from .sinks import HANDLE_DDL, ChunkedSink, FileTarget, guarded, output_of, run_job
 
 
 @dataclass
@@ -49,7 +49,7 @@ class OperatorPlan:
     def run(self, session: WriteSession) -> Operator:
         keyed, timers, states = [], [], {}
         for description, df in self.jobs:
-            for handle, data_file in session.run(df, description):
+            for handle, data_file in run_job(session, df, description):
                 if handle["kind"] == "keyed":
                     keyed.append(data_file)
                 elif handle["kind"] == "timers":
@@ -89,7 +89,7 @@ def target_tasks(spark) -> int:
 def plan_operator(data: OperatorData, max_parallelism: int, fmt: str,
                   session: WriteSession) -> OperatorPlan:
     op_id = operator_id_for_uid(data.uid)
-    output = session.output_of(op_id)
+    output = output_of(session, op_id)
     native = fmt == Format.ROCKSDB
     chunks = subtask_chunks(max_parallelism, data.parallelism) if native else \
         Chunks.plan(max_parallelism, data.parallelism, target_tasks(session.spark))

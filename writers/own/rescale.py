@@ -25,8 +25,8 @@ from statectl.statefmt.vocabulary import Format, OperatorStateKind
 
 from ..partitioning import Chunks
 from ..rebuild import Rebuild
-from ..tasks import HANDLE_DDL, FileTarget, OperatorOutput, SingleFileSink, guarded
 from .operators import OperatorPlan, chunked_job, target_tasks
+from .sinks import HANDLE_DDL, FileTarget, OperatorOutput, SingleFileSink, guarded
 
 
 def plan_rescaled(reader, rebuild: Rebuild, copy: Operator, output: OperatorOutput) -> OperatorPlan:

@@ -18,6 +18,7 @@ from ..job import WriteSession
 from ..report import OperatorReport, operator_report
 from .copying import make_self_contained
 from .operators import OperatorPlan, plan_operator
+from .sinks import output_of
 
 
 class OwnWrite:
@@ -51,7 +52,7 @@ class OwnWrite:
             for op_id, rebuild in w.rebuilt.items():
                 copy, needed = shallow_copy(w.base, w.base.operator(OperatorRef(operator_id=op_id)))
                 self.rebuilt_lineage.append(needed)
-                self.plans.append((plan_rescaled(reader, rebuild, copy, session.output_of(op_id)), rebuild.action))
+                self.plans.append((plan_rescaled(reader, rebuild, copy, output_of(session, op_id)), rebuild.action))
 
     def run(self, session: WriteSession) -> None:
         written = [(p.run(session), action) for p, action in self.plans]

@@ -1,10 +1,10 @@
-"""Task-side file writing: what runs inside Spark executors.
+"""Task-side file writing of statectl's own format: what runs inside Spark executors.
 
 A task receives Arrow batches already sorted by key group and writes them as
 data files; it yields only small *handles* (path, size, checksum, rows, key
-groups, a native file's name) back to Spark, which the driver collects. A task
-that fails deletes every file it began, and turns a :class:`StatectlError`
-into marked text the driver can turn back into the same error.
+groups, a native file's name) back to Spark, which the driver collects
+(:func:`run_job`). A task that fails deletes every file it began, and turns a
+:class:`StatectlError` into marked text the driver can turn back into the same error.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from statectl.statefmt.fs import Location
 from statectl.statefmt.model import KEY_GROUP_COLUMN, DataFile, FileRef
 from statectl.statefmt.savepoint import data_file_path
 
-from .errors import task_errors
+from ..errors import task_errors
+from ..job import WriteSession, write_token
 
 HANDLE_DDL = (
     "kind string, state string, path string, size bigint, checksum string, rows bigint, "
@@ -32,11 +33,6 @@ HANDLE_SCHEMA = pa.schema([
     ("checksum", pa.string()), ("rows", pa.int64()), ("kg_first", pa.int32()),
     ("kg_last", pa.int32()), ("name", pa.string()),
 ])
-
-
-def write_token(write_id: str) -> str:
-    """The mark every file name of one write carries, so its files can be found and removed."""
-    return f"w{write_id[:12]}"
 
 
 @dataclass(frozen=True)
@@ -241,3 +237,13 @@ def guarded(sinks: list[Sink], body: Callable[[], None]) -> Iterator[pa.RecordBa
     for target, files in closed:
         if files:
             yield handles_batch(target, files)
+
+
+def output_of(session: WriteSession, operator_id: str) -> OperatorOutput:
+    """Where *session*'s write puts *operator_id*'s new files."""
+    return OperatorOutput(session.out.uri, operator_id, session.write_id)
+
+
+def run_job(session: WriteSession, df, description: str) -> list[tuple[dict, DataFile]]:
+    """Run *session*'s job writing *df*'s files; the (handle, DataFile) of each file written."""
+    return [(r, data_file_from_handle(r)) for r in session.collect(df, description)]
