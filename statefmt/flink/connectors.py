@@ -137,7 +137,7 @@ def attach(info, label: str) -> None:
             continue
         try:
             elements = [e for s in info.operator_splits for e in raw_operator_elements(s, name)]
-            chosen[name] = classify(name, elements, f"operator {label}: state {name!r}")
+            chosen[name] = classify(name, elements, f"state {name!r}")
         except FlinkFormatError as e:
             info.operator_states.pop(name)
             info.states = [s for s in info.states if s.name != name]
