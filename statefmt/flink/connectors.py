@@ -23,6 +23,7 @@ import pyarrow as pa
 from ..errors import FlinkFormatError
 from . import connector_layouts as L
 from .binary import Reader
+from .describe import FlinkUnreadable
 from . import types as T
 
 RAW = "raw"
@@ -124,19 +125,18 @@ def is_candidate(name: str, meta) -> bool:
     return name in LAYOUTS and meta.kind == "list" and isinstance(meta.value, T.Bytes)
 
 
-def attach(info, label: str) -> None:
+def attach(info, read_elements) -> None:
     """Chooses the layout of each connector state of the described operator *info*
     (`describe.FlinkOperatorInfo`): its splits carry it, its schema and state type show
-    it; a state with a damaged element becomes unreadable, with the reason."""
-    from .describe import FlinkUnreadable
-    from .savepoint import raw_operator_elements
+    it; a state with a damaged element becomes unreadable, with the reason.
+    *read_elements(split, state)*: the state's elements in a split, as stored."""
 
     chosen = {}
     for name, meta in list(info.operator_states.items()):
         if not is_candidate(name, meta):
             continue
         try:
-            elements = [e for s in info.operator_splits for e in raw_operator_elements(s, name)]
+            elements = [e for s in info.operator_splits for e in read_elements(s, name)]
             chosen[name] = classify(name, elements, f"state {name!r}")
         except FlinkFormatError as e:
             info.operator_states.pop(name)
@@ -145,6 +145,7 @@ def attach(info, label: str) -> None:
     if not chosen:
         return
     info.connector_layouts.update(chosen)
+    info.connector_schemas.update({name: schema(layout) for name, layout in chosen.items()})
     layouts = tuple(sorted(info.connector_layouts.items()))
     info.operator_splits = [replace(s, layouts=layouts) for s in info.operator_splits]
     info.states = [replace(s, arrow_type=TYPES[chosen[s.name]]) if s.name in chosen else s for s in info.states]

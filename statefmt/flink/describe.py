@@ -20,7 +20,6 @@ from ..fs import Location
 from ..model import KEYED_PART, LineageEntry
 from ..vocabulary import KeyedTable
 from . import tables as TB
-from .connectors import attach, is_candidate
 from .handles import IncrementalRocksDB, InlineStream, KeyGroupsStream, OperatorStream, StreamHandle
 from .headers import KeyedHeader, OperatorHeader, StateMeta, read_keyed_header, read_operator_header
 from .metadata import FlinkMetadata, FlinkOperator
@@ -94,6 +93,7 @@ class FlinkOperatorInfo:
     operator_states: dict[str, StateMeta] = field(default_factory=dict)
     unreadable: dict[str, "FlinkUnreadable"] = field(default_factory=dict)  # by part
     connector_layouts: dict[str, str] = field(default_factory=dict)  # connector states' layouts
+    connector_schemas: dict[str, pa.Schema] = field(default_factory=dict)  # and their tables' schemas
 
     @property
     def label(self) -> str:
@@ -122,9 +122,8 @@ class FlinkOperatorInfo:
             return self.keyed_schema
         if table == KeyedTable.TIMERS:
             return self.timers_schema or TB.timers_schema(self.key_type, ())
-        if table in self.connector_layouts:
-            from .connectors import schema
-            return schema(self.connector_layouts[table])
+        if table in self.connector_schemas:  # set by `connectors.attach`
+            return self.connector_schemas[table]
         meta = self.operator_states[table]
         return TB.broadcast_schema(meta) if meta.kind == "broadcast" else TB.operator_list_schema(meta)
 
@@ -207,8 +206,6 @@ def describe_operator(base: Location, op: FlinkOperator) -> FlinkOperatorInfo:
         {part: FlinkUnreadable(part, str(why), _flink_files(found.unreadable_files.get(part, {})),
                                damaged=not isinstance(why, UnsupportedFlinkFeature))
          for part, why in found.unreadable.items()})
-    if any(is_candidate(name, meta) for name, meta in found.op_states.items()):
-        attach(info, op.uid or op.name or op.operator_id)
     return info
 
 
