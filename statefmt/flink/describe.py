@@ -50,6 +50,7 @@ class FlinkSplit:
     handle: KeyGroupsStream | IncrementalRocksDB | OperatorStream
     key_groups: tuple[int, int] | None = None  # inclusive range, keyed splits only
     roots: tuple[str, ...] = ()  # folders of the savepoint's lineage its handles may reach
+    layouts: tuple[tuple[str, str], ...] = ()  # connector states: (state, layout), `connectors.py`
 
     @property
     def kind(self) -> str:
@@ -91,6 +92,8 @@ class FlinkOperatorInfo:
     keyed_header: KeyedHeader | None = None
     operator_states: dict[str, StateMeta] = field(default_factory=dict)
     unreadable: dict[str, "FlinkUnreadable"] = field(default_factory=dict)  # by part
+    connector_layouts: dict[str, str] = field(default_factory=dict)  # connector states' layouts
+    connector_schemas: dict[str, pa.Schema] = field(default_factory=dict)  # and their tables' schemas
 
     @property
     def label(self) -> str:
@@ -119,6 +122,8 @@ class FlinkOperatorInfo:
             return self.keyed_schema
         if table == KeyedTable.TIMERS:
             return self.timers_schema or TB.timers_schema(self.key_type, ())
+        if table in self.connector_schemas:  # set by `connectors.attach`
+            return self.connector_schemas[table]
         meta = self.operator_states[table]
         return TB.broadcast_schema(meta) if meta.kind == "broadcast" else TB.operator_list_schema(meta)
 
@@ -194,13 +199,14 @@ def describe_operator(base: Location, op: FlinkOperator) -> FlinkOperatorInfo:
     for name in found.unreadable:
         found.op_states.pop(name, None)
     header = found.keyed_header
-    return FlinkOperatorInfo(
+    info = FlinkOperatorInfo(
         op.uid, op.operator_id, op.name, op.parallelism, op.max_parallelism,
         header.key if header else None, _states(found),
         _flink_files(found.files), found.keyed_splits, found.operator_splits, header, found.op_states,
         {part: FlinkUnreadable(part, str(why), _flink_files(found.unreadable_files.get(part, {})),
                                damaged=not isinstance(why, UnsupportedFlinkFeature))
          for part, why in found.unreadable.items()})
+    return info
 
 
 def _flink_files(files: dict[str, int]) -> list[FlinkFile]:

@@ -129,7 +129,7 @@ def _operator(base: Location, op: FlinkOperatorInfo, lineage=()) -> Operator:
             schema = TB.broadcast_schema(meta)
             key_type = statectl_type(schema.field("key").type)
         else:
-            schema, key_type = TB.operator_list_schema(meta), None
+            schema, key_type = op.table_schema(name), None  # a connector state's own struct
         operator_states.append(OperatorState(
             name, meta.kind, statectl_type(schema.field("value").type), files_left if keyed is None else (),
             key_type, serializer=serializers[name], size=sizes[name]))

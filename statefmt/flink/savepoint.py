@@ -24,6 +24,7 @@ from ..model import KEYED_PART, cannot_read
 from ..scratch import new_scratch_dir
 from ..vocabulary import KeyedTable
 from . import tables as TB
+from .connectors import attach, is_candidate, table as connector_table
 from .describe import (FlinkOperatorInfo, FlinkSavepoint, FlinkSplit, describe_operator, key_group_blocks,
                        key_group_ranges)
 from .handles import IncrementalRocksDB, KeyGroupsStream, OperatorStream
@@ -66,8 +67,11 @@ def open_flink_savepoint(location, data: bytes | None = None) -> FlinkSavepoint:
     lineage = read_lineage(loc, savepoint_id)
     check_present(loc, lineage)
     folder = FlinkFolder(loc.uri, tuple(r.uri for _, r in lineage_roots(lineage)))
-    return FlinkSavepoint(folder, metadata, [describe_operator(folder, op) for op in metadata.operators],
-                          savepoint_id, lineage)
+    operators = [describe_operator(folder, op) for op in metadata.operators]
+    for info in operators:
+        if any(is_candidate(name, meta) for name, meta in info.operator_states.items()):
+            attach(info, raw_operator_elements)  # connector states: their layouts from their elements
+    return FlinkSavepoint(folder, metadata, operators, savepoint_id, lineage)
 
 
 def _pieces(split: FlinkSplit) -> list[FlinkSplit]:
@@ -340,12 +344,25 @@ def _operator_batches(split: FlinkSplit, state: str, batch_rows: int) -> Iterato
     if header.compressed:
         data, offsets = _decompress_elements(data, offsets, source)
     keys, values = decode_operator_state(meta, Buf(data, source), offsets)
+    layout = dict(split.layouts).get(state)
+    if layout is not None:  # a connector's state (`connectors.py`): typed rows, or (version, bytes)
+        where = f"{source}: operator {split.operator_id} subtask {split.subtask}: state {state!r}"
+        yield from connector_table(layout, split.subtask, values.to_pylist(), where).to_batches(batch_rows)
+        return
     if keys is not None:
         t = pa.Table.from_arrays([keys, values], schema=TB.broadcast_schema(meta))
     else:
         subtask = pa.array(np.full(len(values), split.subtask, dtype=np.int32))
         t = pa.Table.from_arrays([subtask, values], schema=TB.operator_list_schema(meta))
     yield from t.to_batches(max_chunksize=batch_rows)
+
+
+def raw_operator_elements(split: FlinkSplit, state: str) -> list[bytes]:
+    """The elements of a byte-array operator list state in one split, as stored (connector
+    state: `connectors.py` chooses their layout from them)."""
+    with _decoding(split):
+        plain = replace(split, layouts=())
+        return [v for b in _operator_batches(plain, state, BATCH_ROWS) for v in b.column(1).to_pylist()]
 
 
 def _decompress_elements(data: bytes, offsets: tuple[int, ...], source: str) -> tuple[bytes, tuple[int, ...]]:
