@@ -194,25 +194,26 @@ def _recoverable_columns(prefix: str, version: int, payload: bytes) -> dict:
 
 def in_progress_file(version: int, payload: bytes) -> dict:
     """An `OutputStreamBasedInProgressFileRecoverable` (v2)."""
-    def parse(r: Reader) -> dict:
-        if version != 2:
-            raise LayoutMismatch(f"in-progress file version {version}")
-        _magic(r, IN_PROGRESS_MAGIC, "in-progress file")
-        target = r.utf() if r.bool() else None
-        return {"in_progress_path": target, **_recoverable_columns("resumable", *frame(r))}
-    return _run(parse, payload, "in-progress file")
+    return _file_recoverable(version, payload, IN_PROGRESS_MAGIC, "in-progress file", "in_progress", "resumable")
 
 
 def pending_file(version: int, payload: bytes) -> dict:
-    """An `OutputStreamBasedPendingFileRecoverable` (v2)."""
+    """An `OutputStreamBasedPendingFileRecoverable` (v2): as an in-progress one, with its size."""
+    return _file_recoverable(version, payload, PENDING_FILE_MAGIC, "pending file", "pending", "commit")
+
+
+def _file_recoverable(version: int, payload: bytes, magic: int, what: str, name: str, prefix: str) -> dict:
+    """A file recoverable of the output-stream-based writers (v2): its target path (optional),
+    a pending file's size, then the file system's own recoverable (*prefix*'s columns)."""
     def parse(r: Reader) -> dict:
         if version != 2:
-            raise LayoutMismatch(f"pending file version {version}")
-        _magic(r, PENDING_FILE_MAGIC, "pending file")
-        target = r.utf() if r.bool() else None
-        size = r.long()
-        return {"pending_path": target, "pending_size": size, **_recoverable_columns("commit", *frame(r))}
-    return _run(parse, payload, "pending file")
+            raise LayoutMismatch(f"{what} version {version}")
+        _magic(r, magic, what)
+        out = {f"{name}_path": r.utf() if r.bool() else None}
+        if name == "pending":
+            out["pending_size"] = r.long()
+        return {**out, **_recoverable_columns(prefix, *frame(r))}
+    return _run(parse, payload, what)
 
 
 def bucket_state(version: int, payload: bytes) -> dict:
