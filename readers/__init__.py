@@ -11,7 +11,7 @@ Each operator's tables are read by the table source of its format (`readers.sour
 with a session (`readers.reader.SavepointReader`), Parquet files by Spark's own reader and
 other splits by one Python Data Source whose tasks run the decoder the local engine
 (`readers.local`) runs in-process; without one (`readers.local_reader.LocalSavepointReader`),
-every split by that local engine. Both name tables through `readers.resolve.NamedTables`.
+every split by that local engine. Both name tables through `readers.naming.NamedTables`.
 
 Importing this package does not import or start Spark.
 """
@@ -22,5 +22,5 @@ from .local_reader import LocalSavepointReader, SparkRequiredError
 from .reader import SavepointReader, open_savepoint
 from .resolve import TableChoice, choose_table, find_operator
 
-__all__ = ["open_savepoint", "SavepointReader", "LocalSavepointReader", "SparkRequiredError", "TableChoice", "choose_table", "find_operator",
-           "CATALOGUE_VIEW", "diff_savepoints", "SavepointDiff"]
+__all__ = ["open_savepoint", "SavepointReader", "LocalSavepointReader", "SparkRequiredError", "TableChoice",
+           "choose_table", "find_operator", "CATALOGUE_VIEW", "diff_savepoints", "SavepointDiff"]

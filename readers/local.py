@@ -21,7 +21,7 @@ from .keys import key_filter
 from .operator_state import columns as operator_state_columns
 from .resolve import KEYED, OPERATOR_STATE, TIMERS, TableChoice, check_operator_state
 from .sources import table_source
-from .tablesource import TableSource
+from .tablesource import TableSource, span_mask
 
 
 def local_table(sp: Savepoint, choice: TableChoice, limit: int | None = None,
@@ -80,8 +80,7 @@ def _row_filter(op: Operator, keys, groups, states, span=None):
     def keep(batch: pa.RecordBatch) -> pa.Array:
         mask = pa.array([True] * batch.num_rows)
         if span is not None:
-            column = batch.column(KEY_GROUP_COLUMN)
-            mask = pc.and_(pc.greater_equal(column, span[0]), pc.less_equal(column, span[1]))
+            mask = span_mask(batch, span)
         if keys is not None:
             column = batch.column(KEY_GROUP_COLUMN)
             in_groups = pc.is_in(column, pa.array(groups or [], column.type))

@@ -1,7 +1,7 @@
 """`LocalSavepointReader`: a savepoint's tables as ``pyarrow.Table`` s, read without Spark.
 
 What ``open_savepoint(path)`` returns when no Spark session is given. It names tables as
-:class:`readers.reader.SavepointReader` does (the same :class:`readers.resolve.NamedTables`,
+:class:`readers.reader.SavepointReader` does (the same :class:`readers.naming.NamedTables`,
 so the same checks and errors) and reads them with the local engine (`readers.local`): the
 same table sources decode the same splits in this process, each file verified as the Spark
 path verifies it, so the rows are those Spark gives, with the types Spark shows. No JVM is

@@ -9,9 +9,8 @@ reads a choice in :meth:`NamedTables.table`.
 
 from __future__ import annotations
 
-from statectl.statefmt.errors import UnknownStateError
 from statectl.statefmt.ids import OperatorRef
-from statectl.statefmt.model import KEYED_PART, Operator, Savepoint
+from statectl.statefmt.model import Operator, Savepoint
 from statectl.statefmt.vocabulary import OperatorStateKind
 
 from .catalogue import views
@@ -22,11 +21,10 @@ from .resolve import (
     TIMERS,
     TableChoice,
     check_domain,
+    check_keyed,
     check_keyed_states,
     check_operator_state,
-    check_readable,
     choose_table,
-    describe_states,
     find_operator,
 )
 
@@ -70,12 +68,7 @@ class NamedTables:
 
     # --- a read's arguments as a choice -----------------------------------------
     def _keyed_operator(self, operator: OperatorName) -> Operator:
-        op = self.operator(operator)
-        check_readable(op, KEYED_PART)
-        if op.keyed is None:
-            raise UnknownStateError(
-                f"operator {op.label} has no keyed state; it has {describe_states(op)}")
-        return op
+        return check_keyed(self.operator(operator))
 
     def _keyed_choice(self, operator: OperatorName, states, keys, explode: bool):
         """(the keyed table to read, the list or map state *explode* flattens or None)."""

@@ -27,12 +27,12 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from statectl.statefmt.errors import UnknownStateError, UsageError
+from statectl.statefmt.errors import UsageError
 from statectl.statefmt.ids import OperatorRef
-from statectl.statefmt.model import KEY_GROUP_COLUMN, KEYED_PART, Operator, Savepoint
+from statectl.statefmt.model import KEY_GROUP_COLUMN, Operator, Savepoint
 
 from .local import spark_types, table_columns
-from .resolve import KEYED, TIMERS, TableChoice, check_operator_state, check_readable, describe_states, find_operator
+from .resolve import KEYED, TIMERS, TableChoice, check_keyed, check_operator_state, describe_states, find_operator
 from .sources import table_source
 from .tablesource import KEY_GROUP_SIZES, SPLIT_SIZES, Cursor, Page, keyed_part
 
@@ -93,9 +93,7 @@ class StateQuestions:
         if not keyed_part(table):
             raise UsageError(f"{table!r}: key groups and pages are of the keyed table ({KEYED!r}) "
                              f"or the timers ({TIMERS!r}); operator {op.label} has {describe_states(op)}")
-        check_readable(op, KEYED_PART)
-        if op.keyed is None:
-            raise UnknownStateError(f"operator {op.label} has no keyed state; it has {describe_states(op)}")
+        check_keyed(op)
 
     def _span(self, table: str, span) -> tuple[int, int] | None:
         if span is None:

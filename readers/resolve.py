@@ -61,15 +61,21 @@ def check_readable(op: Operator, part: str) -> None:
         raise cannot_read(op.label, part, u.reason)
 
 
+def check_keyed(op: Operator) -> Operator:
+    """*op*, refused in one line when its keyed part cannot be read or it holds no keyed state."""
+    check_readable(op, KEYED_PART)
+    if op.keyed is None:
+        raise UnknownStateError(f"operator {op.label} has no keyed state; it has {describe_states(op)}")
+    return op
+
+
 def check_keyed_states(op: Operator, states) -> tuple[str, ...]:
     """The chosen keyed state names, deduplicated, each checked to exist."""
     if states is None:
         return ()
     if isinstance(states, str):
         states = [states]
-    check_readable(op, KEYED_PART)
-    if op.keyed is None:
-        raise UnknownStateError(f"operator {op.label} has no keyed state; it has {describe_states(op)}")
+    check_keyed(op)
     known = {s.name for s in op.keyed.states}
     chosen = tuple(dict.fromkeys(states))
     for name in chosen:

@@ -149,12 +149,17 @@ def count_groups(batches, max_parallelism: int) -> tuple[np.ndarray, np.ndarray]
     return present, counts[present]
 
 
-def in_span(batch: pa.RecordBatch, span: tuple[int, int]) -> pa.RecordBatch:
-    """The rows of *batch* whose key group lies in *span*."""
+def span_mask(batch: pa.RecordBatch, span: tuple[int, int]) -> pa.Array:
+    """Whether each row of *batch* has its key group in *span* ``(first, last)``."""
     import pyarrow.compute as pc
 
     groups = batch.column(KEY_GROUP_COLUMN)
-    return batch.filter(pc.and_(pc.greater_equal(groups, span[0]), pc.less_equal(groups, span[1])))
+    return pc.and_(pc.greater_equal(groups, span[0]), pc.less_equal(groups, span[1]))
+
+
+def in_span(batch: pa.RecordBatch, span: tuple[int, int]) -> pa.RecordBatch:
+    """The rows of *batch* whose key group lies in *span*."""
+    return batch.filter(span_mask(batch, span))
 
 
 class TableSource:
