@@ -29,7 +29,6 @@ from statectl.statefmt.ids import OperatorRef
 from statectl.statefmt.keygroups import check_max_parallelism, check_parallelism
 from statectl.statefmt.model import KEYED_PART, Savepoint, cannot_read
 
-from .kinds import family_of_savepoint
 from .rebuild import Rebuild
 from .report import WriteReport
 from .savepoint_writer import SavepointWriter
@@ -93,8 +92,8 @@ class Rescale:
         or unknown operators fail here."""
         base = source if isinstance(source, Savepoint) else load(source)
         choices = tuple(choose_operators(base, max_parallelism, parallelism, operators))
-        family_of_savepoint(base).check_rebuilds(base, choices)
         writer = SavepointWriter(base)  # the base's own format family
+        writer.base_family.check_rebuilds(base, choices)
         for choice in choices:
             writer.with_rebuilt(choice)
         return cls(base, choices, writer)
