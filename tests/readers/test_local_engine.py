@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from support.builders import build_full_savepoint, build_native_savepoint
-from support.readers_savepoints import build_base
+from support.readers_savepoints import build_own_family
 from statectl.readers import SavepointReader
 from statectl.readers.local import choose_engine, local_table
 from statectl.readers.resolve import KEYED, OPERATOR_STATE, TIMERS, TableChoice
@@ -24,11 +23,8 @@ FLINK = sorted(FIXTURES.glob("flink-dev/*/savepoint")) + sorted(p for p in FIXTU
 @pytest.fixture(scope="module")
 def own(tmp_path_factory):
     """statectl's own savepoints: canonical (every kind of state) and RocksDB native."""
-    base = tmp_path_factory.mktemp("own")
-    canonical = build_base(base / "base")
-    source = build_full_savepoint(base / "source", parallelism=3, max_parallelism=16)
-    native = build_native_savepoint(source, base / "native")
-    return [canonical.location, native.location]
+    own = build_own_family(tmp_path_factory.mktemp("own"))
+    return [own["canonical"].location, own["native"].location]
 
 
 def choices(sp):

@@ -14,8 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from support.builders import build_full_savepoint, build_native_savepoint
-from support.readers_savepoints import build_base
+from support.readers_savepoints import build_own_family
 from statectl.readers.local import local_table
 from statectl.readers.questions import Cursor, KEY_GROUP_SIZES, SPLIT_SIZES, StateQuestions
 from statectl.readers.resolve import KEYED, OPERATOR_STATE, TIMERS, TableChoice
@@ -35,11 +34,8 @@ FLINK = (sorted(FIXTURES.glob("flink-dev/*/savepoint"))
 @pytest.fixture(scope="module")
 def own(tmp_path_factory):
     """statectl's own savepoints: two canonical ones and a RocksDB native one."""
-    base = tmp_path_factory.mktemp("own")
-    canonical = build_base(base / "base")
-    source = build_full_savepoint(base / "source", parallelism=3, max_parallelism=16)
-    native = build_native_savepoint(source, base / "native")
-    return [canonical.location, source.location, native.location]
+    own = build_own_family(tmp_path_factory.mktemp("own"))
+    return [own[name].location for name in ("canonical", "source", "native")]
 
 
 def keyed_operators(sp):

@@ -15,8 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from support.builders import build_full_savepoint, build_native_savepoint
-from support.readers_savepoints import PROC_ROWS, build_base, build_derived
+from support.readers_savepoints import PROC_ROWS, build_derived, build_own_family
 from statectl import (
     LocalSavepointReader,
     OperatorRef,
@@ -43,13 +42,10 @@ def _name(path: Path) -> str:
 def own(tmp_path_factory):
     """statectl's own savepoints: canonical with every kind of state, a shallow copy of it, and
     the RocksDB native format (two subtasks' databases)."""
-    base = tmp_path_factory.mktemp("own")
-    canonical = build_base(base / "base")
-    derived = build_derived(canonical, base / "derived")
-    source = build_full_savepoint(base / "source", parallelism=3, max_parallelism=16)
-    native = build_native_savepoint(source, base / "native")
-    return {"canonical": canonical.location, "derived": derived.location,
-            "native": native.location}
+    root = tmp_path_factory.mktemp("own")
+    own = build_own_family(root)
+    derived = build_derived(own["canonical"], root / "derived")
+    return {"canonical": own["canonical"].location, "derived": derived.location, "native": own["native"].location}
 
 
 def rows(table: pa.Table) -> list[str]:

@@ -28,9 +28,9 @@ from statectl.statefmt.model import (
     OperatorState,
     Savepoint,
 )
-from statectl.statefmt.formats import load
-from statectl.statefmt.formats import commit
+from statectl.statefmt.formats import commit, load
 from statectl.statefmt.savepoint import merge_lineage, new_savepoint_id, now_iso, shallow_copy
+from support.builders import build_full_savepoint, build_native_savepoint
 from statectl.statefmt.types import to_arrow
 
 UTC = dt.timezone.utc
@@ -141,3 +141,12 @@ def build_derived(base: Savepoint, path) -> Savepoint:
                    (proc, Operator(sink_id, "sink", 2, 128, None, (pending,))),
                    merge_lineage(lineage))
     return commit(sp, out)
+
+
+def build_own_family(root) -> dict:
+    """statectl's own savepoints under *root*: ``canonical`` (:func:`build_base`:
+    every kind of state), ``source`` (the builders' full savepoint, parallelism 3 over 16 key
+    groups) and ``native`` (its ``proc`` in the RocksDB native format, two subtasks)."""
+    source = build_full_savepoint(root / "source", parallelism=3, max_parallelism=16)
+    return {"canonical": build_base(root / "base"), "source": source,
+            "native": build_native_savepoint(source, root / "native")}

@@ -22,22 +22,21 @@ def _read(sp, files, schema) -> list[dict]:
 
 def keyed_rows(location, uid: str) -> list[dict]:
     """The operator's keyed table, in file order (key-group order), checked for layout."""
-    sp = load(location)
-    op = sp.operator(uid)
-    rows = []
-    for f in op.keyed.files:
-        part = _read(sp, [f], keyed_schema(op.keyed))
-        check_layout(op, f, part)
-        rows += part
-    return rows
+    return _laid_out_rows(location, uid, timers=False)
 
 
 def timer_rows(location, uid: str) -> list[dict]:
+    """The operator's timers, as :func:`keyed_rows`."""
+    return _laid_out_rows(location, uid, timers=True)
+
+
+def _laid_out_rows(location, uid: str, timers: bool) -> list[dict]:
     sp = load(location)
     op = sp.operator(uid)
+    files, schema = (op.keyed.timers, timers_schema(op.keyed)) if timers else (op.keyed.files, keyed_schema(op.keyed))
     rows = []
-    for f in op.keyed.timers:
-        part = _read(sp, [f], timers_schema(op.keyed))
+    for f in files:
+        part = _read(sp, [f], schema)
         check_layout(op, f, part)
         rows += part
     return rows
