@@ -199,14 +199,13 @@ def describe_operator(base: Location, op: FlinkOperator) -> FlinkOperatorInfo:
     for name in found.unreadable:
         found.op_states.pop(name, None)
     header = found.keyed_header
-    info = FlinkOperatorInfo(
+    return FlinkOperatorInfo(
         op.uid, op.operator_id, op.name, op.parallelism, op.max_parallelism,
         header.key if header else None, _states(found),
         _flink_files(found.files), found.keyed_splits, found.operator_splits, header, found.op_states,
         {part: FlinkUnreadable(part, str(why), _flink_files(found.unreadable_files.get(part, {})),
                                damaged=not isinstance(why, UnsupportedFlinkFeature))
          for part, why in found.unreadable.items()})
-    return info
 
 
 def _flink_files(files: dict[str, int]) -> list[FlinkFile]:
