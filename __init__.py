@@ -37,6 +37,7 @@ _EXPORTS = {
     **dict.fromkeys(("open_savepoint", "SavepointReader", "LocalSavepointReader", "SparkRequiredError",
                      "diff_savepoints", "SavepointDiff"), ".readers"),
     "OperatorRef": ".statefmt.ids",
+    "use_job_classes": ".statefmt.flink.kryo.context",
     **dict.fromkeys(_ERRORS, ".statefmt.errors"),
     **dict.fromkeys(_WRITING, ".writers"),
     **dict.fromkeys(("rescale", "Rescale"), ".writers.rescale"),

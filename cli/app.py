@@ -14,6 +14,7 @@ import typer
 
 from statectl import __version__
 
+from .classes import Classes, use_classes
 from .listing import Checkpoint
 from .options import OPTIONS
 from .output import output_for, print_error
@@ -57,10 +58,12 @@ def info(
                                     "snapshots (the newest is shown)."),
     json_: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
     checkpoint: Checkpoint = None,
+    classes: Classes = None,
 ) -> None:
     """Show what a savepoint holds: operators, states, types, files and sizes."""
     from .info import show_info
 
+    use_classes(classes)
     show_info(savepoint, json_, checkpoint)
 
 

@@ -148,7 +148,8 @@ class RichOutput:
             label = op["uid"] if op["uid"] is not None else op["operator_id"]
             for s in op["states"]:
                 kind = s["kind"] if s["scope"] == "keyed" else f"operator {s['kind']}"
-                rows.append([label, s["name"], kind, s["serializer"], s["type"],
+                shown = s["type"] + (" (bytes: decodes with --classes)" if s.get("note") else "")
+                rows.append([label, s["name"], kind, s["serializer"], shown,
                              "ttl" if s["ttl"] else "", human_bytes(s["bytes"])])
         if rows:
             self.table("States", ["operator", "state", "kind", "serializer", "type", "ttl", "size"],

@@ -13,6 +13,7 @@ import typer
 
 from statectl.statefmt.errors import UsageError, first_line
 
+from .classes import Classes, use_classes
 from .listing import Checkpoint
 from .snapshots import opened
 from .progress import scan_progress
@@ -69,11 +70,13 @@ def read(
                                  "chosen with --state when the table has several."),
     master: Master = None,
     checkpoint: Checkpoint = None,
+    classes: Classes = None,
 ) -> None:
     """Read one operator's keyed table, timers, or an operator state."""
     from statectl.readers.local import choose_engine
     from statectl.statefmt.formats import load
 
+    use_classes(classes)
     sp = load(opened(savepoint, checkpoint))
     check_frame_output(fmt, output, [sp], overwrite)
     op = _operator(sp, uid, operator_id, name)
@@ -160,6 +163,7 @@ def sql(
     overwrite: Overwrite = False,
     master: Master = None,
     checkpoint: Checkpoint = None,
+    classes: Classes = None,
 ) -> None:
     """Run a Spark SQL query over every state of a savepoint."""
     from statectl.readers import SavepointReader
@@ -169,6 +173,7 @@ def sql(
     from .frames import write_frame
 
     check_read_only(query)
+    use_classes(classes)
     sp = load(opened(savepoint, checkpoint))
     check_frame_output(fmt, output, [sp], overwrite)
     with spark_errors():

@@ -43,6 +43,8 @@ def _flink_fields(row: dict, state) -> dict:
     """A Flink state's serializer class, TTL and bytes (statectl's own states have none)."""
     if state.serializer is not None:
         row.update(serializer=state.serializer, ttl=getattr(state, "ttl", False), bytes=state.size)
+    if getattr(state, "note", ""):
+        row["note"] = state.note
     return row
 
 

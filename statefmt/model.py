@@ -83,6 +83,7 @@ class KeyedStateDescriptor:
     serializer: str | None = None
     ttl: bool = False
     size: int | None = None
+    note: str = ""  # why the values stay bytes where something would decode them (Flink: --classes)
 
     @property
     def columns(self) -> list[str]:
@@ -138,6 +139,7 @@ class OperatorState:
     key_type: DataType | None = None
     serializer: str | None = None  # Flink savepoints only, as for keyed states
     size: int | None = None
+    note: str = ""  # as for keyed states
 
 
 KEYED_PART = "keyed state"  # the part name of an operator's whole keyed state (and timers)

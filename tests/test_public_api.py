@@ -18,7 +18,7 @@ from support import REPO
 PUBLIC = [
     # reading
     "open_savepoint", "SavepointReader", "LocalSavepointReader", "SparkRequiredError",
-    "diff_savepoints", "SavepointDiff", "OperatorRef",
+    "diff_savepoints", "SavepointDiff", "OperatorRef", "use_job_classes",
     # errors
     "StatectlError", "UsageError", "NotASavepointError", "MetadataError", "UnsupportedVersionError",
     "UnsafeReferenceError", "MissingFileError", "IntegrityError", "DataFileError", "LimitError",

@@ -21,6 +21,7 @@ from ..model import KEYED_PART, LineageEntry
 from ..vocabulary import KeyedTable
 from . import tables as TB
 from .handles import IncrementalRocksDB, InlineStream, KeyGroupsStream, OperatorStream, StreamHandle
+from .kryo.context import KryoSetting, current as current_kryo_setting
 from .headers import KeyedHeader, OperatorHeader, StateMeta, read_keyed_header, read_operator_header
 from .metadata import FlinkMetadata, FlinkOperator
 from .streamio import (METADATA, header_length, lineage_roots_of, read_range, read_stream, stream_location,
@@ -51,6 +52,7 @@ class FlinkSplit:
     key_groups: tuple[int, int] | None = None  # inclusive range, keyed splits only
     roots: tuple[str, ...] = ()  # folders of the savepoint's lineage its handles may reach
     layouts: tuple[tuple[str, str], ...] = ()  # connector states: (state, layout), `connectors.py`
+    kryo: KryoSetting = field(default_factory=current_kryo_setting)  # to decode Kryo values where it runs
 
     @property
     def kind(self) -> str:

@@ -22,6 +22,7 @@ from ..types import from_arrow
 from ..vocabulary import Format
 from . import tables as TB
 from .describe import FlinkOperatorInfo, FlinkSavepoint
+from .types.kryo import classes_note
 from .lineage import lineage_roots
 from .savepoint import open_flink_savepoint
 from .streamio import METADATA
@@ -100,6 +101,7 @@ def _files(base: Location, files, lineage=()) -> tuple[DataFile, ...]:
 def _operator(base: Location, op: FlinkOperatorInfo, lineage=()) -> Operator:
     sizes = {s.name: s.size for s in op.states}
     serializers = {s.name: s.serializer for s in op.states}
+    notes = {s.name: classes_note(s.type) for s in op.states}
     keyed = None
     if op.keyed_header is not None:
         schema = op.keyed_schema
@@ -116,7 +118,7 @@ def _operator(base: Location, op: FlinkOperatorInfo, lineage=()) -> Operator:
                 value = statectl_type(field)
             states.append(KeyedStateDescriptor(
                 meta.name, meta.kind, value, user_key, serializer=serializers[meta.name], ttl=meta.ttl,
-                size=sizes[meta.name]))
+                size=sizes[meta.name], note=notes[meta.name]))
         ns = schema.field(NAMESPACE_COLUMN).type if NAMESPACE_COLUMN in schema.names else None
         keyed = KeyedSection(key, tuple(states), _files(base, op.files, lineage),
                              namespace_type=None if ns is None else statectl_type(ns))
@@ -132,7 +134,7 @@ def _operator(base: Location, op: FlinkOperatorInfo, lineage=()) -> Operator:
             schema, key_type = op.table_schema(name), None  # a connector state's own struct
         operator_states.append(OperatorState(
             name, meta.kind, statectl_type(schema.field("value").type), files_left if keyed is None else (),
-            key_type, serializer=serializers[name], size=sizes[name]))
+            key_type, serializer=serializers[name], size=sizes[name], note=notes[name]))
         files_left = ()
     unreadable = tuple(UnreadablePart(u.part, u.reason, _files(base, u.files, lineage), u.damaged)
                        for u in op.unreadable.values())

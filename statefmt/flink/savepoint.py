@@ -28,6 +28,7 @@ from .connectors import attach, is_candidate, table as connector_table
 from .describe import (FlinkOperatorInfo, FlinkSavepoint, FlinkSplit, describe_operator, key_group_blocks,
                        key_group_ranges)
 from .handles import IncrementalRocksDB, KeyGroupsStream, OperatorStream
+from .kryo.context import KryoSetting, kryo_setting
 from .headers import KeyedHeader, StateMeta, read_keyed_header, read_operator_header
 from .lineage import check_present, flink_savepoint_id, lineage_roots, read_lineage
 from .metadata import is_flink_metadata, parse_metadata
@@ -67,7 +68,8 @@ def open_flink_savepoint(location, data: bytes | None = None) -> FlinkSavepoint:
     lineage = read_lineage(loc, savepoint_id)
     check_present(loc, lineage)
     folder = FlinkFolder(loc.uri, tuple(r.uri for _, r in lineage_roots(lineage)))
-    operators = [describe_operator(folder, op) for op in metadata.operators]
+    with kryo_setting(KryoSetting.of(metadata.version)):
+        operators = [describe_operator(folder, op) for op in metadata.operators]
     for info in operators:
         if any(is_candidate(name, meta) for name, meta in info.operator_states.items()):
             attach(info, raw_operator_elements)  # connector states: their layouts from their elements
@@ -299,7 +301,8 @@ def _decoding(split: FlinkSplit):
     """Bytes that break a decoder's assumptions in a way its checks did not name end in one
     FlinkFormatError naming the split, never in a Python exception (from a Spark task too)."""
     try:
-        yield
+        with kryo_setting(split.kryo):
+            yield
     except DATA_ERRORS as e:
         where = f"{split.savepoint}: operator {split.operator_id} subtask {split.subtask}"
         if split.key_groups is not None:

@@ -14,9 +14,13 @@ from ..errors import UnsupportedFlinkFeature
 from .avro_schema import read_avro_snapshot
 from .binary import Reader
 from .javaser import read_java_object
+from .kryo import context as kryo_context
+from .kryo.decode import KryoDecoder
+from .kryo.snapshot import kryo_config, read_registration
 from .rowdata import NullValue, RowData, SizedBytes, SqlValue
 from .sqltypes import MAX_LENGTH, SqlType, logical_type
 from . import types as T
+from .types.kryo import KRYO_SERIALIZER, needs_classes
 
 COMPOSITE_MAGIC = 911108
 NESTED_MAGIC = 1333245
@@ -221,7 +225,7 @@ def _composite(r: Reader, cls: str, version: int) -> T.FlinkType:
     nested = _nested(r)
     t = build(outer, nested, cls)
     if not t.decodable and not isinstance(t, (T.Map, T.Ttl, T.Nullable)):
-        return T.Opaque(t.serializer, f"holds {', '.join(n.describe() for n in nested if not n.decodable)}")
+        return T.Opaque(t.serializer, f"holds {', '.join(_why(n) for n in nested if not n.decodable)}")
     return t
 
 
@@ -270,17 +274,31 @@ def _pojo(r: Reader, version: int) -> T.FlinkType:
                   for name, _, t in fields)
     pojo = T.Pojo(pojo_class, typed, tuple(n for n, _, _ in registered + others), _J + "PojoSerializer")
     if not pojo.decodable:
-        return T.Opaque(_J + "PojoSerializer",
-                        f"POJO {pojo_class} has fields without a known serializer")
+        undecodable = ", ".join(f"field {name}: {_why(t)}" for name, t in typed if not t.decodable)
+        return T.Opaque(_J + "PojoSerializer", f"POJO {pojo_class} has fields without a known serializer "
+                        f"({undecodable})")
     return pojo
 
 
-def _kryo(r: Reader) -> T.FlinkType:
-    type_class = r.utf()
+def _why(t: T.FlinkType) -> str:
+    """What a nested type that cannot be decoded is, and why (its reason, when it has one)."""
+    reason = getattr(t, "reason", "")
+    return reason or t.describe()
 
-    def skip(fr: Reader):
-        return None
-    _linked_optional_map(r, skip, skip)  # registrations
-    _linked_optional_map(r, skip, skip)  # default serializers
-    _linked_optional_map(r, skip, skip)  # default serializer classes
-    return T.Opaque("org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializer", f"Kryo, type {type_class}")
+
+def _kryo(r: Reader) -> T.FlinkType:
+    """Kryo values: decoded where the declared class and the job's layouts (`--classes`) allow."""
+    type_class = r.utf()
+    registrations = _linked_optional_map(r, lambda fr: None, lambda fr: fr)
+    regs = [read_registration(name, value) for name, _, value in registrations]
+    defaults = _linked_optional_map(r, lambda fr: None, lambda fr: None)
+    default_classes = _linked_optional_map(r, lambda fr: None, lambda fr: None)
+    setting = kryo_context.current()
+    if setting.generation is None:
+        return T.Opaque(KRYO_SERIALIZER, f"Kryo, type {type_class}")
+    config = kryo_config(setting.generation, type_class, regs, defaults, default_classes)
+    decoder = KryoDecoder(config, setting.classpath)
+    why = needs_classes(decoder, type_class)
+    if why is not None:
+        return T.Opaque(KRYO_SERIALIZER, f"Kryo, type {type_class}: {why} (decodes with --classes)")
+    return T.Kryo(type_class, decoder)

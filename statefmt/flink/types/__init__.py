@@ -20,6 +20,7 @@ from .composites import (POJO_NO_SUBCLASS, POJO_NULL, POJO_SUBCLASS, POJO_TAGGED
 from .containers import List, Map, PrimitiveArray, collection_sizes, decode_rounds
 from .scalars import (BigDecimal, BigInteger, Bytes, Char, Enum, Opaque, Scalar, String, VoidNamespace,
                       is_void)
+from .kryo import Kryo
 from .temporal import Epoch, LocalDate, LocalDateTime, LocalTime, SecondsNanos, TimeWindow
 
 __all__ = [
@@ -30,5 +31,5 @@ __all__ = [
     "POJO_NULL", "POJO_NO_SUBCLASS", "POJO_SUBCLASS", "POJO_TAGGED",
     "PrimitiveArray", "List", "Map", "decode_rounds", "collection_sizes",
     "Avro", "AvroRecord", "AvroUnion", "AvroArray", "AvroMap", "AvroString", "AvroFixed", "AvroEnum",
-    "AvroLogical", "AvroDecimal", "AvroNull", "AvroDataError",
+    "AvroLogical", "AvroDecimal", "AvroNull", "AvroDataError", "Kryo",
 ]

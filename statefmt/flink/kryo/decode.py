@@ -1,0 +1,430 @@
+"""One Kryo value to Python, as Flink's `KryoSerializer` wrote it (class, reference, object).
+
+Objects become dicts with their class under ``@class``; collections lists; maps lists of
+``{"key", "value"}``; UUIDs, big numbers, URIs and locales their text; dates `datetime`s.
+References (Flink turns them on) are followed: a repeated object is decoded once and appears
+again where it was referenced. A class without a known layout, or written by a custom
+serializer, is a :class:`MissingLayout`, naming it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+from .classes import OBJECT, ClassInfo, ClassPath, FieldInfo, JavaType
+from .registry import BOXED, KRYO2, KRYO5, KryoConfig
+from .stream import KryoDataError, KryoIn
+
+NULL, NOT_NULL = 0, 1
+NAME = -1
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+# Values Kryo never references (no reference marker before them).
+UNREFERENCED = {"int", "float", "boolean", "byte", "char", "short", "long", "double", *BOXED}
+
+COLLECTIONS = {"java.util.ArrayList", "java.util.LinkedList", "java.util.HashSet", "java.util.LinkedHashSet",
+               "java.util.Vector", "java.util.ArrayDeque", "java.util.concurrent.CopyOnWriteArrayList",
+               "java.util.concurrent.ConcurrentLinkedQueue", "java.util.Stack",
+               # the Collections wrappers are Collections too: Kryo writes what they hold
+               *(f"java.util.Collections${kind}{what}" for kind in ("Unmodifiable", "Synchronized", "Checked")
+                 for what in ("Collection", "List", "RandomAccessList", "Set", "SortedSet", "NavigableSet"))}
+SORTED_COLLECTIONS = {"java.util.TreeSet", "java.util.concurrent.ConcurrentSkipListSet"}
+MAPS = {"java.util.HashMap", "java.util.LinkedHashMap", "java.util.concurrent.ConcurrentHashMap",
+        "java.util.Hashtable", "java.util.IdentityHashMap", "java.util.WeakHashMap",
+        *(f"java.util.Collections${kind}{what}" for kind in ("Unmodifiable", "Synchronized", "Checked")
+          for what in ("Map", "SortedMap", "NavigableMap"))}
+SORTED_MAPS = {"java.util.TreeMap", "java.util.concurrent.ConcurrentSkipListMap"}
+FINAL_BUILTINS = {"java.lang.String", "java.util.UUID", "java.net.URI",
+                  "java.util.Locale", "java.util.Optional", "java.time.LocalDate", "java.time.LocalDateTime",
+                  "java.time.Instant", "java.time.LocalTime", "java.time.Duration", *BOXED}
+
+
+class MissingLayout(KryoDataError):
+    """A class the decoder cannot read: no layout given, or a custom serializer."""
+
+    def __init__(self, class_name: str, why: str):
+        super().__init__(f"class {class_name}: {why}")
+        self.class_name = class_name
+
+
+class KryoDecoder:
+    """Decodes values of one `KryoSerializer`: its class table, the generation, the job's layouts."""
+
+    def __init__(self, config: KryoConfig, classpath: ClassPath):
+        self.config, self.classpath = config, classpath
+        self.little = config.generation == KRYO5
+
+    def read_value(self, data, start: int, end: int):
+        """The value written by `writeClassAndObject` at *start* and where it ends."""
+        state = _Graph(KryoIn(data, start, end, self.little))
+        value = self._class_and_object(state, None)
+        return value, state.inp.pos
+
+    # -- classes and references --------------------------------------------------------------
+
+    def _read_class(self, g: "_Graph") -> str | None:
+        cid = g.inp.varint()
+        if cid == NULL:
+            return None
+        if cid == 1:  # NAME + 2: a class name, or a reference to one named before in this value
+            name_id = g.inp.varint()
+            if name_id in g.names:
+                return g.names[name_id]
+            name = g.inp.string()
+            if not name:
+                raise KryoDataError("empty class name")
+            g.names[name_id] = name
+            return name
+        reg = self.config.ids.get(cid - 2)
+        if reg is None:
+            raise KryoDataError(f"unregistered class id {cid - 2}")
+        if reg.serializer:
+            raise MissingLayout(reg.name, f"written by the custom Kryo serializer {reg.serializer}")
+        return reg.name
+
+    def _class_and_object(self, g: "_Graph", generic: JavaType | None):
+        name = self._read_class(g)
+        if name is None:
+            return None
+        return self._object(g, name, generic, may_be_null=False)
+
+    def _object(self, g: "_Graph", name: str, generic: JavaType | None, may_be_null: bool):
+        """`writeObject`/`writeObjectOrNull` of a known class: the reference marker, then the data."""
+        referenced = name not in UNREFERENCED and not self._is_enum(name)
+        if may_be_null or referenced:
+            if not referenced:
+                return None if g.inp.varint() == NULL else self._data(g, name, generic)
+            marker = g.inp.varint()
+            if marker == NULL:
+                if not may_be_null:
+                    raise KryoDataError(f"null reference where {name} cannot be null")
+                return None
+            if marker != NOT_NULL:
+                index = marker - 2
+                if not 0 <= index < len(g.refs):
+                    raise KryoDataError(f"reference {index} to no object read before")
+                return g.refs[index]
+            slot = len(g.refs)
+            g.refs.append(None)
+            value = self._data(g, name, generic, slot)
+            g.refs[slot] = value
+            return value
+        return self._data(g, name, generic)
+
+    def _is_enum(self, name: str) -> bool:
+        """Kryo 5 never references an enum constant; Kryo 2 does."""
+        if self.config.generation != KRYO5:
+            return False
+        info = self.classpath.get(name)
+        return info is not None and info.enum
+
+    # -- the data of one class ------------------------------------------------------------------
+
+    def _data(self, g: "_Graph", name: str, generic: JavaType | None, slot: int | None = None):
+        custom = self.config.custom_defaults.get(name)
+        if custom:
+            raise MissingLayout(name, f"written by the custom Kryo serializer {custom}")
+        if name in SCALARS:
+            return SCALARS[name](g.inp, self.little)
+        reader = _BUILTINS.get(name)
+        if reader is not None:
+            return reader(self, g, generic)
+        if name in COLLECTIONS or name in SORTED_COLLECTIONS:
+            return self._collection(g, name, generic, sorted_=name in SORTED_COLLECTIONS)
+        if name in MAPS or name in SORTED_MAPS:
+            return self._map(g, name, generic, sorted_=name in SORTED_MAPS)
+        if name.endswith("[]"):
+            return self._array(g, name[:-2])
+        info = self.class_info(name)
+        if info is None:
+            raise MissingLayout(name, "no layout (give the job's classes with --classes)")
+        if info.enum:
+            return self._enum_constant(g, info)
+        obj = {"@class": name}
+        if slot is not None:
+            g.refs[slot] = obj  # an object may reference itself through its fields
+        for f in self.fields_of(info):
+            obj[f.name] = self._field(g, f)
+        return obj
+
+    def class_info(self, name: str) -> ClassInfo | None:
+        return self.classpath.get(name)
+
+    def fields_of(self, info: ClassInfo) -> list[FieldInfo]:
+        """The fields Kryo's FieldSerializer writes, in its order: the class's and its superclasses', by name."""
+        out, cls = [], info
+        while cls is not None and cls.name != OBJECT.name:
+            out.extend(f for f in cls.fields if f.serialized)
+            if cls.super in (None, OBJECT.name):
+                break
+            parent = self.class_info(cls.super)
+            if parent is None:
+                raise MissingLayout(cls.super, f"no layout for the superclass of {info.name}")
+            cls = parent
+        return sorted(out, key=lambda f: f.name)
+
+    def _field(self, g: "_Graph", f: FieldInfo):
+        t = f.type
+        if t.primitive:
+            return FIELD_PRIMITIVES[t.name](g.inp, self.little)
+        if self.is_final(t):
+            return self._object(g, _kryo_name(t), t, may_be_null=True)
+        return self._class_and_object(g, t)
+
+    def is_final(self, t: JavaType) -> bool:
+        """Whether Kryo takes a declared type as the value's class (and writes no class id)."""
+        if t.dims:
+            element = JavaType(t.name)
+            return element.primitive or self.is_final(element)
+        if t.primitive or t.name in FINAL_BUILTINS:
+            return True
+        info = self.class_info(t.name)
+        return info is not None and info.final
+
+    def _enum_constant(self, g: "_Graph", info: ClassInfo):
+        ordinal = g.inp.varint() - 1
+        if ordinal < 0:
+            return None
+        if ordinal >= len(info.enum_constants):
+            raise KryoDataError(f"enum {info.name} has no constant {ordinal}")
+        return info.enum_constants[ordinal]
+
+    # -- containers ---------------------------------------------------------------------------------
+
+    def _element_type(self, generic: JavaType | None, index: int) -> JavaType | None:
+        if generic is None or len(generic.args) <= index:
+            return None
+        return generic.args[index]
+
+    def _collection(self, g: "_Graph", name: str, generic: JavaType | None, sorted_: bool = False):
+        if self.config.generation == KRYO2:
+            if sorted_:
+                self._class_and_object(g, None)  # the comparator
+            return self._elements_kryo2(g, g.inp.varint(), self._element_type(generic, 0))
+        return self._collection_kryo5(g, generic, sorted_)
+
+    def _elements_kryo2(self, g: "_Graph", n: int, element: JavaType | None) -> list:
+        self._check_count(g, n)
+        if element is not None and self.is_final(element):
+            return [self._object(g, _kryo_name(element), element, may_be_null=True) for _ in range(n)]
+        return [self._class_and_object(g, element) for _ in range(n)]
+
+    def _collection_kryo5(self, g: "_Graph", generic: JavaType | None, sorted_: bool) -> list:
+        inp = g.inp
+        element = self._element_type(generic, 0)
+        known = element is not None and self.is_final(element)
+        if known:
+            has_null, n = inp.varint_flag()
+        else:
+            same_class, n = inp.varint_flag()
+        n -= 1
+        if sorted_:
+            self._class_and_object(g, None)  # the comparator
+        if n <= 0:
+            return []
+        self._check_count(g, n)
+        if known:
+            name = _kryo_name(element)
+            return [self._object(g, name, element, may_be_null=has_null) for _ in range(n)]
+        if not same_class:
+            return [self._class_and_object(g, None) for _ in range(n)]
+        name = self._read_class(g)
+        if name is None:
+            return [None] * n
+        has_null = inp.byte() != 0
+        return [self._object(g, name, None, may_be_null=has_null) for _ in range(n)]
+
+    def _map(self, g: "_Graph", name: str, generic: JavaType | None, sorted_: bool = False) -> list:
+        inp = g.inp
+        if self.config.generation == KRYO2:
+            if sorted_:
+                self._class_and_object(g, None)
+            n = inp.varint()
+        else:
+            n = inp.varint() - 1
+            if sorted_:
+                self._class_and_object(g, None)
+        if n <= 0:
+            return []
+        self._check_count(g, n)
+        key_t, value_t = self._element_type(generic, 0), self._element_type(generic, 1)
+        return [{"key": self._member(g, key_t), "value": self._member(g, value_t)} for _ in range(n)]
+
+    def _member(self, g: "_Graph", t: JavaType | None):
+        if t is not None and self.is_final(t):
+            return self._object(g, _kryo_name(t), t, may_be_null=True)
+        return self._class_and_object(g, t)
+
+    def _array(self, g: "_Graph", element: str):
+        n = g.inp.varint() - 1
+        if n < 0:
+            return None
+        self._check_count(g, n)
+        if element in FIELD_PRIMITIVES:
+            read = ARRAY_ELEMENTS.get(element, FIELD_PRIMITIVES[element])
+            return [read(g.inp, self.little) for _ in range(n)]
+        t = JavaType(element)
+        if element == "java.lang.String" or self.is_final(t):
+            return [self._object(g, element, t, may_be_null=True) for _ in range(n)]
+        return [self._class_and_object(g, None) for _ in range(n)]
+
+    def _check_count(self, g: "_Graph", n: int) -> None:
+        if n < 0 or n > g.inp.end - g.inp.pos:
+            raise KryoDataError(f"bad element count {n} at {g.inp.pos}")
+
+
+class _Graph:
+    """What one value's decoding remembers: class names by id, objects by reference id."""
+
+    __slots__ = ("inp", "names", "refs")
+
+    def __init__(self, inp: KryoIn):
+        self.inp, self.names, self.refs = inp, {}, []
+
+
+def _kryo_name(t: JavaType) -> str:
+    return t.name + "[]" * t.dims
+
+
+def _char(inp: KryoIn, little: bool) -> str:
+    return chr(inp.fixed("H"))
+
+
+def _big_integer(inp: KryoIn) -> str | None:
+    n = inp.varint()
+    if n == NULL:
+        return None
+    return str(int.from_bytes(inp.raw(n - 1), "big", signed=True))
+
+
+def _big_decimal(inp: KryoIn, little: bool) -> str | None:
+    unscaled = _big_integer(inp)
+    if unscaled is None:
+        return None
+    scale = inp.varint(False)
+    return str(Decimal(int(unscaled)).scaleb(-scale))
+
+
+SCALARS = {
+    "java.lang.String": lambda inp, little: inp.string(),
+    "int": lambda inp, little: inp.varint(False), "long": lambda inp, little: inp.varlong(False),
+    "boolean": lambda inp, little: inp.byte() != 0, "byte": lambda inp, little: inp.signed_byte(),
+    "char": _char, "short": lambda inp, little: inp.fixed("h"),
+    "float": lambda inp, little: inp.fixed("f"), "double": lambda inp, little: inp.fixed("d"),
+    "java.math.BigInteger": lambda inp, little: _big_integer(inp),
+    "java.math.BigDecimal": _big_decimal,
+    "java.net.URI": lambda inp, little: inp.string(),
+    "java.util.Date": lambda inp, little: EPOCH + dt.timedelta(milliseconds=inp.varlong()),
+}
+for _boxed, _prim in BOXED.items():
+    SCALARS[_boxed] = SCALARS[_prim]
+
+# FieldSerializer's primitive fields: ints and longs variable-length, the rest fixed-width.
+FIELD_PRIMITIVES = {k: SCALARS[k] for k in ("int", "long", "boolean", "byte", "char", "short", "float", "double")}
+ARRAY_ELEMENTS = {"int": lambda inp, little: inp.varint(False), "long": lambda inp, little: inp.varlong(False)}
+
+
+def _uuid(d: KryoDecoder, g: _Graph, generic) -> str:
+    import uuid as _u
+    if d.config.generation == KRYO5:
+        hi, lo = g.inp.fixed("q"), g.inp.fixed("q")
+    else:
+        hi, lo = g.inp.varlong(False), g.inp.varlong(False)
+    return str(_u.UUID(int=((hi & (2**64 - 1)) << 64) | (lo & (2**64 - 1))))
+
+
+def _optional(d: KryoDecoder, g: _Graph, generic):
+    return d._class_and_object(g, d._element_type(generic, 0))
+
+
+def _local_date(inp: KryoIn) -> dt.date:
+    year = inp.varint()
+    month, day = inp.byte(), inp.byte()
+    try:
+        return dt.date(year, month, day)
+    except ValueError as e:
+        raise KryoDataError(f"bad date {year}-{month}-{day}: {e}") from None
+
+
+def _local_time(inp: KryoIn) -> dt.time:
+    hour = inp.signed_byte()
+    minute = second = nano = 0
+    if hour < 0:
+        hour = ~hour
+    else:
+        minute = inp.signed_byte()
+        if minute < 0:
+            minute = ~minute
+        else:
+            second = inp.signed_byte()
+            if second < 0:
+                second = ~second
+            else:
+                nano = inp.varint()
+    try:
+        return dt.time(hour, minute, second, nano // 1000)
+    except ValueError as e:
+        raise KryoDataError(f"bad time: {e}") from None
+
+
+def _instant(d: KryoDecoder, g: _Graph, generic) -> dt.datetime:
+    seconds, nanos = g.inp.varlong(), g.inp.varint()
+    return EPOCH + dt.timedelta(seconds=seconds, microseconds=nanos // 1000)
+
+
+def _locale(d: KryoDecoder, g: _Graph, generic) -> str:
+    parts = [g.inp.string() or "", g.inp.string() or "", g.inp.string() or ""]
+    return "_".join(p for p in parts if p) if any(parts) else ""
+
+
+def _bit_set(d: KryoDecoder, g: _Graph, generic) -> list[int]:
+    n = g.inp.varint()
+    d._check_count(g, n)
+    words = [g.inp.fixed("q") & (2**64 - 1) for _ in range(n)]
+    return [i * 64 + b for i, w in enumerate(words) for b in range(64) if w >> b & 1]
+
+
+def _arrays_as_list(d: KryoDecoder, g: _Graph, generic) -> list:
+    if d.config.generation == KRYO5:
+        return d._collection_kryo5(g, generic, False)
+    return d._elements_kryo2(g, g.inp.varint(), None)  # chill's: a count, then each with its class
+
+
+def _empty(d: KryoDecoder, g: _Graph, generic) -> list:
+    return []
+
+
+def _singleton(d: KryoDecoder, g: _Graph, generic) -> list:
+    return [d._class_and_object(g, d._element_type(generic, 0))]
+
+
+def _singleton_map(d: KryoDecoder, g: _Graph, generic) -> list:
+    key = d._class_and_object(g, None)
+    return [{"key": key, "value": d._class_and_object(g, None)}]
+
+
+def _sql_timestamp(d: KryoDecoder, g: _Graph, generic) -> dt.datetime:
+    millis = g.inp.varlong()
+    nanos = g.inp.varint()
+    return EPOCH + dt.timedelta(seconds=millis // 1000, microseconds=nanos // 1000)
+
+
+_BUILTINS = {
+    "java.util.UUID": _uuid,
+    "java.util.Optional": _optional,
+    "java.time.LocalDate": lambda d, g, t: _local_date(g.inp),
+    "java.time.LocalTime": lambda d, g, t: _local_time(g.inp),
+    "java.time.LocalDateTime": lambda d, g, t: dt.datetime.combine(_local_date(g.inp), _local_time(g.inp)),
+    "java.time.Instant": _instant,
+    "java.util.Locale": _locale,
+    "java.util.BitSet": _bit_set,
+    "java.util.Arrays$ArrayList": _arrays_as_list,
+    "java.util.Collections$EmptyList": _empty, "java.util.Collections$EmptySet": _empty,
+    "java.util.Collections$EmptyMap": _empty,
+    "java.util.Collections$SingletonList": _singleton, "java.util.Collections$SingletonSet": _singleton,
+    "java.util.Collections$SingletonMap": _singleton_map,
+    "java.sql.Date": lambda d, g, t: EPOCH + dt.timedelta(milliseconds=g.inp.varlong()),
+    "java.sql.Time": lambda d, g, t: EPOCH + dt.timedelta(milliseconds=g.inp.varlong()),
+    "java.sql.Timestamp": _sql_timestamp,
+}

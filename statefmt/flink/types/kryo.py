@@ -1,0 +1,150 @@
+"""Kryo values (Flink's `KryoSerializer`) as typed columns.
+
+The declared type decides the column: a number, a string (also UUIDs, big numbers, URIs,
+locales, enum constants), a date or time, or, for a final class whose layout is known, a struct
+of its fields. What only the bytes say (a field typed `Object`, an interface or a non-final
+class, a collection, a map) is a JSON string, an object with its class under ``"@class"``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from ...errors import FlinkFormatError
+from ..kryo.classes import JavaType
+from ..kryo.decode import FINAL_BUILTINS, KryoDecoder
+from ..kryo.stream import KryoDataError
+from .base import FlinkType
+
+KRYO_SERIALIZER = "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializer"
+
+_NUMBERS = {"int": pa.int32(), "long": pa.int64(), "short": pa.int16(), "byte": pa.int8(),
+            "float": pa.float32(), "double": pa.float64(), "boolean": pa.bool_(), "char": pa.string()}
+_BOXED = {"java.lang.Integer": "int", "java.lang.Long": "long", "java.lang.Short": "short",
+          "java.lang.Byte": "byte", "java.lang.Float": "float", "java.lang.Double": "double",
+          "java.lang.Boolean": "boolean", "java.lang.Character": "char"}
+_TEXT = {"java.lang.String", "java.util.UUID", "java.math.BigDecimal", "java.math.BigInteger", "java.net.URI",
+         "java.util.Locale"}
+_TIMES = {"java.time.LocalDate": pa.date32(), "java.time.LocalDateTime": pa.timestamp("us"),
+          "java.time.LocalTime": pa.time64("us"), "java.time.Instant": pa.timestamp("us", "UTC"),
+          "java.util.Date": pa.timestamp("us", "UTC"), "java.sql.Date": pa.timestamp("us", "UTC"),
+          "java.sql.Timestamp": pa.timestamp("us", "UTC"), "java.sql.Time": pa.timestamp("us", "UTC")}
+JSON = pa.string()
+
+
+def _json_default(v):
+    if isinstance(v, (dt.date, dt.time)):
+        return v.isoformat()
+    return str(v)
+
+
+def as_json(value) -> str | None:
+    return None if value is None else json.dumps(value, default=_json_default, ensure_ascii=False)
+
+
+@dataclass(frozen=True, eq=False)
+class Kryo(FlinkType):
+    """Values of one KryoSerializer<T>: decoded by *decoder*, typed from T's declared class."""
+
+    type_class: str
+    decoder: KryoDecoder = field(repr=False)
+    serializer: str = KRYO_SERIALIZER
+
+    def describe(self) -> str:
+        return f"Kryo<{self.type_class}>"
+
+    def arrow(self) -> pa.DataType:
+        return self._arrow_of(JavaType(self.type_class), ())
+
+    def _arrow_of(self, t: JavaType, seen: tuple[str, ...]) -> pa.DataType:
+        if t.dims:
+            return JSON
+        name = _BOXED.get(t.name, t.name)
+        if name in _NUMBERS:
+            return _NUMBERS[name]
+        if name in _TEXT:
+            return pa.string()
+        if name in _TIMES:
+            return _TIMES[name]
+        info = self.decoder.class_info(name)
+        if info is None or name in seen:
+            return JSON
+        if info.enum:
+            return pa.string()
+        if not info.final or info.abstract:
+            return JSON
+        fields = self.decoder.fields_of(info)
+        return pa.struct([(f.name, self._arrow_of(f.type, seen + (name,))) for f in fields])
+
+    def read(self, r):
+        value, end = self._decode(r.data, r.pos, r.end, r.base + r.pos, r.source)
+        r.pos = end
+        return self._convert(value, JavaType(self.type_class), ())
+
+    def _decode(self, data, start: int, end: int, at: int, source: str):
+        try:
+            return self.decoder.read_value(data, start, end)
+        except KryoDataError as e:
+            raise FlinkFormatError(f"{source}: Kryo value ({self.type_class}) at offset {at}: {e}") from None
+
+    def _convert(self, value, t: JavaType, seen: tuple[str, ...]):
+        """*value* (as decoded) shaped as :meth:`_arrow_of` types *t*."""
+        if value is None:
+            return None
+        arrow = self._arrow_of(t, seen)
+        if arrow == JSON and not isinstance(value, str):
+            return as_json(value)
+        if pa.types.is_struct(arrow):
+            if not isinstance(value, dict) or value.get("@class") != t.name:
+                return None if not isinstance(value, dict) else self._struct_mismatch(value, t)
+            info = self.decoder.class_info(t.name)
+            return {f.name: self._convert(value.get(f.name), f.type, seen + (t.name,))
+                    for f in self.decoder.fields_of(info)}
+        return value
+
+    def _struct_mismatch(self, value, t: JavaType):
+        raise FlinkFormatError(f"Kryo value of declared final class {t.name} holds {value.get('@class')}")
+
+
+def needs_classes(decoder: KryoDecoder, type_class: str) -> str | None:
+    """Why values of *type_class* cannot be decoded with the layouts at hand (None when they can)."""
+    return _missing(decoder, JavaType(type_class), (), bool(decoder.classpath))
+
+
+def _missing(decoder: KryoDecoder, t: JavaType, seen: tuple[str, ...], have_classes: bool) -> str | None:
+    name = t.name
+    if t.dims:
+        return _missing(decoder, JavaType(name), seen, have_classes)
+    if t.primitive or name in _BOXED or name in FINAL_BUILTINS or name in _TEXT or name in _TIMES \
+            or name in seen:
+        return None
+    info = decoder.class_info(name)
+    if info is None:
+        if name.startswith(("java.", "javax.")):
+            return None if have_classes or name in _GENERIC_JDK else f"{name} holds values of classes named only in the bytes"
+        return f"no layout for {name}"
+    if info.enum:
+        return None
+    if not info.final and not have_classes:
+        return f"{name} is not final: its values' classes are named only in the bytes"
+    for f in decoder.fields_of(info):
+        why = _missing(decoder, f.type, seen + (name,), have_classes)
+        if why:
+            return why
+    return None
+
+
+# JDK containers whose contents Kryo names by class id or name: decodable when those classes are.
+_GENERIC_JDK = {"java.util.List", "java.util.ArrayList", "java.util.Map", "java.util.HashMap", "java.util.Set",
+                "java.util.HashSet", "java.util.Collection", "java.util.LinkedList", "java.util.TreeMap",
+                "java.util.LinkedHashMap", "java.util.LinkedHashSet", "java.util.TreeSet"}
+
+
+def classes_note(t: FlinkType) -> str:
+    """What a state's type says about `--classes`: why its values stay bytes without them."""
+    reason = getattr(t, "reason", "")
+    return reason if "--classes" in reason else ""

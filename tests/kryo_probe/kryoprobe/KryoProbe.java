@@ -1,0 +1,196 @@
+package kryoprobe;
+
+import java.io.PrintStream;
+import java.lang.reflect.Constructor;
+import java.math.BigDecimal;
+import java.math.BigInteger;
+import java.net.URI;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.time.LocalDateTime;
+import java.util.*;
+
+import org.apache.flink.api.common.ExecutionConfig;
+import org.apache.flink.api.common.typeutils.TypeSerializer;
+import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
+import org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializer;
+import org.apache.flink.core.memory.DataOutputSerializer;
+
+/**
+ * Writes values with Flink's own KryoSerializer, so the suite can check statectl's Kryo decoder
+ * against the bytes a given Flink release writes.
+ *
+ *   java kryoprobe.KryoProbe table          registrations by id: id, class, serializer class
+ *   java kryoprobe.KryoProbe samples        one line per sample: name, declared class, snapshot hex, value hex
+ */
+public final class KryoProbe {
+
+    public enum Level { LOW, MID, HIGH }
+
+    /** Final, no no-argument constructor, private fields of every primitive kind. */
+    public static final class Device {
+        private final String model;
+        private final String os;
+        private final int screenWidth;
+        private final long lastSeen;
+        private final double score;
+        private final boolean active;
+        private final short shortField;
+        private final byte byteField;
+        private final char charField;
+        private final float floatField;
+        private transient int cache = 7;
+        private static int created = 0;
+
+        public Device(String model, String os, int screenWidth, long lastSeen, double score, boolean active) {
+            this.model = model; this.os = os; this.screenWidth = screenWidth; this.lastSeen = lastSeen;
+            this.score = score; this.active = active;
+            this.shortField = (short) -3; this.byteField = (byte) 5; this.charField = 'Z'; this.floatField = 1.5f;
+            created++;
+        }
+    }
+
+    /** A superclass's fields are written with the subclass's, sorted together by name. */
+    public abstract static class Base {
+        String id;
+        Integer boxed;
+    }
+
+    public static final class Child extends Base {
+        int level;
+        String zeta;
+        Level tier;
+    }
+
+    /** Public non-final fields of a public class: Kryo may use generated accessors for these. */
+    public static class PublicFields {
+        public String name;
+        public int count;
+        public long total;
+    }
+
+    /** Fields of the kinds Kryo's own serializers write. */
+    public static final class Holder {
+        Object anything;
+        List<String> tags;
+        Map<String, Integer> counts;
+        UUID uuid;
+        Optional<String> opt;
+        Optional<String> empty;
+        BigDecimal dec;
+        BigInteger big;
+        LocalDate date;
+        LocalDateTime dateTime;
+        Instant instant;
+        int[] ints;
+        String[] strs;
+        Level level;
+        Set<String> set;
+        Locale locale;
+        URI uri;
+        BitSet bits;
+        Date when;
+        List<Integer> asList;
+        List<String> unmodifiable;
+        List<String> emptyList;
+        Device first;
+        Device second;
+        Long nullLong;
+        String nullString;
+        Map<String, List<Long>> nested;
+    }
+
+    private static Holder holder() {
+        Holder h = new Holder();
+        h.anything = new Child();
+        ((Child) h.anything).id = "c-1"; ((Child) h.anything).boxed = 42; ((Child) h.anything).level = 3;
+        ((Child) h.anything).zeta = "z"; ((Child) h.anything).tier = Level.MID;
+        h.tags = new ArrayList<>(Arrays.asList("a", "bb", "ccc"));
+        h.counts = new TreeMap<>(); h.counts.put("x", 1); h.counts.put("y", -2);
+        h.uuid = new UUID(0x0123456789abcdefL, 0xfedcba9876543210L);
+        h.opt = Optional.of("SAVE9"); h.empty = Optional.empty();
+        h.dec = new BigDecimal("-12345.678"); h.big = new BigInteger("123456789012345678901234567890");
+        h.date = LocalDate.of(2024, 11, 3); h.dateTime = LocalDateTime.of(2024, 11, 3, 4, 5, 6, 7000);
+        h.instant = Instant.ofEpochSecond(1750000000L, 123456789);
+        h.ints = new int[] {1, -1, 300}; h.strs = new String[] {"p", null, "q"};
+        h.level = Level.HIGH;
+        h.set = new LinkedHashSet<>(Arrays.asList("s1", "s2"));
+        h.locale = new Locale("de", "CH"); h.uri = URI.create("https://example.com/a?b=1");
+        h.bits = new BitSet(); h.bits.set(1); h.bits.set(70);
+        h.when = new Date(1750000000123L);
+        h.asList = Arrays.asList(5, 6);
+        h.unmodifiable = Collections.unmodifiableList(new ArrayList<>(Arrays.asList("u")));
+        h.emptyList = Collections.emptyList();
+        h.first = new Device("Pixel 8", "android-15", 1080, 1750000000000L, 0.25, true);
+        h.second = h.first;
+        h.nested = new HashMap<>(); h.nested.put("k", new ArrayList<>(Arrays.asList(1L, 2L)));
+        return h;
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static TypeSerializer<Object> kryo(Class<?> type, List<Class<?>> registered) throws Exception {
+        ExecutionConfig config = new ExecutionConfig();
+        Object target = config;
+        try {
+            target = ExecutionConfig.class.getMethod("getSerializerConfig").invoke(config);
+        } catch (NoSuchMethodException e) {
+            // Flink 1.17: registrations live on the ExecutionConfig itself
+        }
+        for (Class<?> c : registered) {
+            target.getClass().getMethod("registerKryoType", Class.class).invoke(target, c);
+        }
+        for (Constructor<?> c : KryoSerializer.class.getConstructors()) {
+            Class<?>[] p = c.getParameterTypes();
+            if (p.length == 2 && p[0] == Class.class && p[1].isInstance(target)) {
+                return (TypeSerializer<Object>) c.newInstance(type, target);
+            }
+        }
+        throw new IllegalStateException("no KryoSerializer constructor for " + target.getClass());
+    }
+
+    static String hex(byte[] b) {
+        StringBuilder s = new StringBuilder();
+        for (byte x : b) s.append(String.format("%02x", x));
+        return s.toString();
+    }
+
+    static void sample(PrintStream out, String name, Class<?> type, List<Class<?>> registered, Object value)
+            throws Exception {
+        TypeSerializer<Object> ser = kryo(type, registered);
+        DataOutputSerializer snap = new DataOutputSerializer(256);
+        TypeSerializerSnapshot.writeVersionedSnapshot(snap, ser.snapshotConfiguration());
+        DataOutputSerializer data = new DataOutputSerializer(256);
+        ser.serialize(value, data);
+        out.println(name + " " + type.getName() + " " + hex(snap.getCopyOfBuffer()) + " " + hex(data.getCopyOfBuffer()));
+    }
+
+    public static void main(String[] args) throws Exception {
+        PrintStream out = System.out;
+        if (args.length == 1 && args[0].equals("table")) {
+            Object kryo = KryoSerializer.class.getMethod("getKryo").invoke(kryo(Object.class, List.of()));
+            Object resolver = kryo.getClass().getMethod("getClassResolver").invoke(kryo);
+            for (int id = 0; id < 200; id++) {
+                Object reg = resolver.getClass().getMethod("getRegistration", int.class).invoke(resolver, id);
+                if (reg == null) continue;
+                Object t = reg.getClass().getMethod("getType").invoke(reg);
+                Object s = reg.getClass().getMethod("getSerializer").invoke(reg);
+                out.println(id + " " + ((Class<?>) t).getName() + " " + s.getClass().getName());
+            }
+            return;
+        }
+        List<Class<?>> reg = List.of(Device.class, Level.class);
+        sample(out, "device-registered", Device.class, reg,
+               new Device("Pixel 8", "android-15", 1080, 1750000000000L, 0.25, true));
+        sample(out, "device-unregistered", Device.class, List.of(),
+               new Device("ThinkPad X1", "windows-11", 1920, -5L, -0.5, false));
+        sample(out, "child-as-base", Base.class, reg, holder().anything);
+        PublicFields p = new PublicFields(); p.name = "pub"; p.count = -7; p.total = 1L << 40;
+        sample(out, "public-fields", PublicFields.class, List.of(), p);
+        sample(out, "holder", Holder.class, reg, holder());
+        sample(out, "holder-as-object", Object.class, List.of(), holder());
+        sample(out, "uuid", UUID.class, List.of(), new UUID(1L, -1L));
+        sample(out, "optional", Optional.class, List.of(), Optional.of("SAVE3"));
+        sample(out, "string-list", List.class, List.of(), new ArrayList<>(Arrays.asList("x", "y")));
+        sample(out, "null-value", Device.class, List.of(), null);
+    }
+}

@@ -1,0 +1,216 @@
+"""Kryo values without the JVM: the realworld Flink 2.3 fixtures' Kryo states against the job's
+model (`expected.json`), and values written by Flink's own KryoSerializer (the probe in
+`tests/kryo_probe`, run on Flink 2.3 with Kryo 5 and Flink 1.20 with Kryo 2) decoded exactly."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+import statectl
+from statectl.statefmt.errors import FlinkFormatError
+from statectl.statefmt.flink.binary import Reader
+from statectl.statefmt.flink.kryo.classes import load_classpath
+from statectl.statefmt.flink.kryo.context import KryoSetting, kryo_setting, use_job_classes
+from statectl.statefmt.flink.kryo.registry import FIRST_USER_ID, JAVA_IDS, KRYO2, KRYO5, PRIMITIVE_IDS, SCALA_IDS
+from statectl.statefmt.flink.serializers import read_snapshot
+from statectl.statefmt.flink.types import Kryo, Opaque
+from support import kryo_probe
+from support.cli_runner import statectl as run
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "flink-realworld-dev"
+NAMES = ("realworld-hashmap-canonical", "realworld-rocksdb-native")
+LAYOUTS = FIXTURES / "classes.json"
+UTC = dt.timezone.utc
+
+
+@pytest.fixture
+def job_classes():
+    use_job_classes([LAYOUTS])
+    yield
+    use_job_classes([])
+
+
+def expected(name: str) -> dict:
+    return json.loads((FIXTURES / name / "expected.json").read_text())["operators"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_kryo_fields_decode_with_the_jobs_layouts(name, job_classes):
+    want = expected(name)["kryo-proc"]["expected"]
+    rows = statectl.open_savepoint(str(FIXTURES / name / "savepoint")).keyed("kryo-proc").to_pylist()
+    assert sorted(r["key"] for r in rows) == sorted(want)
+    for row in rows:
+        w = want[row["key"]]
+        assert row["logins"] == w["logins"]
+        assert row["device"] == ({k: w["device"][k] for k in ("model", "os", "screenWidth")}
+                                 if w["device"] else None)
+        p, wp = row["profile"], w["profile"]
+        assert (p["sessionId"], p["eventCount"], p["totalAmount"], p["lastType"]) == \
+            (wp["sessionId"], wp["eventCount"], wp["totalAmount"], wp["lastType"])
+        assert p["lastCoupon"] == wp["lastCoupon"]
+        attribution = json.loads(p["attribution"])
+        assert attribution == {"@class": wp["attribution"]["class"],
+                               **{k: v for k, v in wp["attribution"].items() if k not in ("class", "kryo_class_form")}}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_legacy_kafka_offsets_decode(name, job_classes):
+    want = expected(name)["legacy-offsets"]["expected"]["elements_per_subtask [topic, partition, offset]"]
+    got = statectl.open_savepoint(str(FIXTURES / name / "savepoint")).union_state(
+        "legacy-offsets", "topic-partition-offset-states").to_pylist()
+    assert sorted((r["value"]["f0"]["topic"], r["value"]["f0"]["partition"], r["value"]["f1"]) for r in got) == \
+        sorted(tuple(e) for sub in want.values() for e in sub)
+
+
+def test_without_classes_kryo_states_stay_bytes_and_info_says_why():
+    path = FIXTURES / NAMES[0] / "savepoint"
+    t = statectl.open_savepoint(str(path)).keyed("kryo-proc")
+    assert str(t.schema.field("device").type) == "binary"
+    out = run("info", str(path), "--json")
+    assert out.returncode == 0, out.stderr
+    states = {s["name"]: s for op in json.loads(out.stdout)["operators"] if op["uid"] == "kryo-proc"
+              for s in op["states"]}
+    assert states["device"]["type"] == "binary"
+    assert states["device"]["note"] == ("Kryo, type flinkfixtures.RealWorldJob$DeviceInfo: no layout for "
+                                        "flinkfixtures.RealWorldJob$DeviceInfo (decodes with --classes)")
+    assert "field attribution: Kryo, type flinkfixtures.RealWorldJob$Attribution" in states["profile"]["note"]
+    assert "note" not in states["logins"]
+    table = run("info", str(path))
+    assert "binary (bytes: decodes with --classes)" in table.stdout
+
+
+def test_cli_reads_kryo_state_with_classes():
+    path = FIXTURES / NAMES[0] / "savepoint"
+    out = run("read", str(path), "--uid", "kryo-proc", "--classes", str(LAYOUTS), "--format", "jsonl")
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    want = expected(NAMES[0])["kryo-proc"]["expected"]
+    assert {r["key"]: r["device"]["model"] for r in rows if r["device"]} == \
+        {k: v["device"]["model"] for k, v in want.items() if v["device"]}
+
+
+def test_a_missing_classes_path_is_one_line():
+    out = run("read", str(FIXTURES / NAMES[0] / "savepoint"), "--uid", "kryo-proc", "--classes", "/nonexistent")
+    assert out.returncode != 0
+    assert "Traceback" not in out.stderr
+    assert "--classes /nonexistent: no such file or folder" in out.stderr
+
+
+# -- values written by Flink's own KryoSerializer -------------------------------------------------
+
+HOLDER = {
+    "@class": "kryoprobe.KryoProbe$Holder",
+    "anything": {"@class": "kryoprobe.KryoProbe$Child", "boxed": 42, "id": "c-1", "level": 3, "tier": "MID", "zeta": "z"},
+    "asList": [5, 6], "big": "123456789012345678901234567890", "bits": [1, 70],
+    "counts": [{"key": "x", "value": 1}, {"key": "y", "value": -2}],
+    "date": dt.date(2024, 11, 3), "dateTime": dt.datetime(2024, 11, 3, 4, 5, 6, 7), "dec": "-12345.678",
+    "empty": None, "emptyList": [],
+    "instant": dt.datetime(2025, 6, 15, 15, 6, 40, 123456, tzinfo=UTC), "ints": [1, -1, 300], "level": "HIGH",
+    "locale": "de_CH", "nested": [{"key": "k", "value": [1, 2]}], "nullLong": None, "nullString": None,
+    "opt": "SAVE9", "set": ["s1", "s2"], "strs": ["p", None, "q"], "tags": ["a", "bb", "ccc"],
+    "unmodifiable": ["u"], "uri": "https://example.com/a?b=1", "uuid": "01234567-89ab-cdef-fedc-ba9876543210",
+    "when": dt.datetime(2025, 6, 15, 15, 6, 40, 123000, tzinfo=UTC),
+}
+DEVICE = {"active": True, "byteField": 5, "charField": "Z", "floatField": 1.5, "lastSeen": 1750000000000,
+          "model": "Pixel 8", "os": "android-15", "score": 0.25, "screenWidth": 1080, "shortField": -3}
+
+
+def _decode(version: str, sample: kryo_probe.Sample, with_classes: bool = True):
+    generation = KRYO5 if version.startswith("2.") else KRYO2
+    classpath = load_classpath([kryo_probe.compiled(version)] if with_classes else [])
+    with kryo_setting(KryoSetting(generation, classpath)):
+        t = read_snapshot(Reader(sample.snapshot, "snapshot"))
+    return t, classpath
+
+
+def _value(t, data: bytes):
+    assert isinstance(t, Kryo), t
+    decoder = t.decoder
+    value, end = decoder.read_value(data, 0, len(data))
+    assert end == len(data)
+    return value
+
+
+@pytest.fixture(scope="module", params=["2.3.0", "1.20.3"])
+def probe(request):
+    return request.param, kryo_probe.samples(request.param)
+
+
+def test_class_ids_are_flinks_own(probe):
+    version, _ = probe
+    table = kryo_probe.registrations(version)
+    ours = {i: n for i, n in enumerate(PRIMITIVE_IDS)}
+    ours.update({73 + i: n for i, n in enumerate(JAVA_IDS)})
+    if version.startswith("1."):
+        ours[9] = "void"
+        ours.update({10 + i: n for i, n in enumerate(SCALA_IDS)})
+    ours[FIRST_USER_ID] = "java.lang.Object"
+    assert {i: n for i, n in table.items() if i <= FIRST_USER_ID} == ours
+
+
+@pytest.mark.parametrize("sample", ["device-registered", "device-unregistered"])
+def test_final_class_fields_of_every_primitive_kind(probe, sample):
+    version, samples = probe
+    t, _ = _decode(version, samples[sample])
+    got = _value(t, samples[sample].value)
+    if sample == "device-unregistered":
+        assert (got["model"], got["os"], got["lastSeen"], got["score"], got["active"]) == \
+            ("ThinkPad X1", "windows-11", -5, -0.5, False)
+    else:
+        assert got == {"@class": "kryoprobe.KryoProbe$Device", **DEVICE}
+    assert t.read(Reader(samples[sample].value, "v"))["screenWidth"] in (1080, 1920)
+
+
+def test_superclass_fields_enums_boxed_and_public_fields(probe):
+    version, samples = probe
+    t, _ = _decode(version, samples["child-as-base"])
+    assert _value(t, samples["child-as-base"].value) == HOLDER["anything"]
+    t, _ = _decode(version, samples["public-fields"])
+    assert _value(t, samples["public-fields"].value) == {
+        "@class": "kryoprobe.KryoProbe$PublicFields", "count": -7, "name": "pub", "total": 1 << 40}
+
+
+def test_builtin_values(probe):
+    version, samples = probe
+    for name, want in [("uuid", "00000000-0000-0001-ffff-ffffffffffff"), ("optional", "SAVE3"),
+                       ("string-list", ["x", "y"]), ("null-value", None)]:
+        t, _ = _decode(version, samples[name])
+        assert _value(t, samples[name].value) == want, name
+
+
+def test_every_jdk_kind_and_a_shared_reference_kryo5():
+    samples = kryo_probe.samples("2.3.0")
+    for name in ("holder", "holder-as-object"):
+        t, _ = _decode("2.3.0", samples[name])
+        got = _value(t, samples[name].value)
+        first, second = got.pop("first"), got.pop("second")
+        assert first == {"@class": "kryoprobe.KryoProbe$Device", **DEVICE}
+        assert second is first  # one object, referenced twice
+        assert got == HOLDER
+
+
+def test_without_the_classes_a_user_class_stays_bytes():
+    samples = kryo_probe.samples("2.3.0")
+    t, _ = _decode("2.3.0", samples["device-registered"], with_classes=False)
+    assert isinstance(t, Opaque)
+    assert "no layout for kryoprobe.KryoProbe$Device" in t.reason
+
+
+def test_damaged_kryo_values_end_in_one_error():
+    samples = kryo_probe.samples("2.3.0")
+    t, _ = _decode("2.3.0", samples["holder"])
+    data = samples["holder"].value
+    for cut in range(0, len(data), 7):
+        with pytest.raises(FlinkFormatError):
+            t.read(Reader(data[:cut], "v"))
+    for i in range(0, len(data), 5):
+        bad = bytearray(data)
+        bad[i] ^= 0x5A
+        try:
+            t.read(Reader(bytes(bad), "v"))
+        except FlinkFormatError as e:
+            assert "Kryo value" in str(e)
