@@ -11,7 +11,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 
+import numpy as np
 import pyarrow as pa
 
 from ...errors import FlinkFormatError
@@ -84,6 +86,35 @@ class Kryo(FlinkType):
         value, end = self._decode(r.data, r.pos, r.end, r.base + r.pos, r.source)
         r.pos = end
         return self._convert(value, JavaType(self.type_class), ())
+
+    @cached_property
+    def plan(self):
+        """The compiled walk for this class's values (None: they are decoded one by one)."""
+        from ..kryo.plan import fixed_plan
+        return fixed_plan(self.decoder, self.type_class)
+
+    def column(self, buf, starts, limits=None):
+        """All values at once where the class's layout is fixed (:mod:`..kryo.plan`); the rows
+        that hold a back reference, and every value of other classes, one by one."""
+        if self.plan is None:
+            return super().column(buf, starts, limits)
+        from ..kryo.kernel import ENDS_EARLY, OK
+        from ..kryo.plan import columns
+        starts = np.asarray(starts, dtype=np.int64)
+        bounds = np.full(len(starts), len(buf.data), dtype=np.int64) if limits is None else \
+            np.minimum(np.asarray(limits, dtype=np.int64), len(buf.data))  # the walk reads no further
+        array, ends, fallback, (code, row, at) = columns(self.plan, self.decoder, buf.arr, starts, bounds, self.arrow())
+        if code != OK:
+            what = "ends early" if code == ENDS_EARLY else "makes no sense"
+            raise FlinkFormatError(f"{buf.source}: Kryo value ({self.type_class}) at offset {buf.base + int(at)} {what}")
+        if not fallback.any():
+            return array, ends
+        rows = np.flatnonzero(fallback)
+        slow, slow_ends = super().column(buf, starts[rows], None if limits is None else limits[rows])
+        ends[rows] = slow_ends
+        order = np.arange(len(starts))
+        order[rows] = len(starts) + np.arange(len(rows))
+        return pa.concat_arrays([array, slow.cast(array.type)]).take(pa.array(order)), ends
 
     def _decode(self, data, start: int, end: int, at: int, source: str):
         try:

@@ -69,6 +69,16 @@ public final class KryoProbe {
         public long total;
     }
 
+    /** Two fields that may hold one object: the second is then a back reference. */
+    public static final class Twin {
+        Device left;
+        Device right;
+        String label;
+        UUID id;
+        Level level;
+        Long boxed;
+    }
+
     /** Fields of the kinds Kryo's own serializers write. */
     public static final class Holder {
         Object anything;
@@ -186,6 +196,13 @@ public final class KryoProbe {
         sample(out, "child-as-base", Base.class, reg, holder().anything);
         PublicFields p = new PublicFields(); p.name = "pub"; p.count = -7; p.total = 1L << 40;
         sample(out, "public-fields", PublicFields.class, List.of(), p);
+        Device d = new Device("Pixel 8", "android-15", 1080, 1750000000000L, 0.25, true);
+        Twin shared = new Twin(); shared.left = d; shared.right = d; shared.label = "shared";
+        shared.id = new UUID(0x0123456789abcdefL, 0x1L); shared.level = Level.LOW; shared.boxed = -9L;
+        sample(out, "twin-shared", Twin.class, reg, shared);
+        Twin distinct = new Twin(); distinct.left = d; distinct.label = "distinct \u00e9\uD83D\uDE00";
+        distinct.right = new Device("ThinkPad X1", "windows-11", 1920, -5L, -0.5, false);
+        sample(out, "twin-distinct", Twin.class, reg, distinct);
         sample(out, "holder", Holder.class, reg, holder());
         sample(out, "holder-as-object", Object.class, List.of(), holder());
         sample(out, "uuid", UUID.class, List.of(), new UUID(1L, -1L));

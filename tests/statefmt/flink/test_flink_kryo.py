@@ -214,3 +214,30 @@ def test_damaged_kryo_values_end_in_one_error():
             t.read(Reader(bytes(bad), "v"))
         except FlinkFormatError as e:
             assert "Kryo value" in str(e)
+
+
+def test_the_compiled_walk_equals_the_value_by_value_decoding():
+    """Values of a final class with a fixed layout are decoded all at once; rows with a back
+    reference (and top-level nulls, non-ASCII text, absent fields) come out as the per-value decoder gives them."""
+    import numpy as np
+
+    from statectl.statefmt.flink.types import Buf
+
+    samples = kryo_probe.samples("2.3.0")
+    t, _ = _decode("2.3.0", samples["twin-shared"])
+    assert t.plan is not None
+    values = [samples["twin-shared"].value, samples["twin-distinct"].value, samples["null-value"].value] * 3
+    starts = np.cumsum([0] + [len(v) for v in values[:-1]])
+    limits = starts + np.array([len(v) for v in values])
+    buf = Buf(b"".join(values), "twins")
+    column, ends = t.column(buf, starts, limits)
+    assert ends.tolist() == limits.tolist()
+    one_by_one = [t.read(Reader(v, "v")) for v in values]
+    assert column.to_pylist() == one_by_one
+    shared = one_by_one[0]
+    assert shared["left"] == shared["right"] and shared["label"] == "shared" and shared["level"] == "LOW"
+    assert shared["id"] == "01234567-89ab-cdef-0000-000000000001" and shared["boxed"] == -9
+    assert one_by_one[1]["label"] == "distinct \u00e9\U0001F600" and one_by_one[1]["id"] is None
+    assert one_by_one[2] is None
+    with pytest.raises(FlinkFormatError, match="Kryo value"):
+        t.column(Buf(b"".join(values)[:int(limits[3]) - 5], "cut"), starts[:4], limits[:4])
