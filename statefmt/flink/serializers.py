@@ -117,6 +117,24 @@ COMPOSITES = {
         _outer_none, lambda o, n, s: SizedBytes(_TABLE + "RawValueDataSerializer", f"RAW, {n[0].describe()}")),
 }
 
+# CEP's NFA state and shared buffer, the interval join's buffer entries (types.library)
+_CEP, _SB = T.library.CEP, T.library.SHARED
+SIMPLE[_CEP + "DeweyNumber$DeweyNumberSerializer$DeweyNumberSerializerSnapshot"] = \
+    T.DeweyNumber(_CEP + "DeweyNumber$DeweyNumberSerializer")
+SIMPLE[_SB + "EventId$EventIdSerializer$EventIdSerializerSnapshot"] = T.event_id()
+COMPOSITES.update({
+    _CEP + "NFAStateSerializerSnapshot": (T.nfa_state_outer, lambda o, n, s: T.nfa_state(*n, previous_timestamp=o)),
+    _SB + "NodeId$NodeIdSerializer$NodeIdSerializerSnapshot": (
+        T.outer_version("NodeId", 1), lambda o, n, s: T.node_id(n[0])),
+    _SB + "LockableTypeSerializerSnapshot": (T.outer_version("Lockable", 1), lambda o, n, s: T.lockable(n[0])),
+    _SB + "SharedBufferNodeSerializerSnapshotV2": (
+        T.outer_version("SharedBufferNode", 1), lambda o, n, s: T.shared_buffer_node(n[0])),
+    _SB + "SharedBufferEdge$SharedBufferEdgeSerializer$SharedBufferEdgeSerializerSnapshot": (
+        T.outer_version("SharedBufferEdge", 1), lambda o, n, s: T.shared_buffer_edge(n[0], n[1])),
+    T.library.JOIN + "BufferEntrySerializerSnapshot": (
+        T.outer_version("BufferEntry", 2), lambda o, n, s: T.buffer_entry(n[0])),
+})
+
 _TABLE = "org.apache.flink.table.runtime.typeutils."
 
 
