@@ -47,8 +47,10 @@ def _room(buf: Buf, starts: np.ndarray, limits) -> np.ndarray:
     return end - starts
 
 
-def _refuse_counts(buf: Buf, starts: np.ndarray, counts: np.ndarray, room: np.ndarray, what: str) -> None:
-    bad = np.nonzero(counts > room)[0]
+def _refuse_counts(buf: Buf, starts: np.ndarray, counts: np.ndarray, room: np.ndarray, what: str,
+                   unit: int = 1) -> None:
+    """Counts whose items (at least *unit* bytes each) cannot fit in the bytes left."""
+    bad = np.nonzero(counts * unit > room)[0]
     if len(bad):
         i = int(bad[0])
         raise FlinkFormatError(f"{buf.source}: {what} of {int(counts[i])} runs past its value "
@@ -140,7 +142,8 @@ class Counted(List):
 
     def column(self, buf, starts, limits=None):
         starts = np.asarray(starts, dtype=np.int64)
-        _refuse_counts(buf, starts, collection_sizes(buf, starts), _room(buf, starts, limits) - 4, "a count")
+        _refuse_counts(buf, starts, collection_sizes(buf, starts), _room(buf, starts, limits) - 4,
+                       "a list count")
         return super().column(buf, starts, limits)
 
 
@@ -166,7 +169,7 @@ class DeweyNumber(FlinkType):
 
         starts = np.asarray(starts, dtype=np.int64)
         counts = collection_sizes(buf, starts)
-        _refuse_counts(buf, starts, counts * 4, _room(buf, starts, limits) - 4, "a DeweyNumber")
+        _refuse_counts(buf, starts, counts, _room(buf, starts, limits) - 4, "a DeweyNumber length", 4)
         digits, ends = _DIGITS.column(buf, starts)
         return pc.binary_join(digits.cast(pa.list_(pa.string())), "."), ends
 
