@@ -204,8 +204,8 @@ def test_flipped_or_cut_bytes_end_in_an_error_never_another_exception(tmp_path):
         data = stream.read_bytes()
         first = data.rindex(b"TimerSerializerSnapshot") + 120  # past the header: the key groups' entries
         outcomes = []
-        changes = [data[:p] + bytes([data[p] ^ 0xFF]) + data[p + 1:] for p in range(first, len(data), 3)]
-        changes += [data[:p] for p in range(first, len(data), 41)]
+        changes = [data[:p] + bytes([data[p] ^ 0xFF]) + data[p + 1:] for p in range(first, len(data), 23)]
+        changes += [data[:p] for p in range(first, len(data), 101)]
         for changed in changes:
             stream.write_bytes(changed)
             try:
