@@ -123,16 +123,14 @@ SIMPLE[_CEP + "DeweyNumber$DeweyNumberSerializer$DeweyNumberSerializerSnapshot"]
     T.DeweyNumber(_CEP + "DeweyNumber$DeweyNumberSerializer")
 SIMPLE[_SB + "EventId$EventIdSerializer$EventIdSerializerSnapshot"] = T.event_id()
 COMPOSITES.update({
-    _CEP + "NFAStateSerializerSnapshot": (T.nfa_state_outer, lambda o, n, s: T.nfa_state(*n, previous_timestamp=o)),
-    _SB + "NodeId$NodeIdSerializer$NodeIdSerializerSnapshot": (
-        T.outer_version("NodeId", 1), lambda o, n, s: T.node_id(n[0])),
-    _SB + "LockableTypeSerializerSnapshot": (T.outer_version("Lockable", 1), lambda o, n, s: T.lockable(n[0])),
+    _CEP + "NFAStateSerializerSnapshot": (T.nfa_state_outer, T.library.NFA_STATE),
+    _SB + "NodeId$NodeIdSerializer$NodeIdSerializerSnapshot": (T.outer_version("NodeId", 1), T.library.NODE_ID),
+    _SB + "LockableTypeSerializerSnapshot": (T.outer_version("Lockable", 1), T.library.LOCKABLE),
     _SB + "SharedBufferNodeSerializerSnapshotV2": (
-        T.outer_version("SharedBufferNode", 1), lambda o, n, s: T.shared_buffer_node(n[0])),
+        T.outer_version("SharedBufferNode", 1), T.library.SHARED_BUFFER_NODE),
     _SB + "SharedBufferEdge$SharedBufferEdgeSerializer$SharedBufferEdgeSerializerSnapshot": (
-        T.outer_version("SharedBufferEdge", 1), lambda o, n, s: T.shared_buffer_edge(n[0], n[1])),
-    T.library.JOIN + "BufferEntrySerializerSnapshot": (
-        T.outer_version("BufferEntry", 2), lambda o, n, s: T.buffer_entry(n[0])),
+        T.outer_version("SharedBufferEdge", 1), T.library.SHARED_BUFFER_EDGE),
+    T.library.JOIN + "BufferEntrySerializerSnapshot": (T.outer_version("BufferEntry", 2), T.library.BUFFER_ENTRY),
 })
 
 _TABLE = "org.apache.flink.table.runtime.typeutils."

@@ -221,7 +221,26 @@ def buffer_entry(element: FlinkType) -> Fields:
                    ("has_been_joined", _BOOL), ("element", element))
 
 
-# --- reading their snapshots' outer parts -------------------------------------------------
+# --- reading their snapshots -----------------------------------------------------------------
+
+def _built(name: str, count: int, make):
+    """A composite snapshot's builder (outer, nested, class) that first checks how many nested
+    serializers the snapshot holds, so a damaged one is refused in one line."""
+    def build(outer, nested, cls):
+        if len(nested) != count:
+            raise FlinkFormatError(f"a {name} serializer snapshot holds {len(nested)} nested serializer(s), "
+                                   f"not {count}")
+        return make(outer, *nested)
+    return build
+
+
+NFA_STATE = _built("NFAState", 3, lambda o, version, node, event: nfa_state(version, node, event, o))
+NODE_ID = _built("NodeId", 1, lambda o, event: node_id(event))
+LOCKABLE = _built("Lockable", 1, lambda o, element: lockable(element))
+SHARED_BUFFER_NODE = _built("SharedBufferNode", 1, lambda o, edge: shared_buffer_node(edge))
+SHARED_BUFFER_EDGE = _built("SharedBufferEdge", 2, lambda o, target, version: shared_buffer_edge(target, version))
+BUFFER_ENTRY = _built("BufferEntry", 1, lambda o, element: buffer_entry(element))
+
 
 def outer_version(name: str, *known: int):
     """An outer-snapshot reader for a composite snapshot without an outer payload: refuses

@@ -88,7 +88,8 @@ def test_cep_pending_partial_matches_are_the_models(name):
         assert sorted(k["timestamp"] for k, _ in events) == carts
         for k, v in events:
             assert v["ref_count"] == 1 and k["id"] == 0
-            assert (v["element"]["type"], v["element"]["ts"], v["element"]["user"]) == ("cart", k["timestamp"], r["key"])
+            e = v["element"]
+            assert (e["type"], e["ts"], e["user"]) == ("cart", k["timestamp"], r["key"])
         nodes = r["sharedBuffer-entries-with-lockable-edges"]
         assert sorted((n["event_id"]["timestamp"], n["page_name"]) for n, _ in nodes) == [(ts, "cart") for ts in carts]
         versions = {m["previous_entry"]["event_id"]["timestamp"]: m["version"] for m in pending[r["key"]]}
@@ -261,10 +262,10 @@ def _composite(cls: str, outer_version: int, outer: bytes, *nested: bytes) -> by
 
 
 def _nfa_snapshot(outer_version: int, outer: bytes) -> bytes:
-    sb = T.library.SHARED
+    sb, cep = T.library.SHARED, T.library.CEP
     event = _nested_snapshot(sb + "EventId$EventIdSerializer$EventIdSerializerSnapshot")
-    return _composite(T.library.CEP + "NFAStateSerializerSnapshot", outer_version, outer,
-                      _nested_snapshot(T.library.CEP + "DeweyNumber$DeweyNumberSerializer$DeweyNumberSerializerSnapshot"),
+    return _composite(cep + "NFAStateSerializerSnapshot", outer_version, outer,
+                      _nested_snapshot(cep + "DeweyNumber$DeweyNumberSerializer$DeweyNumberSerializerSnapshot"),
                       _composite(sb + "NodeId$NodeIdSerializer$NodeIdSerializerSnapshot", 1, b"", event), event)
 
 
@@ -302,6 +303,14 @@ def test_unknown_nfa_snapshot_version_is_refused(outer_version, outer):
     with pytest.raises(UnsupportedFlinkFeature, match=f"NFAState serializer snapshot version {outer_version} "
                                                       r"is not supported \(1, 2\)"):
         read_snapshot(Reader(_nfa_snapshot(outer_version, outer), "snapshot"))
+
+
+def test_a_snapshot_with_too_few_nested_serializers_is_refused():
+    cep = T.library.CEP
+    snapshot = _composite(cep + "NFAStateSerializerSnapshot", 1, b"",
+                          _nested_snapshot(cep + "DeweyNumber$DeweyNumberSerializer$DeweyNumberSerializerSnapshot"))
+    with pytest.raises(StatectlError, match=r"a NFAState serializer snapshot holds 1 nested serializer\(s\), not 3"):
+        read_snapshot(Reader(snapshot, "snapshot"))
 
 
 @pytest.mark.parametrize("data, what", [
