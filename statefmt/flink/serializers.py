@@ -121,6 +121,22 @@ COMPOSITES = {
         _outer_none, lambda o, n, s: SizedBytes(_TABLE + "RawValueDataSerializer", f"RAW, {n[0].describe()}")),
 }
 
+# CEP's NFA state and shared buffer, the interval join's buffer entries (types.library)
+_CEP, _SB = T.library.CEP, T.library.SHARED
+SIMPLE[_CEP + "DeweyNumber$DeweyNumberSerializer$DeweyNumberSerializerSnapshot"] = \
+    T.DeweyNumber(_CEP + "DeweyNumber$DeweyNumberSerializer")
+SIMPLE[_SB + "EventId$EventIdSerializer$EventIdSerializerSnapshot"] = T.event_id()
+COMPOSITES.update({
+    _CEP + "NFAStateSerializerSnapshot": (T.nfa_state_outer, T.library.NFA_STATE),
+    _SB + "NodeId$NodeIdSerializer$NodeIdSerializerSnapshot": (T.outer_version("NodeId", 1), T.library.NODE_ID),
+    _SB + "LockableTypeSerializerSnapshot": (T.outer_version("Lockable", 1), T.library.LOCKABLE),
+    _SB + "SharedBufferNodeSerializerSnapshotV2": (
+        T.outer_version("SharedBufferNode", 1), T.library.SHARED_BUFFER_NODE),
+    _SB + "SharedBufferEdge$SharedBufferEdgeSerializer$SharedBufferEdgeSerializerSnapshot": (
+        T.outer_version("SharedBufferEdge", 1), T.library.SHARED_BUFFER_EDGE),
+    T.library.JOIN + "BufferEntrySerializerSnapshot": (T.outer_version("BufferEntry", 2), T.library.BUFFER_ENTRY),
+})
+
 _TABLE = "org.apache.flink.table.runtime.typeutils."
 
 

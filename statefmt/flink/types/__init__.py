@@ -8,7 +8,8 @@ value, and composite ones decode field by field, each field as one column.
 
 The package names every type in one place (``types.Map``, ``types.Ttl``...);
 its modules hold them by idea: the base and the bytes, single values, dates and
-times, composites, collections, Avro (`avro`, `avro_composite`).
+times, composites, collections, Avro (`avro`, `avro_composite`), and the state of
+Flink's library operators, CEP and the interval join (`library`).
 """
 
 from .avro import AvroDataError, AvroDecimal, AvroEnum, AvroFixed, AvroLogical, AvroNull, AvroString
@@ -18,6 +19,8 @@ from .buffer import Buf, as_dtype
 from .composites import (POJO_NO_SUBCLASS, POJO_NULL, POJO_SUBCLASS, POJO_TAGGED, TTL_FIELD, Either, Nullable,
                          Pojo, Row, Timer, Ttl, Tuple, null_flagged)
 from .containers import List, Map, PrimitiveArray, collection_sizes, decode_rounds
+from .library import (Counted, DeweyNumber, Fields, Present, buffer_entry, event_id, lockable, nfa_state,
+                      nfa_state_outer, node_id, outer_version, shared_buffer_edge, shared_buffer_node)
 from .scalars import (BigDecimal, BigInteger, Bytes, Char, Enum, Opaque, Scalar, String, VoidNamespace,
                       is_void)
 from .kryo import Kryo
@@ -32,4 +35,6 @@ __all__ = [
     "PrimitiveArray", "List", "Map", "decode_rounds", "collection_sizes",
     "Avro", "AvroRecord", "AvroUnion", "AvroArray", "AvroMap", "AvroString", "AvroFixed", "AvroEnum",
     "AvroLogical", "AvroDecimal", "AvroNull", "AvroDataError", "Kryo",
+    "Fields", "Present", "Counted", "DeweyNumber", "event_id", "node_id", "lockable", "shared_buffer_edge",
+    "shared_buffer_node", "nfa_state", "buffer_entry", "outer_version", "nfa_state_outer",
 ]
