@@ -71,12 +71,36 @@ def test_savepoint_coordinator_of_a_kafka_source_reads_as_its_partitions(java, t
 @given(st.data())
 def test_truncated_or_garbled_kafka_bytes_are_a_mismatch(java, data):
     name = data.draw(st.sampled_from(sorted(java)))
-    raw = bytearray(java[name][8:] if name.startswith("split") else java[name])
+    parse = {"split": kafka_split, "file-": L.file_split}.get(name[:5]) or \
+        (lambda b: kafka_enumerator(int(name[-1]), b))
+    raw = bytearray(java[name] if name.startswith("enum") else java[name][8:])
     cut = data.draw(st.integers(0, len(raw)))
     flip = data.draw(st.integers(0, len(raw) - 1))
     raw[flip] ^= data.draw(st.integers(1, 255))
     for candidate in (bytes(raw[:cut]), bytes(raw)):
         try:
-            kafka_split(candidate) if name.startswith("split") else kafka_enumerator(int(name[-1]), candidate)
+            parse(candidate)
         except L.LayoutMismatch:
             pass
+
+
+# --- written back: what the connector's serializer writes ------------------------------------
+
+def test_kafka_splits_re_encode_and_a_moved_offset_is_the_javas(java):
+    from statectl.statefmt.flink.connector_encode import kafka_split as encode
+
+    for name in ("split-a", "split-b"):
+        assert encode(kafka_split(java[name][8:])) == java[name]
+    assert encode({**kafka_split(java["split-a"][8:]), "starting_offset": 9000}) == java["split-a-moved"]
+
+
+def test_file_splits_of_flinks_serializer_re_encode_and_a_moved_position_is_flinks(java):
+    from statectl.statefmt.flink.connector_encode import file_split as encode
+
+    for name in ("file-split", "file-split-hosts"):
+        assert encode(L.file_split(java[name][8:])) == java[name]
+    hosts = L.file_split(java["file-split-hosts"][8:])
+    assert (hosts["path"], hosts["hostnames"], hosts["reader_offset"]) == \
+        ("hdfs://namenode:8020/logs/part-0?v=2", ["host-a", "host-b"], None)
+    moved = {**L.file_split(java["file-split"][8:]), "reader_records_after_offset": 600}
+    assert encode(moved) == java["file-split-moved"]

@@ -13,7 +13,8 @@ import java.util.Map;
 
 /** Writes KafkaSource split and enumerator bytes into the folder given, one file per case:
  * split-*.bin as a SourceReaderState element (Flink's SimpleVersionedSerialization frame),
- * enum-v*.bin as the enumerator serializer's bytes. The cases are the ones
+ * enum-v*.bin as the enumerator serializer's bytes, file-split*.bin by Flink's own FileSource
+ * split serializer (FileSplitCases). The cases are the ones
  * tests/statefmt/flink/test_kafka_layouts.py expects. */
 public final class Main {
     private Main() {}
@@ -36,6 +37,9 @@ public final class Main {
         assigned.put(0, Arrays.asList(a));
         assigned.put(1, Arrays.asList(b));
         write(dir, "enum-v0", EnumStateWriter.v0(assigned));
+        write(dir, "file-split", FileSplitCases.atPosition(-1L, 154L));
+        write(dir, "file-split-moved", FileSplitCases.atPosition(-1L, 600L));
+        write(dir, "file-split-hosts", FileSplitCases.onHosts());
     }
 
     private static PartitionSplit split(String topic, int partition, long start, long stop) {
