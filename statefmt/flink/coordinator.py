@@ -71,9 +71,11 @@ def parse(data: bytes) -> tuple[str, list[dict]]:
         return RAW, [{"version": None, "bytes": data}]
     for layout, rows_of in ((FILE_ENUMERATOR, _file_rows), (KAFKA_ENUMERATOR, kafka_enumerator)):
         try:
-            return layout, [{"version": version, **row} for row in rows_of(version, payload)]
+            rows = rows_of(version, payload)
         except L.LayoutMismatch:
             continue
+        if rows or layout == FILE_ENUMERATOR:  # a few bytes of another enumerator can read as no partitions
+            return layout, [{"version": version, **row} for row in rows]
     return RAW, [{"version": version, "bytes": payload}]
 
 

@@ -37,6 +37,10 @@ def test_unknown_enumerator_is_its_version_and_bytes(tmp_path):
     assert [s["type"] for s in op["states"] if s["name"] == "coordinator"] == ["struct<version: int32, bytes: binary>"]
 
 
+def test_an_enumerator_read_as_no_kafka_partitions_stays_bytes():
+    assert C.parse(frame(1, bytes(4))) == (C.RAW, [{"version": 1, "bytes": bytes(4)}])
+
+
 def test_state_of_another_coordinator_is_all_its_bytes(tmp_path):
     path = with_coordinator(FIXTURE / "savepoint", tmp_path / "sp", SOURCE, b"\x00\x07")
     assert coordinator_rows(path) == [{"version": None, "bytes": b"\x00\x07"}]
@@ -76,7 +80,7 @@ def test_any_bytes_parse_as_some_layout(data, version):
     """Garbled or truncated enumerator bytes: a layout's rows or (version, bytes), never an exception."""
     for state in (data, frame(version, data)):
         layout, rows = C.parse(state)
-        assert layout in C.TYPES and rows
+        assert layout in C.TYPES and (rows or layout == C.FILE_ENUMERATOR)
 
 
 def test_truncated_file_enumerator_state_is_bytes():
