@@ -60,6 +60,8 @@ class FlinkSource(TableSource):
         if keyed_part(table):
             return [s for s in info.keyed_splits_holding(groups)
                     if span is None or (s.key_groups[0] <= span[1] and s.key_groups[1] >= span[0])]
+        if info.coordinator is not None and table == info.coordinator.name:
+            return [info.coordinator.split]
         broadcast = info.operator_states[table].kind == "broadcast"
         return info.operator_splits[:1] if broadcast else list(info.operator_splits)
 
@@ -82,6 +84,8 @@ class FlinkSource(TableSource):
         from statectl.statefmt.flink.handles import KeyGroupsStream
 
         handle = split.handle
+        if split.kind == "coordinator":
+            return handle.size, True
         if split.key_groups is None:
             return operator_state_bytes(handle, table), True
         if isinstance(handle, KeyGroupsStream):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from statectl.statefmt.errors import UnknownStateError, UsageError
 from statectl.statefmt.ids import OperatorRef
 from statectl.statefmt.model import KEYED_PART, Operator, Savepoint, cannot_read
-from statectl.statefmt.vocabulary import KeyedTable, TimerDomain
+from statectl.statefmt.vocabulary import COORDINATOR_KIND, KeyedTable, TimerDomain
 
 KEYED, TIMERS = KeyedTable.KEYED, KeyedTable.TIMERS
 OPERATOR_STATE = "operator"
@@ -119,8 +119,9 @@ def choose_table(op: Operator, states: list[str] | None = None, timers: bool = F
         if op.keyed is not None:
             return TableChoice(op, KEYED)
         check_readable(op, KEYED_PART)
-        if len(op.operator_states) == 1:
-            return TableChoice(op, OPERATOR_STATE, (op.operator_states[0].name,))
+        own = [s for s in op.operator_states if s.kind != COORDINATOR_KIND] or list(op.operator_states)
+        if len(own) == 1:  # a source's coordinator state is read when named, or alone
+            return TableChoice(op, OPERATOR_STATE, (own[0].name,))
         if not op.operator_states:
             raise UnknownStateError(f"operator {op.label} has no state")
         raise UsageError(f"operator {op.label} has several states; choose one with --state: "

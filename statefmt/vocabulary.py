@@ -66,6 +66,11 @@ class OperatorStateKind(Word):
     BROADCAST = "broadcast"  # one map, identical on every subtask
 
 
+# the kind of an operator coordinator's state (a source's split enumerator checkpoint, Flink
+# savepoints only): read like an operator list state, never written as one
+COORDINATOR_KIND = "coordinator"
+
+
 class TimerDomain(Word):
     """Which clock fires a timer; the order is the timer key's domain byte."""
 

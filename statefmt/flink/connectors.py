@@ -22,43 +22,48 @@ import pyarrow as pa
 
 from ..errors import FlinkFormatError
 from . import connector_layouts as L
+from . import kafka_layouts as K
 from .binary import Reader
 from .describe import FlinkUnreadable
 from . import types as T
 
 RAW = "raw"
 FILE_SPLIT = "file source split"
+KAFKA_SPLIT = "kafka partition split"
 BUCKET = "file sink bucket"
 COMMITTABLE = "file sink committable"
 
 _S, _L, _I = pa.string(), pa.int64(), pa.int32()
 
 
-def _struct(*fields) -> pa.DataType:
+def struct_type(*fields) -> pa.DataType:
     return pa.struct([pa.field(n, t) for n, t in fields])
 
 
-_SPLIT_FIELDS = (("split_id", _S), ("path", _S), ("offset", _L), ("length", _L), ("file_modification_time", _L),
+SPLIT_FIELDS = (("split_id", _S), ("path", _S), ("offset", _L), ("length", _L), ("file_modification_time", _L),
                  ("file_size", _L), ("hostnames", pa.list_(_S)), ("reader_offset", _L),
                  ("reader_records_after_offset", _L))
 _RECOVERABLE = lambda p: ((f"{p}_target", _S), (f"{p}_temp", _S), (f"{p}_offset", _L),  # noqa: E731
                           (f"{p}_version", _I), (f"{p}_raw", pa.binary()))
 TYPES = {
-    RAW: _struct(("version", _I), ("bytes", pa.binary())),
-    FILE_SPLIT: _struct(("version", _I), *_SPLIT_FIELDS),
-    BUCKET: _struct(("version", _I), ("bucket_id", _S), ("bucket_path", _S), ("in_progress_file_creation_time", _L),
+    RAW: struct_type(("version", _I), ("bytes", pa.binary())),
+    FILE_SPLIT: struct_type(("version", _I), *SPLIT_FIELDS),
+    KAFKA_SPLIT: struct_type(("version", _I), ("topic", _S), ("partition", _I), ("starting_offset", _L),
+                         ("stopping_offset", _L)),
+    BUCKET: struct_type(("version", _I), ("bucket_id", _S), ("bucket_path", _S), ("in_progress_file_creation_time", _L),
                     ("in_progress_path", _S), *_RECOVERABLE("resumable")),
-    COMMITTABLE: _struct(("version", _I), ("checkpoint_id", _L), ("number_of_subtasks", _I), ("subtask_id", _I),
+    COMMITTABLE: struct_type(("version", _I), ("checkpoint_id", _L), ("number_of_subtasks", _I), ("subtask_id", _I),
                          ("bucket_id", _S), ("pending_path", _S), ("pending_size", _L), *_RECOVERABLE("commit"),
                          ("in_progress_to_clean_up", _S), ("compacted_to_clean_up", _S), ("retries", _I),
                          ("request_state", _S), ("subtask_committables", _I), ("subtask_failed", _I)),
 }
 
-# state name -> the layout its elements are tried as; each parser gives a list of row dicts
-LAYOUTS = {"SourceReaderState": FILE_SPLIT, "writer_raw_states": BUCKET,
-           "streaming_committer_raw_states": COMMITTABLE}
+# state name -> the layouts its elements are tried as, in order; each parser gives a list of row dicts
+LAYOUTS = {"SourceReaderState": (FILE_SPLIT, KAFKA_SPLIT), "writer_raw_states": (BUCKET,),
+           "streaming_committer_raw_states": (COMMITTABLE,)}
 _PARSERS = {
     FILE_SPLIT: lambda v, b: [L.file_split(b)] if v == L.FILE_SPLIT_VERSION else _mismatch(v),
+    KAFKA_SPLIT: lambda v, b: [K.kafka_split(b)] if v == K.KAFKA_SPLIT_VERSION else _mismatch(v),
     BUCKET: lambda v, b: [L.bucket_state(v, b)],
     COMMITTABLE: L.committables,
 }
@@ -94,15 +99,17 @@ def _reason(e: Exception) -> str:
 
 
 def classify(name: str, elements: list[bytes], where: str) -> str:
-    """The layout of state *name*'s *elements*: its known layout if every one parses
-    strictly as it, else :data:`RAW`."""
-    layout = LAYOUTS[name]
-    try:
-        for version, payload in frames(elements, where):
-            _PARSERS[layout](version, payload)
-    except L.LayoutMismatch:
-        return RAW
-    return layout
+    """The layout of state *name*'s *elements*: the first of its known layouts every one
+    parses strictly as, else :data:`RAW`."""
+    framed = frames(elements, where)
+    for layout in LAYOUTS[name]:
+        try:
+            for version, payload in framed:
+                _PARSERS[layout](version, payload)
+        except L.LayoutMismatch:
+            continue
+        return layout
+    return RAW
 
 
 def table(layout: str, subtask: int, elements: list[bytes], where: str) -> pa.Table:

@@ -48,7 +48,7 @@ class FlinkSplit:
     operator_id: str
     subtask: int
     max_parallelism: int
-    handle: KeyGroupsStream | IncrementalRocksDB | OperatorStream
+    handle: KeyGroupsStream | IncrementalRocksDB | OperatorStream | StreamHandle  # a stream: coordinator state
     key_groups: tuple[int, int] | None = None  # inclusive range, keyed splits only
     roots: tuple[str, ...] = ()  # folders of the savepoint's lineage its handles may reach
     layouts: tuple[tuple[str, str], ...] = ()  # connector states: (state, layout), `connectors.py`
@@ -56,7 +56,9 @@ class FlinkSplit:
 
     @property
     def kind(self) -> str:
-        return "operator" if isinstance(self.handle, OperatorStream) else "keyed"
+        if isinstance(self.handle, OperatorStream):
+            return "operator"
+        return "keyed" if isinstance(self.handle, (KeyGroupsStream, IncrementalRocksDB)) else "coordinator"
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,7 @@ class FlinkOperatorInfo:
     unreadable: dict[str, "FlinkUnreadable"] = field(default_factory=dict)  # by part
     connector_layouts: dict[str, str] = field(default_factory=dict)  # connector states' layouts
     connector_schemas: dict[str, pa.Schema] = field(default_factory=dict)  # and their tables' schemas
+    coordinator: object = None  # its coordinator state as a table, `coordinator.CoordinatorPart`
 
     @property
     def label(self) -> str:

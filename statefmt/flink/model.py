@@ -19,7 +19,7 @@ from ..fs import Location
 from ..model import (NAMESPACE_COLUMN, DataFile, Field, FileRef, KeyedSection,
                      KeyedStateDescriptor, Operator, OperatorState, Savepoint, UnreadablePart)
 from ..types import from_arrow
-from ..vocabulary import Format
+from ..vocabulary import COORDINATOR_KIND, Format
 from . import tables as TB
 from .describe import FlinkOperatorInfo, FlinkSavepoint
 from .types.kryo import classes_note
@@ -136,6 +136,11 @@ def _operator(base: Location, op: FlinkOperatorInfo, lineage=()) -> Operator:
             name, meta.kind, statectl_type(schema.field("value").type), files_left if keyed is None else (),
             key_type, serializer=serializers[name], size=sizes[name], note=notes[name]))
         files_left = ()
+    if op.coordinator is not None:  # the split enumerator's checkpoint (`coordinator.py`)
+        value = op.connector_schemas[op.coordinator.name].field("value").type
+        operator_states.append(OperatorState(op.coordinator.name, COORDINATOR_KIND, statectl_type(value), files_left,
+                                             serializer=serializers[op.coordinator.name],
+                                             size=sizes[op.coordinator.name]))
     unreadable = tuple(UnreadablePart(u.part, u.reason, _files(base, u.files, lineage), u.damaged)
                        for u in op.unreadable.values())
     return Operator(op.operator_id, op.uid, op.parallelism, op.max_parallelism, keyed,

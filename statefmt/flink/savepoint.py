@@ -24,6 +24,7 @@ from ..model import KEYED_PART, cannot_read
 from ..scratch import new_scratch_dir
 from ..vocabulary import KeyedTable
 from . import tables as TB
+from . import coordinator
 from .connectors import attach, is_candidate, table as connector_table
 from .describe import (FlinkOperatorInfo, FlinkSavepoint, FlinkSplit, describe_operator, key_group_blocks,
                        key_group_ranges)
@@ -70,9 +71,11 @@ def open_flink_savepoint(location, data: bytes | None = None) -> FlinkSavepoint:
     folder = FlinkFolder(loc.uri, tuple(r.uri for _, r in lineage_roots(lineage)))
     with kryo_setting(KryoSetting.of(metadata.version)):
         operators = [describe_operator(folder, op) for op in metadata.operators]
-    for info in operators:
+    for info, op in zip(operators, metadata.operators):
         if any(is_candidate(name, meta) for name, meta in info.operator_states.items()):
             attach(info, raw_operator_elements)  # connector states: their layouts from their elements
+        if op.coordinator is not None:
+            coordinator.attach(info, op, folder)  # its split enumerator's checkpoint, as a state
     return FlinkSavepoint(folder, metadata, operators, savepoint_id, lineage)
 
 
@@ -312,6 +315,9 @@ def _decoding(split: FlinkSplit):
 
 
 def _read_split(split: FlinkSplit, table: str, key_groups, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    if split.kind == "coordinator":
+        yield from coordinator.table(split, batch_rows)
+        return
     if split.kind == "operator":
         yield from _operator_batches(split, table, batch_rows)
         return
@@ -388,6 +394,7 @@ def decode_operator(op: FlinkOperatorInfo) -> tuple[int, int, tuple[str, ...]]:
     work = [(split, table) for split in op.keyed_splits for table in KeyedTable
             if table == KeyedTable.KEYED or op.timers_schema is not None]
     work += [(split, name) for name in op.operator_states for split in op.operator_splits]
+    work += [(op.coordinator.split, op.coordinator.name)] if op.coordinator is not None else []
     rows, parts, problems = 0, 0, []
     for split, table in work:
         try:

@@ -121,3 +121,19 @@ def pack(offsets) -> bytes:
 def replace(meta: bytes, old: bytes, new: bytes) -> bytes:
     assert old in meta
     return meta.replace(old, new)
+
+
+def with_coordinator(src: Path, dst: Path, uid: str, data: bytes | None) -> Path:
+    """A copy of the savepoint folder *src* at *dst* whose operator *uid* holds *data* as its
+    coordinator state (inline in `_metadata`; None: no coordinator state)."""
+    import dataclasses
+
+    from statectl.statefmt.flink.handles import InlineStream
+    from statectl.statefmt.flink.metadata_write import encode_metadata
+
+    shutil.copytree(src, dst)
+    meta = parse_metadata((dst / "_metadata").read_bytes())
+    state = None if data is None else InlineStream("coordinator", data)
+    ops = tuple(dataclasses.replace(op, coordinator=state) if op.uid == uid else op for op in meta.operators)
+    (dst / "_metadata").write_bytes(encode_metadata(dataclasses.replace(meta, operators=ops)))
+    return dst

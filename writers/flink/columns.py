@@ -19,6 +19,20 @@ def arrow_type(df, column: str) -> pa.DataType:
     return to_arrow_type(df.schema[column].dataType, timezone="UTC")
 
 
+def connector_layout(t: T.FlinkType | None, df, column: str) -> str | None:
+    """The connector layout a byte-array state's struct *column* holds (its rows as a
+    connector state reads, maybe fixed), written back as the connector's serializer writes
+    them (`statefmt.flink.connector_encode`); None for any other column or state."""
+    from pyspark.sql.types import StructType
+
+    from statectl.statefmt.flink.connector_encode import layout_of
+
+    spark_type = df.schema[column].dataType
+    if not isinstance(t, T.Bytes) or not isinstance(spark_type, StructType):
+        return None
+    return layout_of(spark_type.fieldNames())
+
+
 def check_columns(df, columns, where: str) -> None:
     absent = [c for c in columns if c not in df.columns]
     if absent:

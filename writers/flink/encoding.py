@@ -44,6 +44,18 @@ OP_ENTRY_SCHEMA = pa.schema([("_state", pa.int32()), ("_subtask", pa.int32()), (
 
 # --- the task side ---------------------------------------------------------------------------
 
+def connector_elements(batch: pa.RecordBatch, layout: str, where: str) -> pa.RecordBatch:
+    """*batch* with its ``_val`` structs (a connector state's rows) as the byte arrays Flink keeps."""
+    from statectl.statefmt.flink.connector_encode import element
+
+    try:
+        values = pa.array([element(layout, row) for row in batch.column("_val").to_pylist()], pa.binary())
+    except FlinkEncodeError as e:
+        raise FlinkEncodeError(f"{where}: {e}") from None
+    i = batch.schema.get_field_index("_val")
+    return batch.set_column(i, "_val", values)
+
+
 class _BatchEncoder:
     """A task's mapInArrow function: each non-empty batch through ``encode``; a StatectlError
     travels to the driver as its one-line text."""
@@ -231,9 +243,12 @@ class OperatorEntryEncoder(_BatchEncoder):
     value: T.FlinkType
     key: T.FlinkType | None  # broadcast only
     where: str
+    layout: str | None = None  # a connector state's struct rows, framed into its byte arrays
 
     def encode(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         n = batch.num_rows
+        if self.layout is not None:
+            batch = connector_elements(batch, self.layout, self.where)
         if self.key is not None:
             if batch.column("_key").null_count:
                 raise FlinkEncodeError(f"{self.where}: a row has a null key")

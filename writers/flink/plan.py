@@ -32,7 +32,7 @@ from ..partitioning import Chunks
 from ..report import OperatorReport
 from ..sql import q
 from .binding import FlinkBinding
-from .columns import check_columns, order_sql, ttl_input, ttl_wrapped, written_type
+from .columns import check_columns, connector_layout, order_sql, ttl_input, ttl_wrapped, written_type
 from .encoding import (OP_ENTRY_DDL, STREAM_HANDLE_DDL, EntryEncoder, KeyedStreamTask, OperatorEntryEncoder,
                        StateEncoding, stream_file_name)
 from .regroup import RegroupedKeyed
@@ -273,15 +273,16 @@ class FlinkOperatorPlan:
                 exprs = [f"{q(state.key_column)} AS _key", f"{q(state.value_column)} AS _val"]
             else:
                 check_columns(df, [state.column], where)
-                value = written_type(sb.type, df, state.column, where)
+                layout = connector_layout(sb.type, df, state.column)
+                value = sb.type if layout is not None else written_type(sb.type, df, state.column, where)
                 kind = "list" if isinstance(state, OperatorListState) else "union"
                 self.operator_states.append(StateMeta(state.name, kind, value))
                 key = None
                 exprs = [f"{q(state.column)} AS _val"]
                 if SUBTASK_COLUMN in df.columns:
                     exprs.append(f"{q(SUBTASK_COLUMN)} AS _sub")
-            frames.append(df.selectExpr(*exprs).mapInArrow(OperatorEntryEncoder(i, value, key, where),
-                                                           OP_ENTRY_DDL))
+            encoder = OperatorEntryEncoder(i, value, key, where, layout if key is None else None)
+            frames.append(df.selectExpr(*exprs).mapInArrow(encoder, OP_ENTRY_DDL))
         union = frames[0]
         for df in frames[1:]:
             union = union.unionByName(df)

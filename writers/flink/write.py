@@ -11,9 +11,11 @@ import time
 
 from statectl.statefmt.errors import UsageError
 from statectl.statefmt.flink.format import FlinkCommit
+from statectl.statefmt.flink.handles import InlineStream
 from statectl.statefmt.flink.metadata import FlinkOperator
 from statectl.statefmt.formats import FORMATS
 from statectl.statefmt.flink.savepoint_write import OLDEST_WRITTEN_VERSION, metadata_bytes
+from statectl.statefmt.flink.streamio import read_stream
 from statectl.statefmt.keygroups import default_max_parallelism
 from statectl.statefmt.model import Savepoint
 from statectl.statefmt.seam import Staged
@@ -63,10 +65,18 @@ class FlinkWrite:
         """The operators of `_metadata`: in the base's order (a written one with the name of the
         base's operator it replaces), the new ones after them."""
         base = {op.operator_id: op for op in self.fsp.metadata.operators} if self.fsp is not None else {}
-        written = {op.operator_id: dataclasses.replace(op, name=base[op.operator_id].name) if op.operator_id in base
+        written = {op.operator_id: self._replacing(op, base[op.operator_id]) if op.operator_id in base
                    else op for op, _ in self.written}
         by_id = {**{op.operator_id: op for op in kept}, **written}
         return [by_id[i] for i in base if i in by_id] + [op for i, op in written.items() if i not in base]
+
+    def _replacing(self, op: FlinkOperator, base: FlinkOperator) -> FlinkOperator:
+        """A written operator replacing *base*: with its name, and its coordinator state (a
+        source's split enumerator checkpoint, which no spec writes) kept, inline."""
+        coordinator = base.coordinator
+        if coordinator is not None and not isinstance(coordinator, InlineStream):
+            coordinator = InlineStream(f"coordinator-{op.operator_id}", read_stream(self.fsp.location, coordinator))
+        return dataclasses.replace(op, name=base.name, coordinator=coordinator)
 
     def metadata(self, operators: list[FlinkOperator]) -> bytes:
         """`_metadata` in the base's version (a Flink 1.x base's 4: the release that wrote it

@@ -141,3 +141,33 @@ def test_unknown_connector_split_comes_out_as_version_and_bytes(tmp_path):
     assert sorted((r["value"]["version"], len(r["value"]["bytes"])) for r in got) == [(1, 160), (7, 160)]
     assert sorted(r["value"]["bytes"][:12] for r in got) == \
         [bytes.fromhex("000a") + b"0000000003", bytes.fromhex("000a") + b"0000000004"]
+
+
+# --- the split enumerator's checkpoint (the source's coordinator state) ---------------------
+
+@pytest.mark.parametrize("name", NAMES)
+def test_coordinator_state_names_the_files_not_yet_assigned(name):
+    want = expected(name)[SOURCE]["expected"]
+    got = [r["value"] for r in rows(FIXTURES / name / "savepoint", SOURCE, "coordinator")]
+    assert [v["path"].rsplit("/", 1)[1] for v in got] == want["coordinator_state_names_files (pending splits)"]
+    assert {(v["version"], v["entry"], v["reader_offset"], v["offset"]) for v in got} == \
+        {(1, "pending split", None, 0)}
+    assert all(v["length"] == v["file_size"] > 0 for v in got)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_info_lists_the_coordinator_state(name):
+    out = run("info", str(FIXTURES / name / "savepoint"), "--json")
+    assert out.returncode == 0, out.stderr
+    op = next(op for op in json.loads(out.stdout)["operators"] if op["uid"] == SOURCE)
+    state = next(s for s in op["states"] if s["name"] == "coordinator")
+    size = expected(name)[SOURCE]["expected"]["coordinator_state_bytes"]
+    assert (state["kind"], state["scope"], state["bytes"]) == ("coordinator", "operator", size)
+    assert state["type"].startswith("struct<version: int32, entry: string, split_id: string, path: string")
+
+
+def test_sql_reads_the_coordinator_state(spark):
+    sp = statectl.open_savepoint(str(FIXTURES / NAMES[1] / "savepoint"), spark=spark)
+    got = sp.sql("SELECT value.path, value.entry FROM `file-source.coordinator` ORDER BY value.path").collect()
+    assert [(r[0].rsplit("/", 1)[1], r[1]) for r in got] == \
+        [("invoices-2024-11-02.txt", "pending split"), ("invoices-2024-11-03.txt", "pending split")]
