@@ -40,6 +40,7 @@ _EXPORTS = {
     **dict.fromkeys(_ERRORS, ".statefmt.errors"),
     **dict.fromkeys(_WRITING, ".writers"),
     **dict.fromkeys(("rescale", "Rescale"), ".writers.rescale"),
+    **dict.fromkeys(("check_upgrade", "UpgradeCheck"), ".statefmt.flink.upgrade"),
     **dict.fromkeys(("HeapBackend", "RocksDBBackend", "commit_snapshots"), ".backends"),
 }
 

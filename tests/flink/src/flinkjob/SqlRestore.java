@@ -47,7 +47,7 @@ public final class SqlRestore {
         env.setParallelism(sc.parallelism);
         env.setMaxParallelism(sc.maxParallelism);
         SqlMore more = new SqlMore(new SqlInput(sc), sc.knobs);
-        SqlJob.Plan plan = SqlJob.plan(env, new Source(more, false, firstBatch), new Source(more, true, firstBatch));
+        SqlJob.Plan plan = SqlJob.plan(env, new Source(more, false, firstBatch), new Source(more, true, firstBatch), sc);
         StreamGraph graph = env.getStreamGraph();
         graph.setJobName("flinkjob sql");
         Map<String, String> ids = operatorIds(graph);

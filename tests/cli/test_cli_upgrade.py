@@ -1,0 +1,59 @@
+"""`statectl check` (and `remap`'s mistakes) on the dev fixtures: Flink 2.x savepoints of one
+job made with different key types, uid prefixes (lk-, pj-) and parallelism."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from support.cli_runner import statectl
+from support.flink_expect import FIXTURES
+
+LONG = FIXTURES / "long-hashmap-canonical" / "savepoint"
+POJO = FIXTURES / "pojo-hashmap-canonical" / "savepoint"
+
+
+def _check(*args) -> tuple[int, dict]:
+    result = statectl("check", *map(str, args), "--json")
+    return result.returncode, json.loads(result.stdout) if result.stdout else {}
+
+
+def test_a_savepoint_restores_itself_unchanged():
+    code, doc = _check(LONG, "--against", LONG)
+    assert code == 0 and doc["restores_unchanged"]
+    assert {op["status"] for op in doc["operators"]} == {"restored"}
+    assert {op["how"] for op in doc["operators"]} == {"same operator id"}
+
+
+def test_another_job_every_operator_matched_lost_or_empty_with_the_reason():
+    code, doc = _check(LONG, "--against", POJO)
+    assert code == 1 and not doc["restores_unchanged"]
+    ops = {op["old"]: op for op in doc["operators"]}
+    assert ops["lk-union-op"]["new"] == "pj-union-op" and ops["lk-union-op"]["how"] == "state names and types"
+    assert ops["lk-union-op"]["level"] == "identical"
+    assert ops["lk-proc"]["status"] == "lost"  # its key type changed: no state of pj-proc alike
+    assert "pj-proc" in doc["starting_empty"]
+    win = ops["lk-win"]  # a window of another key type: matched by state names, incompatible, named
+    assert win["how"] == "state names" and win["level"] == "incompatible"
+    assert "key: long became String" in [r for s in win["states"] for r in s["reasons"]]
+
+
+def test_map_and_drop_decide_for_the_matching():
+    code, doc = _check(LONG, "--against", POJO, "--map", "lk-proc=pj-proc", "--drop", "lk-win")
+    ops = {op["old"]: op for op in doc["operators"]}
+    assert ops["lk-proc"]["status"] == "matched" and ops["lk-proc"]["how"] == "--map"
+    assert ops["lk-win"]["status"] == "dropped"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--against", "nowhere"], "not a savepoint"),
+    (["--against", str(POJO), "--map", "nope=pj-proc"], "OLD has no operator with uid, operator id or name 'nope'"),
+    (["--against", str(POJO), "--map", "lk-proc=nope"], "NEW has no operator"),
+    (["--against", str(POJO), "--map", "lk-proc"], "--map takes OLD=NEW"),
+    (["--against", str(FIXTURES.parent / "golden" / "canonical" / "savepoint")], "not an Apache Flink savepoint"),
+])
+def test_mistakes_are_one_line_and_exit_2(tmp_path, args, message):
+    result = statectl("check", str(LONG), *[a.replace("nowhere", str(tmp_path)) for a in args])
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
