@@ -32,7 +32,7 @@ PUBLIC = [
     "SpecError", "InputError", "NullKeyError", "StateValueError", "WriteFailedError",
     "rescale", "Rescale",
     # job upgrades
-    "check_upgrade", "UpgradeCheck",
+    "check_upgrade", "UpgradeCheck", "remap_savepoint",
     # job-side state backends
     "HeapBackend", "RocksDBBackend", "commit_snapshots",
     "__version__",

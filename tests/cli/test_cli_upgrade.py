@@ -57,3 +57,33 @@ def test_mistakes_are_one_line_and_exit_2(tmp_path, args, message):
     result = statectl("check", str(LONG), *[a.replace("nowhere", str(tmp_path)) for a in args])
     assert result.returncode == 2, result.stderr
     assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+
+
+def _remap(tmp_path, *args):
+    out = tmp_path / "out"
+    return out, statectl("remap", str(LONG), str(out), "--against", str(POJO), *args)
+
+
+@pytest.mark.parametrize("args,message", [
+    ([], "1 operator(s) of OLD have no place in NEW: lk-proc (lost); say where with --map"),
+    (["--map", "lk-proc=pj-proc", "--drop", "lk-win"], "operator lk-proc -> pj-proc: state"),
+    (["--map", "lk-proc=nope"], "NEW has no operator"),
+])
+def test_remap_refuses_in_one_line_exits_1_and_writes_nothing(tmp_path, args, message):
+    from support.savepoint_rows import digest
+
+    before = digest(LONG)
+    out, result = _remap(tmp_path, *args)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+    assert not out.exists() and digest(LONG) == before
+
+
+def test_remap_writes_olds_state_under_news_ids(tmp_path):
+    out, result = _remap(tmp_path, "--drop", "lk-proc", "--drop", "lk-win")
+    assert result.returncode == 0, result.stderr
+    code, doc = _check(out, "--against", POJO)
+    ops = {op["old"]: op for op in doc["operators"]}
+    assert {label: (op["status"], op["level"]) for label, op in ops.items()} == {
+        label: ("restored", "identical") for label in ("pj-union-op", "pj-src", "pj-bcast")}
+    assert all(not op["notes"] or "max parallelism" not in " ".join(op["notes"]) for op in ops.values())

@@ -1,0 +1,110 @@
+"""`check` and `remap` on real Flink 2.3 jobs changed as users change them (docs/UPGRADES.md):
+
+- the DataStream job with every uid renamed (uid_prefix v2-, so every name too): check matches
+  each stateful operator by its states, remap writes OLD's state under NEW's ids, and the renamed
+  job restores it without allowNonRestoredState, holding OLD's state (not NEW's: NEW's savepoint
+  was made from other input);
+- the SQL job with one more statement ahead of the others (extra_statement): every stateful
+  operator's id and node number changes; check matches each by SQL node kind and state (the
+  three deduplications and the two window aggregates in plan order), lists the new statement's
+  aggregate as starting empty, and the changed job restores remap's output and continues each
+  statement from OLD's state exactly as OLD's own job restored from OLD does."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from support import flink_job
+from support.cli_runner import statectl
+from support.savepoint_rows import digest
+
+pytestmark = pytest.mark.slow  # real Flink jobs
+
+VERSION = "2.3.0"
+SHAPE = dict(backend="hashmap", format="canonical")
+
+
+def _check(old, new) -> dict:
+    result = statectl("check", str(old), "--against", str(new), "--json")
+    assert result.returncode == 1, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def renamed(tmp_path_factory):
+    """OLD (the job as it is), NEW (every uid renamed, other input), remap's output."""
+    try:
+        old, new = flink_job.make_snapshots(VERSION, [dict(SHAPE), dict(SHAPE, uid_prefix="v2-", seed=99)])
+    except flink_job.FlinkSetupError as e:
+        pytest.fail(str(e), pytrace=False)
+    out = tmp_path_factory.mktemp("remap") / "out"
+    before = digest(old.path)
+    result = statectl("remap", str(old.path), str(out), "--against", str(new.path))
+    assert result.returncode == 0, result.stderr
+    assert digest(old.path) == before
+    return old, new, out
+
+
+def test_check_matches_every_renamed_operator_by_its_states(renamed):
+    old, new, _ = renamed
+    doc = _check(old.path, new.path)
+    got = {op["old"]: (op["status"], op["new"], op["how"], op["level"]) for op in doc["operators"]}
+    assert got == {uid: ("matched", "v2-" + uid, "state names and types", "identical")
+                   for uid in ("src", "union-op", "bcast", "proc", "win")}
+    assert doc["starting_empty"] == []
+
+
+def test_the_renamed_job_restores_remaps_output_with_olds_state(renamed, tmp_path):
+    old, new, out = renamed
+    check = statectl("check", str(out), "--against", str(new.path))
+    assert check.returncode == 0, check.stdout
+    knobs = {k.replace("-", "_"): v for k, v in old.expected["scenario"]["knobs"].items()
+             if k.replace("-", "_") in flink_job.DEFAULTS and k != "out"}
+    dump = flink_job.restore(VERSION, out, tmp_path / "restored", **{**knobs, "uid_prefix": "v2-"})
+    as_new = {**old.expected, "operators": {"v2-" + uid: dict(op, uid="v2-" + uid)
+                                            for uid, op in old.expected["operators"].items()}}
+    assert flink_job.restore_mismatches(as_new, dump) == []
+
+
+@pytest.fixture(scope="module")
+def sql_pair():
+    try:
+        return flink_job.make_sql_snapshots(VERSION, [dict(SHAPE), dict(SHAPE, extra_statement=True)])
+    except flink_job.FlinkSetupError as e:
+        pytest.fail(str(e), pytrace=False)
+
+
+def test_check_matches_the_sql_operators_by_node_kind_and_state(sql_pair):
+    old, new = sql_pair
+    doc = _check(old.path, new.path)
+    statement = {o["operator_id"]: o["statement"] for o in old.expected["operators"].values()}
+    statement_new = {o["operator_id"]: o["statement"] for o in new.expected["operators"].values()}
+    assert len(doc["operators"]) == len(old.expected["operators"]) == 11
+    for op in doc["operators"]:
+        assert op["status"] == "matched" and op["old_operator_id"] != op["new_operator_id"], op
+        assert op["how"].startswith("SQL node kind and state"), op
+        assert statement_new[op["new_operator_id"]] == statement[op["old_operator_id"]], op
+        assert op["level"] == "identical"
+    extra = next(n for n, o in new.expected["operators"].items() if o["statement"] == "extra_agg")
+    assert doc["starting_empty"] == [extra]
+
+
+def test_the_changed_sql_job_restores_remaps_output_and_continues(sql_pair, tmp_path):
+    old, new = sql_pair
+    out = tmp_path / "out"
+    result = statectl("remap", str(old.path), str(out), "--against", str(new.path))
+    assert result.returncode == 0, result.stderr
+    base, changed = flink_job.restore_sqls(VERSION, [(old, dict(backend=SHAPE["backend"])),
+                                                     (out, dict(backend=SHAPE["backend"], extra_statement=True))])
+    # every statement of OLD continues in the changed job exactly as in OLD's own job restored
+    assert set(base["statements"]) == set(changed["statements"])
+    for name, st in changed["statements"].items():
+        assert _sorted(st["received_changelog"]) == _sorted(base["statements"][name]["received_changelog"]), name
+        if name in changed["model_after_restore"]:  # and as the model of the restored state says
+            assert _sorted(st["received_changelog"]) == _sorted(changed["model_after_restore"][name]), name
+
+
+def _sorted(rows: list) -> list:
+    return sorted(rows, key=json.dumps)
