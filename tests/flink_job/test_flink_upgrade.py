@@ -1,10 +1,10 @@
-"""`check` and `remap` on real Flink 2.3 jobs changed as users change them (docs/UPGRADES.md):
+"""`check` and `remap` on real Flink jobs changed as users change them (docs/UPGRADES.md):
 
-- the DataStream job with every uid renamed (uid_prefix v2-, so every name too): check matches
+- the DataStream job (Flink 2.3 and 1.20) with every uid renamed (uid_prefix v2-, so every name too): check matches
   each stateful operator by its states, remap writes OLD's state under NEW's ids, and the renamed
   job restores it without allowNonRestoredState, holding OLD's state (not NEW's: NEW's savepoint
   was made from other input);
-- the SQL job with one more statement ahead of the others (extra_statement): every stateful
+- the SQL job (Flink 2.3) with one more statement ahead of the others (extra_statement): every stateful
   operator's id and node number changes; check matches each by SQL node kind and state (the
   three deduplications and the two window aggregates in plan order), lists the new statement's
   aggregate as starting empty, and the changed job restores remap's output and continues each
@@ -32,11 +32,11 @@ def _check(old, new) -> dict:
     return json.loads(result.stdout)
 
 
-@pytest.fixture(scope="module")
-def renamed(tmp_path_factory):
-    """OLD (the job as it is), NEW (every uid renamed, other input), remap's output."""
+@pytest.fixture(scope="module", params=["2.3.0", "1.20.3"])
+def renamed(request, tmp_path_factory):
+    """OLD (the job as it is), NEW (every uid renamed, other input), remap's output, the release."""
     try:
-        old, new = flink_job.make_snapshots(VERSION, [dict(SHAPE), dict(SHAPE, uid_prefix="v2-", seed=99)])
+        old, new = flink_job.make_snapshots(request.param, [dict(SHAPE), dict(SHAPE, uid_prefix="v2-", seed=99)])
     except flink_job.FlinkSetupError as e:
         pytest.fail(str(e), pytrace=False)
     out = tmp_path_factory.mktemp("remap") / "out"
@@ -44,28 +44,43 @@ def renamed(tmp_path_factory):
     result = statectl("remap", str(old.path), str(out), "--against", str(new.path))
     assert result.returncode == 0, result.stderr
     assert digest(old.path) == before
-    return old, new, out
+    return old, new, out, request.param
 
 
 def test_check_matches_every_renamed_operator_by_its_states(renamed):
-    old, new, _ = renamed
+    old, new, _, version = renamed
     doc = _check(old.path, new.path)
-    got = {op["old"]: (op["status"], op["new"], op["how"], op["level"]) for op in doc["operators"]}
-    assert got == {uid: ("matched", "v2-" + uid, "state names and types", "identical")
-                   for uid in ("src", "union-op", "bcast", "proc", "win")}
+    got = {op["old_operator_id"]: (op["status"], op["new_operator_id"], op["how"], op["level"])
+           for op in doc["operators"]}
+    ids = {uid: flink_job.operator_id(uid)["operator_id"] for uid in old.expected["operators"]}
+    assert got == {ids[uid]: ("matched", flink_job.operator_id("v2-" + uid)["operator_id"], "state names and types",
+                              "identical") for uid in ("src", "union-op", "bcast", "proc", "win")}
     assert doc["starting_empty"] == []
+    if version.startswith("2."):  # Flink 1.x _metadata has no uids: operators are named by id there
+        assert {op["old"]: op["new"] for op in doc["operators"]} == {
+            uid: "v2-" + uid for uid in ("src", "union-op", "bcast", "proc", "win")}
 
 
 def test_the_renamed_job_restores_remaps_output_with_olds_state(renamed, tmp_path):
-    old, new, out = renamed
+    old, new, out, version = renamed
     check = statectl("check", str(out), "--against", str(new.path))
     assert check.returncode == 0, check.stdout
     knobs = {k.replace("-", "_"): v for k, v in old.expected["scenario"]["knobs"].items()
              if k.replace("-", "_") in flink_job.DEFAULTS and k != "out"}
-    dump = flink_job.restore(VERSION, out, tmp_path / "restored", **{**knobs, "uid_prefix": "v2-"})
+    dump = flink_job.restore(version, out, tmp_path / "restored", **{**knobs, "uid_prefix": "v2-"})
     as_new = {**old.expected, "operators": {"v2-" + uid: dict(op, uid="v2-" + uid)
                                             for uid, op in old.expected["operators"].items()}}
     assert flink_job.restore_mismatches(as_new, dump) == []
+
+
+def test_without_remap_the_renamed_job_refuses_old(renamed, tmp_path):
+    old, _, _, version = renamed
+    if not version.startswith("2."):
+        pytest.skip("one release is enough to show the failure remap avoids")
+    knobs = {k.replace("-", "_"): v for k, v in old.expected["scenario"]["knobs"].items()
+             if k.replace("-", "_") in flink_job.DEFAULTS and k != "out"}
+    with pytest.raises(flink_job.FlinkJobError, match="Cannot map checkpoint/savepoint state"):
+        flink_job.restore(version, old.path, tmp_path / "restored", **{**knobs, "uid_prefix": "v2-"})
 
 
 @pytest.fixture(scope="module")
@@ -108,3 +123,9 @@ def test_the_changed_sql_job_restores_remaps_output_and_continues(sql_pair, tmp_
 
 def _sorted(rows: list) -> list:
     return sorted(rows, key=json.dumps)
+
+
+def test_without_remap_the_changed_sql_job_refuses_old(sql_pair):
+    old, _ = sql_pair
+    with pytest.raises(flink_job.FlinkJobError, match="Cannot map checkpoint/savepoint state"):
+        flink_job.restore_sql(VERSION, old.path, backend=SHAPE["backend"], extra_statement=True)
