@@ -87,3 +87,29 @@ def test_remap_writes_olds_state_under_news_ids(tmp_path):
     assert {label: (op["status"], op["level"]) for label, op in ops.items()} == {
         label: ("restored", "identical") for label in ("pj-union-op", "pj-src", "pj-bcast")}
     assert all(not op["notes"] or "max parallelism" not in " ".join(op["notes"]) for op in ops.values())
+
+
+def test_a_damaged_new_snapshot_never_ends_in_a_traceback(tmp_path):
+    """NEW with random bytes changed or cut (its `_metadata` or a state file): a check, or one
+    statectl error; never another exception."""
+    import random
+    import shutil
+
+    from statectl import StatectlError, check_upgrade
+
+    rng = random.Random(41)
+    files = sorted(p.relative_to(POJO) for p in POJO.rglob("*") if p.is_file())
+    for i in range(60):
+        new = tmp_path / f"new-{i}"
+        shutil.copytree(POJO, new)
+        target = new / rng.choice(files)
+        data = bytearray(target.read_bytes())
+        for _ in range(rng.randint(1, 4)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        if rng.random() < 0.2:
+            data = data[:rng.randrange(len(data) + 1)]
+        target.write_bytes(bytes(data))
+        try:
+            check_upgrade(LONG, new).to_json()
+        except StatectlError:
+            pass
