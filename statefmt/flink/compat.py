@@ -36,19 +36,23 @@ _SQL_WIDER = {"TINYINT": ("SMALLINT", "INTEGER", "BIGINT", "FLOAT", "DOUBLE"),
 
 @dataclass(frozen=True)
 class Verdict:
+    """*values*: a conversion must rewrite the values; without, a ``convertible`` state keeps
+    its bytes and only its serializer snapshot changes (a SQL column made nullable or a longer
+    VARCHAR: the binary row is the same)."""
     level: str
     reasons: tuple[str, ...] = ()
+    values: bool = False
 
     def __add__(self, other: "Verdict") -> "Verdict":
         level = max(self.level, other.level, key=LEVELS.index)
-        return Verdict(level, self.reasons + other.reasons)
+        return Verdict(level, self.reasons + other.reasons, self.values or other.values)
 
 
 SAME = Verdict(IDENTICAL)
 
 
-def _v(level: str, path: str, why: str) -> Verdict:
-    return Verdict(level, (f"{path}: {why}" if path else why,))
+def _v(level: str, path: str, why: str, values: bool = True) -> Verdict:
+    return Verdict(level, (f"{path}: {why}" if path else why,), values and level == CONVERTIBLE)
 
 
 def _join(path: str, name) -> str:
@@ -164,15 +168,15 @@ def compare_sql(old: SqlType, new: SqlType, path: str) -> Verdict:
     verdict = SAME
     if old.nullable != new.nullable:
         if new.nullable:
-            verdict += _v(CONVERTIBLE, path, "NOT NULL made nullable")
+            verdict += _v(CONVERTIBLE, path, "NOT NULL made nullable", values=False)
         else:
             verdict += _v(INCOMPATIBLE, path, "nullable made NOT NULL")
     a, b = _with_nullable(old, True), _with_nullable(new, True)
     if a == b:
         return verdict
     if a.root == b.root == "VARCHAR" or (a.root == "CHAR" and b.root == "VARCHAR"):
-        if b.length >= a.length:
-            return verdict + _v(CONVERTIBLE, path, f"{a.sql()} became {b.sql()}")
+        if b.length >= a.length:  # the same string bytes (CHAR values are stored padded)
+            return verdict + _v(CONVERTIBLE, path, f"{a.sql()} became {b.sql()}", values=False)
         return verdict + _v(INCOMPATIBLE, path, f"{a.sql()} became {b.sql()} (values may be cut)")
     if b.root in _SQL_WIDER.get(a.root, ()):
         return verdict + _v(CONVERTIBLE, path, f"{a.sql()} widened to {b.sql()}")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..errors import UnknownOperatorError, UsageError
 from ..model import KEYED_PART
-from .compat import FLINK_MIGRATES, IDENTICAL, INCOMPATIBLE, LEVELS, compare
+from .compat import CONVERTIBLE, FLINK_MIGRATES, IDENTICAL, INCOMPATIBLE, LEVELS, compare
 from .describe import FlinkOperatorInfo, FlinkSavepoint
 from .matching import label, match, stateful_ids, states_of
 
@@ -30,6 +30,7 @@ class StateCheck:
     kind: str
     level: str
     reasons: tuple[str, ...] = ()
+    values: bool = False  # convertible: the values must be rewritten, not only the serializer snapshot
 
 
 @dataclass(frozen=True)
@@ -79,13 +80,19 @@ class UpgradeCheck:
 def _operator_json(op: OperatorCheck) -> dict:
     doc = {"old": op.old, "old_operator_id": op.old_id, "status": op.status, "new": op.new,
            "new_operator_id": op.new_id, "how": op.how, "level": op.level if op.status in (RESTORED, MATCHED) else None,
-           "states": [{"name": s.name, "kind": s.kind, "level": s.level, "reasons": list(s.reasons)}
-                      for s in op.states], "notes": list(op.notes)}
+           "states": [_state_json(s) for s in op.states], "notes": list(op.notes)}
     if op.candidates:
         doc["candidates"] = list(op.candidates)
     return doc
 
 
+
+
+def _state_json(s: StateCheck) -> dict:
+    doc = {"name": s.name, "kind": s.kind, "level": s.level, "reasons": list(s.reasons)}
+    if s.level == CONVERTIBLE:
+        doc["rewrites"] = "values" if s.values else "serializer snapshot"
+    return doc
 
 
 def check_upgrade(old, new, map: dict[str, str] | None = None, drop=()) -> UpgradeCheck:
@@ -205,7 +212,7 @@ def state_checks(old: FlinkOperatorInfo, new: FlinkOperatorInfo, flink_2: bool) 
     if old.keyed_header is not None and new.keyed_header is not None:
         key = compare(old.key_type, new.key_type, "key", flink_2)
         if key.level != IDENTICAL:
-            out.append(StateCheck(KEYED_PART, "key", key.level, key.reasons))
+            out.append(StateCheck(KEYED_PART, "key", key.level, key.reasons, key.values))
     for name, meta in olds.items():
         other = news.get(name)
         if other is None:
@@ -216,6 +223,6 @@ def state_checks(old: FlinkOperatorInfo, new: FlinkOperatorInfo, flink_2: bool) 
             verdict = compare(meta.value, other.value, "", flink_2)
             if meta.namespace is not None and other.namespace is not None:
                 verdict += compare(meta.namespace, other.namespace, "namespace", flink_2)
-            out.append(StateCheck(name, meta.kind, verdict.level, verdict.reasons))
+            out.append(StateCheck(name, meta.kind, verdict.level, verdict.reasons, verdict.values))
     out += [StateCheck(name, meta.kind, STARTS_EMPTY) for name, meta in news.items() if name not in olds]
     return out

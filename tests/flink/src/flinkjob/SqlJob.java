@@ -85,7 +85,15 @@ public final class SqlJob {
      * stateful operator a new operator id (a job upgrade statectl's check and remap map).
      */
     static final String EXTRA_NAME = "extra_agg";
-    static final String EXTRA_SQL = "SELECT name, COUNT(*) AS c FROM src GROUP BY name";
+
+    /**
+     * The extra statement; with the knob name-type (e.g. VARCHAR(64)) its grouping key is name cast
+     * to that type (else STRING): a typed column whose type a job upgrade changes.
+     */
+    static String extraSql(String nameType) {
+        String name = nameType == null ? "name" : "CAST(name AS " + nameType + ")";
+        return "SELECT " + name + " AS name, COUNT(*) AS c FROM src GROUP BY " + name;
+    }
 
     /** Name prefixes (up to '[') of the planner's stateful operators. */
     static final Set<String> STATEFUL = new HashSet<>(Arrays.asList(
@@ -253,7 +261,7 @@ public final class SqlJob {
 
     /**
      * Adds the two sources (bodies *src* and *dim*, uids sql-src / sql-dim) and every statement with
-     * its collecting sink to *env* (with the knob extra-statement, EXTRA_SQL first). The same graph
+     * its collecting sink to *env* (with the knob extra-statement, extraSql first). The same graph
      * whatever the bodies, so the same operator ids: mode=sql-restore restores mode=sql's savepoints
      * through it.
      */
@@ -267,7 +275,7 @@ public final class SqlJob {
         Plan plan = new Plan();
         Set<Integer> sourceIds = new HashSet<>(Arrays.asList(srcDs.getTransformation().getId(), dimDs.getTransformation().getId()));
         if (Boolean.parseBoolean(sc.knobs.getOrDefault("extra-statement", "false"))) {
-            addStatement(tEnv, plan, sourceIds, EXTRA_NAME, EXTRA_SQL);
+            addStatement(tEnv, plan, sourceIds, EXTRA_NAME, extraSql(sc.knobs.get("name-type")));
         }
         for (Map.Entry<String, String> st : STATEMENTS.entrySet()) addStatement(tEnv, plan, sourceIds, st.getKey(), st.getValue());
         plan.transformations.put(srcDs.getTransformation().getId(), srcDs.getTransformation());
