@@ -41,6 +41,8 @@ _EXPORTS = {
     **dict.fromkeys(_ERRORS, ".statefmt.errors"),
     **dict.fromkeys(_WRITING, ".writers"),
     **dict.fromkeys(("rescale", "Rescale"), ".writers.rescale"),
+    **dict.fromkeys(("check_upgrade", "UpgradeCheck"), ".statefmt.flink.upgrade"),
+    "remap_savepoint": ".writers.flink.remap",
     **dict.fromkeys(("HeapBackend", "RocksDBBackend", "commit_snapshots"), ".backends"),
 }
 

@@ -31,6 +31,8 @@ PUBLIC = [
     "AggregatingState", "Timers", "OperatorListState", "UnionListState", "BroadcastState",
     "SpecError", "InputError", "NullKeyError", "StateValueError", "WriteFailedError",
     "rescale", "Rescale",
+    # job upgrades
+    "check_upgrade", "UpgradeCheck", "remap_savepoint",
     # job-side state backends
     "HeapBackend", "RocksDBBackend", "commit_snapshots",
     "__version__",

@@ -225,17 +225,23 @@ DEFAULTS = {
 # The SQL jobs' knob without a default (table.exec.state.ttl, e.g. "1 d"; tests/flink/README.md "The
 # SQL job"): absent unless given, so the knobs of the savepoints made without it stay as they were.
 SQL_STATE_TTL = "state_ttl"
+# The SQL jobs' knob extra_statement=True: one more statement, ahead of the others (a changed job
+# whose stateful operators all get new ids); absent unless given, like state_ttl.
+SQL_EXTRA = "extra_statement"
+# The SQL jobs' knob name_type (e.g. "VARCHAR(64)"): src's name column cast to it (absent: STRING).
+SQL_NAME_TYPE = "name_type"
 
 
 def knobs(**kw) -> dict[str, str]:
     """The job's knobs with defaults filled in, as the strings it takes on its command line."""
-    unknown = set(kw) - set(DEFAULTS) - {SQL_STATE_TTL}
+    unknown = set(kw) - set(DEFAULTS) - {SQL_STATE_TTL, SQL_EXTRA, SQL_NAME_TYPE}
     if unknown:
         raise TypeError(f"unknown Flink job knobs: {sorted(unknown)}")
-    if kw.get(SQL_STATE_TTL) is None:
-        kw.pop(SQL_STATE_TTL, None)
-    elif kw.get("mode") not in ("sql", "sql-restore"):
-        raise TypeError(f"state_ttl is a knob of mode=sql and mode=sql-restore, not of mode={kw.get('mode')}")
+    for knob in (SQL_STATE_TTL, SQL_EXTRA, SQL_NAME_TYPE):
+        if kw.get(knob) in (None, False):
+            kw.pop(knob, None)
+        elif kw.get("mode") not in ("sql", "sql-restore"):
+            raise TypeError(f"{knob} is a knob of mode=sql and mode=sql-restore, not of mode={kw.get('mode')}")
     merged = {**DEFAULTS, **{k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in kw.items()}}
     if merged["mode"] == "size":
         merged.update(events=merged["keys"], key_type="string", states="base")
@@ -428,7 +434,7 @@ SQL_RESTORE_DEFAULTS = {"first_batch": "false", "allow_non_restored": "false", "
                         "more_events": "12", "more_watermark": "60000"}
 # The knobs of the savepoint's job that the restored job takes over: its input and shape.
 _SQL_INPUT_KNOBS = ("seed", "keys", "events", "value_max", "parallelism", "max_parallelism", "format",
-                    SQL_STATE_TTL)
+                    SQL_STATE_TTL, SQL_EXTRA, SQL_NAME_TYPE)
 
 
 def sql_restore_knobs(savepoint: Snapshot | Path | None, backend: str = "rocksdb", **kw) -> dict[str, str]:

@@ -79,6 +79,22 @@ public final class SqlJob {
                         + "WINDOW w AS (PARTITION BY k ORDER BY rt ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)");
     }
 
+    /**
+     * The knob extra-statement=true adds this statement ahead of the others (its own GROUP BY and
+     * sink): the job of a statement set with one more INSERT, whose planned graph gives every other
+     * stateful operator a new operator id (a job upgrade statectl's check and remap map).
+     */
+    static final String EXTRA_NAME = "extra_agg";
+
+    /**
+     * The extra statement; with the knob name-type (e.g. VARCHAR(64)) its grouping key is name cast
+     * to that type (else STRING): a typed column whose type a job upgrade changes.
+     */
+    static String extraSql(String nameType) {
+        String name = nameType == null ? "name" : "CAST(name AS " + nameType + ")";
+        return "SELECT " + name + " AS name, COUNT(*) AS c FROM src GROUP BY " + name;
+    }
+
     /** Name prefixes (up to '[') of the planner's stateful operators. */
     static final Set<String> STATEFUL = new HashSet<>(Arrays.asList(
             "GroupAggregate", "GlobalGroupAggregate", "Deduplicate", "Rank", "WindowAggregate", "GlobalWindowAggregate",
@@ -113,7 +129,7 @@ public final class SqlJob {
         env.setParallelism(sc.parallelism);
         env.setMaxParallelism(sc.maxParallelism);
         SqlInput in = new SqlInput(sc);
-        Plan plan = plan(env, new SqlInput.Source(in, false), new SqlInput.Source(in, true));
+        Plan plan = plan(env, new SqlInput.Source(in, false), new SqlInput.Source(in, true), sc);
         Map<Integer, Transformation<?>> transformations = plan.transformations;
         Map<Integer, String> statementOf = plan.statementOf;
         Map<String, List<String>> columns = plan.columns;
@@ -213,7 +229,9 @@ public final class SqlJob {
                     "max_parallelism", "key_types", "input_types", "output_type", "node_id"}) {
                 o.put(f, node.get(f));
             }
-            o.put("state", model.state((String) node.get("statement"), (String) node.get("kind")));
+            if (!EXTRA_NAME.equals(node.get("statement"))) {  // the extra statement has no model
+                o.put("state", model.state((String) node.get("statement"), (String) node.get("kind")));
+            }
             operators.put(op.getKey(), o);
         }
         expected.put("operators", operators);
@@ -243,10 +261,11 @@ public final class SqlJob {
 
     /**
      * Adds the two sources (bodies *src* and *dim*, uids sql-src / sql-dim) and every statement with
-     * its collecting sink to *env*. The same graph whatever the bodies, so the same operator ids:
-     * mode=sql-restore restores mode=sql's savepoints through it.
+     * its collecting sink to *env* (with the knob extra-statement, extraSql first). The same graph
+     * whatever the bodies, so the same operator ids: mode=sql-restore restores mode=sql's savepoints
+     * through it.
      */
-    static Plan plan(StreamExecutionEnvironment env, SourceBody<Row> src, SourceBody<Row> dim) {
+    static Plan plan(StreamExecutionEnvironment env, SourceBody<Row> src, SourceBody<Row> dim, Scenario sc) {
         StreamTableEnvironment tEnv = StreamTableEnvironment.create(env);
         tEnv.getConfig().setLocalTimeZone(ZoneOffset.UTC);
         resetPlannerIds(tEnv);
@@ -255,6 +274,9 @@ public final class SqlJob {
         createViews(tEnv, srcDs, dimDs);
         Plan plan = new Plan();
         Set<Integer> sourceIds = new HashSet<>(Arrays.asList(srcDs.getTransformation().getId(), dimDs.getTransformation().getId()));
+        if (Boolean.parseBoolean(sc.knobs.getOrDefault("extra-statement", "false"))) {
+            addStatement(tEnv, plan, sourceIds, EXTRA_NAME, extraSql(sc.knobs.get("name-type")));
+        }
         for (Map.Entry<String, String> st : STATEMENTS.entrySet()) addStatement(tEnv, plan, sourceIds, st.getKey(), st.getValue());
         plan.transformations.put(srcDs.getTransformation().getId(), srcDs.getTransformation());
         plan.transformations.put(dimDs.getTransformation().getId(), dimDs.getTransformation());

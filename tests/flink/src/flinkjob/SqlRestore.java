@@ -47,7 +47,7 @@ public final class SqlRestore {
         env.setParallelism(sc.parallelism);
         env.setMaxParallelism(sc.maxParallelism);
         SqlMore more = new SqlMore(new SqlInput(sc), sc.knobs);
-        SqlJob.Plan plan = SqlJob.plan(env, new Source(more, false, firstBatch), new Source(more, true, firstBatch));
+        SqlJob.Plan plan = SqlJob.plan(env, new Source(more, false, firstBatch), new Source(more, true, firstBatch), sc);
         StreamGraph graph = env.getStreamGraph();
         graph.setJobName("flinkjob sql");
         Map<String, String> ids = operatorIds(graph);
@@ -105,7 +105,7 @@ public final class SqlRestore {
         d.put("operator_ids", ids);
         d.put("model_after_restore", more.model());
         Map<String, Object> statements = new LinkedHashMap<>();
-        for (String name : SqlJob.STATEMENTS.keySet()) {
+        for (String name : plan.columns.keySet()) {  // SqlJob.STATEMENTS, and the extra statement if added
             List<List<Object>> all = new ArrayList<>(Shared.sqlReceived.getOrDefault(name, Collections.emptyList()));
             List<List<Object>> after = all.subList(boundary.getOrDefault(name, 0), all.size());
             Map<String, Object> st = Model.obj("columns", plan.columns.get(name), "received_changelog", SqlModel.sortedChangelog(after));

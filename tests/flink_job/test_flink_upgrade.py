@@ -1,0 +1,183 @@
+"""`check` and `remap` on real Flink jobs changed as users change them (docs/UPGRADES.md):
+
+- the DataStream job (Flink 2.3 and 1.20; canonical savepoints of the hashmap backend, and
+  native RocksDB ones, whose SST files stay where they lie) with every uid renamed (uid_prefix v2-, so every name too): check matches
+  each stateful operator by its states, remap writes OLD's state under NEW's ids, and the renamed
+  job restores it without allowNonRestoredState, holding OLD's state (not NEW's: NEW's savepoint
+  was made from other input);
+- the SQL job (Flink 2.3) with one more statement ahead of the others (extra_statement): every stateful
+  operator's id and node number changes; check matches each by SQL node kind and state (the
+  three deduplications and the two window aggregates in plan order), lists the new statement's
+  aggregate as starting empty, and the changed job restores remap's output and continues each
+  statement from OLD's state exactly as OLD's own job restored from OLD does."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from support import flink_job
+from support.cli_runner import statectl
+from support.savepoint_rows import digest
+
+pytestmark = pytest.mark.slow  # real Flink jobs
+
+VERSION = "2.3.0"
+SHAPE = dict(backend="hashmap", format="canonical")
+
+
+def _check(old, new) -> dict:
+    result = statectl("check", str(old), "--against", str(new), "--json")
+    assert result.returncode == 1, result.stderr
+    return json.loads(result.stdout)
+
+
+RENAMED = {"2.3.0 hashmap canonical": ("2.3.0", SHAPE), "1.20.3 hashmap canonical": ("1.20.3", SHAPE),
+           "2.3.0 rocksdb native": ("2.3.0", dict(backend="rocksdb", format="native"))}
+
+
+@pytest.fixture(scope="module", params=list(RENAMED))
+def renamed(request, tmp_path_factory):
+    """OLD (the job as it is), NEW (every uid renamed, other input), remap's output, the release."""
+    version, shape = RENAMED[request.param]
+    try:
+        old, new = flink_job.make_snapshots(version, [dict(shape), dict(shape, uid_prefix="v2-", seed=99)])
+    except flink_job.FlinkSetupError as e:
+        pytest.fail(str(e), pytrace=False)
+    out = tmp_path_factory.mktemp("remap") / "out"
+    before = digest(old.path)
+    result = statectl("remap", str(old.path), str(out), "--against", str(new.path))
+    assert result.returncode == 0, result.stderr
+    assert digest(old.path) == before
+    return old, new, out, version
+
+
+def test_check_matches_every_renamed_operator_by_its_states(renamed):
+    old, new, _, version = renamed
+    doc = _check(old.path, new.path)
+    got = {op["old_operator_id"]: (op["status"], op["new_operator_id"], op["how"], op["level"])
+           for op in doc["operators"]}
+    ids = {uid: flink_job.operator_id(uid)["operator_id"] for uid in old.expected["operators"]}
+    assert got == {ids[uid]: ("matched", flink_job.operator_id("v2-" + uid)["operator_id"], "state names and types",
+                              "identical") for uid in ("src", "union-op", "bcast", "proc", "win")}
+    assert doc["starting_empty"] == []
+    if version.startswith("2."):  # Flink 1.x _metadata has no uids: operators are named by id there
+        assert {op["old"]: op["new"] for op in doc["operators"]} == {
+            uid: "v2-" + uid for uid in ("src", "union-op", "bcast", "proc", "win")}
+
+
+def test_the_renamed_job_restores_remaps_output_with_olds_state(renamed, tmp_path):
+    old, new, out, version = renamed
+    check = statectl("check", str(out), "--against", str(new.path))
+    assert check.returncode == 0, check.stdout
+    knobs = {k.replace("-", "_"): v for k, v in old.expected["scenario"]["knobs"].items()
+             if k.replace("-", "_") in flink_job.DEFAULTS and k != "out"}
+    dump = flink_job.restore(version, out, tmp_path / "restored", **{**knobs, "uid_prefix": "v2-"})
+    as_new = {**old.expected, "operators": {"v2-" + uid: dict(op, uid="v2-" + uid)
+                                            for uid, op in old.expected["operators"].items()}}
+    assert flink_job.restore_mismatches(as_new, dump) == []
+
+
+def test_without_remap_the_renamed_job_refuses_old(renamed, tmp_path):
+    old, _, _, version = renamed
+    if not version.startswith("2.") or old.expected["state_backend"] != "hashmap":
+        pytest.skip("one case (Flink 2.3, hashmap) is enough to show the failure remap avoids")
+    knobs = {k.replace("-", "_"): v for k, v in old.expected["scenario"]["knobs"].items()
+             if k.replace("-", "_") in flink_job.DEFAULTS and k != "out"}
+    with pytest.raises(flink_job.FlinkJobError, match="Cannot map checkpoint/savepoint state"):
+        flink_job.restore(version, old.path, tmp_path / "restored", **{**knobs, "uid_prefix": "v2-"})
+
+
+@pytest.fixture(scope="module")
+def sql_pair():
+    try:
+        return flink_job.make_sql_snapshots(VERSION, [dict(SHAPE), dict(SHAPE, extra_statement=True)])
+    except flink_job.FlinkSetupError as e:
+        pytest.fail(str(e), pytrace=False)
+
+
+def test_check_matches_the_sql_operators_by_node_kind_and_state(sql_pair):
+    old, new = sql_pair
+    doc = _check(old.path, new.path)
+    statement = {o["operator_id"]: o["statement"] for o in old.expected["operators"].values()}
+    statement_new = {o["operator_id"]: o["statement"] for o in new.expected["operators"].values()}
+    assert len(doc["operators"]) == len(old.expected["operators"]) == 11
+    for op in doc["operators"]:
+        assert op["status"] == "matched" and op["old_operator_id"] != op["new_operator_id"], op
+        assert op["how"].startswith("SQL node kind and state"), op
+        assert statement_new[op["new_operator_id"]] == statement[op["old_operator_id"]], op
+        assert op["level"] == "identical"
+    extra = next(n for n, o in new.expected["operators"].items() if o["statement"] == "extra_agg")
+    assert doc["starting_empty"] == [extra]
+
+
+def test_the_changed_sql_job_restores_remaps_output_and_continues(sql_pair, tmp_path):
+    old, new = sql_pair
+    out = tmp_path / "out"
+    result = statectl("remap", str(old.path), str(out), "--against", str(new.path))
+    assert result.returncode == 0, result.stderr
+    base, changed = flink_job.restore_sqls(VERSION, [(old, dict(backend=SHAPE["backend"])),
+                                                     (out, dict(backend=SHAPE["backend"], extra_statement=True))])
+    assert set(changed["statements"]) == set(base["statements"]) | {"extra_agg"}
+    _continues_alike(old, base, changed)
+
+
+def _continues_alike(old, base: dict, changed: dict) -> None:
+    """Every statement of *old*'s job ends the second batch with the same table in the changed
+    job as in *old*'s own job restored from *old* (its changelog applied to the table *old* had:
+    a statement that started empty would retract rows it never emitted); those whose changelog
+    does not depend on the order rows arrive in from the two source subtasks, change by change."""
+    for name, st in old.expected["statements"].items():
+        table, rows = st["received_output"], changed["statements"][name]["received_changelog"]
+        assert flink_job.materialize(table, rows) == \
+            flink_job.materialize(table, base["statements"][name]["received_changelog"]), name
+        if name in ("group_agg", "dedup_first"):
+            assert _sorted(rows) == _sorted(base["statements"][name]["received_changelog"]), name
+
+
+def _sorted(rows: list) -> list:
+    return sorted(rows, key=json.dumps)
+
+
+def test_without_remap_the_changed_sql_job_refuses_old(sql_pair):
+    old, _ = sql_pair
+    with pytest.raises(flink_job.FlinkJobError, match="Cannot map checkpoint/savepoint state"):
+        flink_job.restore_sql(VERSION, old.path, backend=SHAPE["backend"], extra_statement=True)
+
+
+@pytest.fixture(scope="module")
+def typed_pair():
+    """The SQL job with the extra statement grouping by CAST(name AS VARCHAR(64)) (OLD) and by
+    name, a STRING (NEW): the key's type is longer, its bytes the same."""
+    try:
+        return flink_job.make_sql_snapshots(VERSION, [dict(SHAPE, extra_statement=True, name_type="VARCHAR(64)"),
+                                                      dict(SHAPE, extra_statement=True)])
+    except flink_job.FlinkSetupError as e:
+        pytest.fail(str(e), pytrace=False)
+
+
+def test_a_longer_varchar_key_is_converted_by_its_serializer_snapshot(typed_pair, tmp_path):
+    old, new = typed_pair
+    doc = _check(old.path, new.path)
+    changed = {op["old"]: op for op in doc["operators"] if op["level"] != "identical"}
+    assert len(doc["operators"]) == 12 and len(changed) == 1, changed
+    (op,) = changed.values()
+    assert op["level"] == "convertible" and op["status"] in ("restored", "matched")
+    key = next(s for s in op["states"] if s["kind"] == "key")
+    assert key["reasons"] == ["key.f0: VARCHAR(64) became VARCHAR(2147483647)"]
+    assert key["rewrites"] == "serializer snapshot"
+    out = tmp_path / "out"
+    before = digest(old.path)
+    result = statectl("remap", str(old.path), str(out), "--against", str(new.path))
+    assert result.returncode == 0, result.stderr
+    assert digest(old.path) == before
+    assert statectl("check", str(out), "--against", str(new.path)).returncode == 0
+    with pytest.raises(flink_job.FlinkJobError):  # the new job refuses OLD's key serializer itself
+        flink_job.restore_sql(VERSION, old.path, backend=SHAPE["backend"], extra_statement=True)
+    base, remapped = flink_job.restore_sqls(VERSION, [
+        (old, dict(backend=SHAPE["backend"])), (out, dict(backend=SHAPE["backend"], extra_statement=True))])
+    assert set(base["statements"]) == set(remapped["statements"])
+    _continues_alike(old, base, remapped)
+    extra = [r["received_changelog"] for r in (base["statements"]["extra_agg"], remapped["statements"]["extra_agg"])]
+    assert _sorted(extra[0]) == _sorted(extra[1]) and any(r[0] == "-U" for r in extra[1])  # its counts continue
