@@ -35,6 +35,9 @@ MAPS = {"java.util.HashMap", "java.util.LinkedHashMap", "java.util.concurrent.Co
         *(f"java.util.Collections${kind}{what}" for kind in ("Unmodifiable", "Synchronized", "Checked")
           for what in ("Map", "SortedMap", "NavigableMap"))}
 SORTED_MAPS = {"java.util.TreeMap", "java.util.concurrent.ConcurrentSkipListMap"}
+# Declared collection types a column types as a list (when the element type is known).
+LIST_DECLARED = {"java.util.List", "java.util.Collection", "java.util.Set", "java.util.ArrayList",
+                 "java.util.LinkedList", "java.util.HashSet", "java.util.LinkedHashSet"}
 FINAL_BUILTINS = {"java.lang.String", "java.util.UUID", "java.net.URI",
                   "java.util.Locale", "java.util.Optional", "java.time.LocalDate", "java.time.LocalDateTime",
                   "java.time.Instant", "java.time.LocalTime", "java.time.Duration", *BOXED}

@@ -15,6 +15,7 @@ import numpy as np
 from ...jit import njit
 
 _njit = njit(__file__)
+_inline = njit(__file__, inline="always")  # the small readers, compiled into their callers
 
 OK, ENDS_EARLY, BAD = 0, 1, 2
 
@@ -23,11 +24,13 @@ OK, ENDS_EARLY, BAD = 0, 1, 2
 CLASS, OBJECT, INT, LONG, BOOL, BYTE, SHORT, CHAR, FLOAT, DOUBLE, STRING, UUID, ENUM, BOXED_INT, BOXED_LONG = \
     range(15)
 BOXED_BOOL, BOXED_BYTE, BOXED_SHORT, BOXED_CHAR, BOXED_FLOAT, BOXED_DOUBLE = range(15, 21)
+LIST = 21  # a collection field; the step's *skip* names its elements' op (STRING, BOXED_INT, BOXED_LONG)
+MAX_NAMES = 64  # class names one value may define before the walk leaves it to the per-value decoder
 FIXED_WIDTH = {SHORT: 2, CHAR: 2, FLOAT: 4, DOUBLE: 8, BOXED_SHORT: 2, BOXED_CHAR: 2, BOXED_FLOAT: 4,
                BOXED_DOUBLE: 8}
 
 
-@_njit
+@_inline
 def _varint(data, pos, end):
     result = np.int64(0)
     shift = 0
@@ -43,7 +46,7 @@ def _varint(data, pos, end):
     return result & 0xFFFFFFFF, pos
 
 
-@_njit
+@_inline
 def _varlong(data, pos, end):
     result = np.uint64(0)
     shift = np.uint64(0)
@@ -62,18 +65,18 @@ def _varlong(data, pos, end):
     return np.int64(result), pos
 
 
-@_njit
+@_inline
 def _zigzag32(v):
     return (v >> 1) ^ -(v & 1)
 
 
-@_njit
+@_inline
 def _zigzag64(v):
     u = np.uint64(v)
     return np.int64(u >> np.uint64(1)) ^ -np.int64(u & np.uint64(1))
 
 
-@_njit
+@_inline
 def _fixed(data, pos, width, little):
     v = np.int64(0)
     for i in range(width):
@@ -82,7 +85,7 @@ def _fixed(data, pos, width, little):
     return v
 
 
-@_njit
+@_inline
 def _string(data, pos, end, out_start, out_end, out_kind, row, slot):
     """One string: ASCII with its last byte flagged (kind 0), or a flagged char count then
     UTF-8 (kind 1; null 2, empty 3). Returns where it ends (-1: ends early)."""
@@ -130,40 +133,232 @@ def _string(data, pos, end, out_start, out_end, out_kind, row, slot):
 
 
 @_njit
-def walk(data, starts, limits, plan, little, numbers, present, s_start, s_end, s_kind, fallback):
-    """Runs *plan* over each value; returns (code, row, offset) and each value's end in *limits*'
-    place (overwritten). A row marked in *fallback* is left for the per-value decoder."""
+def _list(data, pos, end, little, element_op, row, slot, numbers, present, s_start, fallback, list_ids,
+          list_names, name_ok, names, e_start, e_end, e_kind, e_num, elements):
+    """One collection field: its class, reference marker, count, elements. Returns (position,
+    names defined, elements so far); position -1: ends early, -2: left for the per-value decoder."""
+    cid, pos = _varint(data, pos, end)
+    if pos < 0:
+        return np.int64(-1), names, elements
+    if cid == 0:
+        return pos, names, elements  # a null list
+    if cid == 1:
+        nid, pos = _varint(data, pos, end)
+        if pos < 0:
+            return np.int64(-1), names, elements
+        if nid == names and names < MAX_NAMES:  # named here first
+            start = pos
+            while pos < end and data[pos] < 0x80:
+                pos += 1
+            pos += 1
+            name_ok[names] = _named(data, start, pos, list_names)
+            names += 1
+        elif nid > names:
+            fallback[row] = True
+            return np.int64(-2), names, elements
+        if not name_ok[nid]:  # a class the walk does not read (a TreeSet writes its comparator first)
+            fallback[row] = True
+            return np.int64(-2), names, elements
+    elif cid - 2 >= list_ids.shape[0] or not list_ids[cid - 2]:
+        fallback[row] = True
+        return np.int64(-2), names, elements
+    mark, pos = _varint(data, pos, end)
+    if pos < 0:
+        return np.int64(-1), names, elements
+    if mark != 1:
+        fallback[row] = True
+        return np.int64(-2), names, elements
+    if little:  # Kryo 5: a flagged count (whether any element is null), plus one
+        if pos >= end:
+            return np.int64(-1), names, elements
+        b = np.int64(data[pos])
+        has_null = b >= 0x80
+        count, pos = _flagged(data, pos, end)
+        count -= 1
+    else:
+        has_null = True
+        count, pos = _varint(data, pos, end)
+    if pos < 0 or count < 0 or count > end - pos:
+        return np.int64(-1), names, elements
+    present[row, slot] = True
+    numbers[row, slot] = count
+    s_start[row, slot] = elements
+    marked = element_op == STRING or has_null
+    for k in range(count):
+        at = elements + k
+        if marked:
+            mark, pos = _varint(data, pos, end)
+            if pos < 0:
+                return np.int64(-1), names, elements
+            if mark == 0:
+                e_kind[at, 0] = 2
+                continue
+            if mark != 1:
+                fallback[row] = True
+                return np.int64(-2), names, elements
+        if element_op == STRING:
+            pos = _string(data, pos, end, e_start, e_end, e_kind, at, 0)
+        elif element_op == BOXED_INT:
+            v, pos = _varint(data, pos, end)
+            e_num[at], e_kind[at, 0] = _zigzag32(v), 0
+        else:
+            v, pos = _varlong(data, pos, end)
+            e_num[at], e_kind[at, 0] = _zigzag64(v), 0
+        if pos < 0:
+            return np.int64(-1), names, elements
+    return pos, names, elements + count
+
+
+@_inline
+def _flagged(data, pos, end):
+    """Kryo 5's varint with a flag in the first byte's top bit (six value bits there)."""
+    b = np.int64(data[pos])
+    pos += 1
+    result = b & 0x3F
+    if b & 0x40:
+        shift = 6
+        for _ in range(4):
+            if pos >= end:
+                return np.int64(0), np.int64(-1)
+            c = np.int64(data[pos])
+            pos += 1
+            result |= (c & 0x7F) << shift
+            if c < 0x80:
+                break
+            shift += 7
+    return result, pos
+
+
+@_njit
+def _named(data, start, end, list_names):
+    """Whether the ASCII class name at [start, end) (its last byte flagged) is one of *list_names*
+    (the names' bytes, each ending with a flagged byte too)."""
+    at = 0
+    while at < list_names.shape[0]:
+        stop = at
+        while list_names[stop] < 0x80:
+            stop += 1
+        stop += 1
+        if stop - at == end - start:
+            k = 0
+            while k < end - start and data[start + k] == list_names[at + k]:
+                k += 1
+            if k == end - start:
+                return True
+        at = stop
+    return False
+
+
+@_njit
+def _grown(e_start, e_end, e_kind, e_num, capacity):
+    n = e_num.shape[0]
+    new_start = np.zeros((capacity, 1), dtype=np.int64)
+    new_end = np.zeros((capacity, 1), dtype=np.int64)
+    new_kind = np.full((capacity, 1), 2, dtype=np.int8)
+    new_num = np.zeros(capacity, dtype=np.int64)
+    new_start[:n], new_end[:n], new_kind[:n], new_num[:n] = e_start, e_end, e_kind, e_num
+    return new_start, new_end, new_kind, new_num
+
+
+@_njit
+def gather_strings(arr, starts, ends, kind, valid, offsets, out):
+    """Strings' bytes from their spans into *out* at *offsets*; an ASCII run's (kind 0) last
+    byte loses its flag."""
+    for i in range(starts.shape[0]):
+        if not valid[i]:
+            continue
+        at = offsets[i]
+        for k in range(ends[i] - starts[i]):
+            out[at + k] = arr[starts[i] + k]
+        if kind[i] == 0 and ends[i] > starts[i]:
+            out[offsets[i + 1] - 1] &= 0x7F
+
+
+@_njit
+def uuid_text(hi, lo, out):
+    """Each (hi, lo) pair as a UUID's 36 characters (lower-case hex, dashes after 8, 12, 16, 20)."""
+    digits = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+    for i in range(hi.shape[0]):
+        at = i * 36
+        k = 0
+        for half in range(2):
+            v = np.uint64(hi[i] if half == 0 else lo[i])
+            for nibble in range(16):
+                if k == 8 or k == 12 or k == 16 or k == 20:
+                    out[at] = 45  # '-'
+                    at += 1
+                out[at] = digits[(v >> np.uint64(60 - 4 * nibble)) & np.uint64(15)]
+                at += 1
+                k += 1
+
+
+@_njit
+def walk(data, starts, limits, plan, little, numbers, present, s_start, s_end, s_kind, fallback,
+         list_ids, list_names):
+    """Runs *plan* over each value; returns (code, row, offset, elements, e_start, e_end, e_kind,
+    e_num) and each value's end in *limits*' place (overwritten). A row marked in *fallback* is
+    left for the per-value decoder.
+
+    A list's class is a class id (*list_ids* says which ids are collections it can read) or a
+    name (*list_names*, Kryo's ASCII form one after another, those it can read); its elements go to the
+    ``e_`` arrays (grown as needed), from the index in *s_start*, their number in *numbers*."""
     n = starts.shape[0]
     steps = plan.shape[0]
+    elements = 0
+    capacity = 2 * n + 16
+    e_start = np.zeros((capacity, 1), dtype=np.int64)
+    e_end = np.zeros((capacity, 1), dtype=np.int64)
+    e_kind = np.full((capacity, 1), 2, dtype=np.int8)
+    e_num = np.zeros(capacity, dtype=np.int64)
+    name_ok = np.zeros(MAX_NAMES, dtype=np.bool_)  # whether each class named in a value is a list the walk reads
     for row in range(n):
         pos, end = starts[row], limits[row]
+        names = 0
         i = 0
         while i < steps:
             op, slot, skip = plan[i, 0], plan[i, 1], plan[i, 2]
             if op == CLASS:
                 cid, pos = _varint(data, pos, end)
                 if pos < 0:
-                    return ENDS_EARLY, row, starts[row]
+                    return ENDS_EARLY, row, starts[row], 0, e_start, e_end, e_kind, e_num
                 if cid == 0:  # the whole value is null
                     i = steps
                     break
                 if cid == 1:  # a class named in full: only the plan's class can be here
                     nid, pos = _varint(data, pos, end)
                     if pos < 0:
-                        return ENDS_EARLY, row, starts[row]
+                        return ENDS_EARLY, row, starts[row], 0, e_start, e_end, e_kind, e_num
+                    if nid != names or names >= MAX_NAMES:
+                        fallback[row] = True
+                        break
                     while pos < end and data[pos] < 0x80:
                         pos += 1
                     pos += 1
+                    name_ok[names] = False
+                    names += 1
                 elif plan[i, 2] >= 0 and cid - 2 != plan[i, 2]:
                     fallback[row] = True
                     break
                 present[row, slot] = True
                 i += 1
                 continue
+            if op == LIST:
+                if elements + (end - pos) > capacity:  # room for as many elements as bytes are left
+                    capacity = 2 * capacity + (end - pos)
+                    e_start, e_end, e_kind, e_num = _grown(e_start, e_end, e_kind, e_num, capacity)
+                pos, names, elements = _list(data, pos, end, little, skip, row, slot, numbers, present, s_start,
+                                             fallback, list_ids, list_names, name_ok, names,
+                                             e_start, e_end, e_kind, e_num, elements)
+                if pos == -1:
+                    return ENDS_EARLY, row, starts[row], 0, e_start, e_end, e_kind, e_num
+                if pos == -2:
+                    break
+                i += 1
+                continue
             if op == OBJECT or op == STRING or op == UUID or op == ENUM or op >= BOXED_INT:
                 mark, pos = _varint(data, pos, end)  # null, not null, or a reference
                 if pos < 0:
-                    return ENDS_EARLY, row, starts[row]
+                    return ENDS_EARLY, row, starts[row], 0, e_start, e_end, e_kind, e_num
                 if mark == 0:
                     i += 1 + (skip if op == OBJECT else 0)
                     continue
@@ -181,14 +376,14 @@ def walk(data, starts, limits, plan, little, numbers, present, s_start, s_end, s
                 numbers[row, slot] = _zigzag64(v)
             elif op == BOOL or op == BYTE or op == BOXED_BOOL or op == BOXED_BYTE:
                 if pos >= end:
-                    return ENDS_EARLY, row, pos
+                    return ENDS_EARLY, row, pos, 0, e_start, e_end, e_kind, e_num
                 numbers[row, slot] = data[pos]
                 pos += 1
             elif op == STRING:
                 pos = _string(data, pos, end, s_start, s_end, s_kind, row, slot)
             elif op == UUID:
                 if pos + 16 > end:
-                    return ENDS_EARLY, row, pos
+                    return ENDS_EARLY, row, pos, 0, e_start, e_end, e_kind, e_num
                 numbers[row, slot] = _fixed(data, pos, 8, little)
                 numbers[row, slot + 1] = _fixed(data, pos + 8, 8, little)
                 pos += 16
@@ -201,11 +396,11 @@ def walk(data, starts, limits, plan, little, numbers, present, s_start, s_end, s
                 width = 2 if (op == SHORT or op == CHAR or op == BOXED_SHORT or op == BOXED_CHAR) else \
                     (4 if op == FLOAT or op == BOXED_FLOAT else 8)
                 if pos + width > end:
-                    return ENDS_EARLY, row, pos
+                    return ENDS_EARLY, row, pos, 0, e_start, e_end, e_kind, e_num
                 numbers[row, slot] = _fixed(data, pos, width, little)
                 pos += width
             if pos < 0:
-                return ENDS_EARLY, row, starts[row]
+                return ENDS_EARLY, row, starts[row], 0, e_start, e_end, e_kind, e_num
             i += 1
         limits[row] = pos
-    return OK, 0, 0
+    return OK, 0, 0, elements, e_start, e_end, e_kind, e_num

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from .classes import JavaType
-from .decode import KryoDecoder
+from .decode import LIST_DECLARED, KryoDecoder
 from .registry import KRYO5
 from . import kernel as K
 
@@ -24,7 +24,13 @@ _PRIMITIVE_OPS = {"int": K.INT, "long": K.LONG, "boolean": K.BOOL, "byte": K.BYT
 _BOXED_OPS = {"java.lang.Integer": K.BOXED_INT, "java.lang.Long": K.BOXED_LONG, "java.lang.Boolean": K.BOXED_BOOL,
               "java.lang.Byte": K.BOXED_BYTE, "java.lang.Short": K.BOXED_SHORT, "java.lang.Character": K.BOXED_CHAR,
               "java.lang.Float": K.BOXED_FLOAT, "java.lang.Double": K.BOXED_DOUBLE}
-_HEX = np.frombuffer(b"".join(f"{i:02x}".encode() for i in range(256)), dtype=np.uint8).reshape(256, 2)
+_LIST_ELEMENTS = {"java.lang.String": K.STRING, "java.lang.Integer": K.BOXED_INT, "java.lang.Long": K.BOXED_LONG}
+# Declared collection types, and the classes a walk reads as Kryo's CollectionSerializer writes them.
+LIST_CLASSES = {"java.util.ArrayList", "java.util.LinkedList", "java.util.HashSet", "java.util.LinkedHashSet",
+                "java.util.Vector", "java.util.concurrent.CopyOnWriteArrayList"}
+# LIST_CLASSES as Kryo writes a class name: ASCII, the last byte's top bit set.
+_LIST_NAMES = np.frombuffer(b"".join(n[:-1].encode() + bytes([ord(n[-1]) | 0x80]) for n in sorted(LIST_CLASSES)),
+                            dtype=np.uint8)
 
 
 @dataclass
@@ -36,6 +42,7 @@ class Node:
     name: str = ""
     children: list["Node"] | None = None
     enum: tuple[str, ...] = ()
+    element: int = 0  # a list's elements' op
 
 
 @dataclass
@@ -86,6 +93,10 @@ def _field(decoder: KryoDecoder, t: JavaType, steps: list, seen, name: str) -> N
     if op is not None:
         steps.append([op, _next_slot(steps), 0])
         return Node(op, steps[-1][1], name)
+    if t.name in LIST_DECLARED and len(t.args) == 1 and not t.args[0].dims and t.args[0].name in _LIST_ELEMENTS:
+        element = _LIST_ELEMENTS[t.args[0].name]
+        steps.append([K.LIST, _next_slot(steps), element])
+        return Node(K.LIST, steps[-1][1], name, element=element)
     info = decoder.class_info(t.name)
     if info is not None and info.enum:
         steps.append([K.ENUM, _next_slot(steps), 0])
@@ -105,89 +116,115 @@ def columns(plan: Plan, decoder: KryoDecoder, arr: np.ndarray, starts: np.ndarra
             arrow_type: pa.DataType):
     """The values at *starts* (each bounded by *limits*) as one Arrow array, where each ends,
     the rows left for the per-value decoder, and the walk's (code, row, offset)."""
+    starts = np.asarray(starts, dtype=np.int64)
     n = len(starts)
+    list_ids = _list_ids(decoder)
+    walked = _Walk(n, plan.slots)
     ends = np.array(limits, dtype=np.int64, copy=True)
-    numbers = np.zeros((n, plan.slots), dtype=np.int64)
-    present = np.zeros((n, plan.slots), dtype=np.bool_)
-    s_start = np.zeros((n, plan.slots), dtype=np.int64)
-    s_end = np.zeros((n, plan.slots), dtype=np.int64)
-    s_kind = np.full((n, plan.slots), 2, dtype=np.int8)
-    fallback = np.zeros(n, dtype=np.bool_)
-    little = decoder.config.generation == KRYO5
-    status = K.walk(arr, np.asarray(starts, dtype=np.int64), ends, plan.steps, little, numbers, present,
-                    s_start, s_end, s_kind, fallback)
-    if status[0] != K.OK:
-        return None, ends, fallback, status
-    built = _Build(arr, numbers, present, s_start, s_end, s_kind, little)
+    code, row, at, _, *elements = K.walk(arr, starts, ends, plan.steps, decoder.little, walked.numbers,
+                                         walked.present, walked.s_start, walked.s_end, walked.s_kind,
+                                         walked.fallback, list_ids, _LIST_NAMES)
+    if code != K.OK:
+        return None, ends, walked.fallback, (code, row, at)
+    walked.e_start, walked.e_end, walked.e_kind, walked.e_num = elements
+    built = _Build(arr, walked, decoder.little)
     top = built.node(plan.root, arrow_type)
-    valid = present[:, 0] & present[:, plan.root.slot]
-    array = pa.StructArray.from_arrays(top.flatten() if isinstance(top, pa.StructArray) else [top],
-                                       fields=list(arrow_type), mask=pa.array(~valid))
-    return array, ends, fallback, status
+    valid = walked.present[:, 0] & walked.present[:, plan.root.slot]
+    array = pa.StructArray.from_arrays(top.flatten(), fields=list(arrow_type), mask=pa.array(~valid))
+    return array, ends, walked.fallback, (K.OK, 0, 0)
 
 
-@dataclass
+def _list_ids(decoder: KryoDecoder) -> np.ndarray:
+    """Which class ids name a collection the walk reads (Kryo 5 writes `Arrays.asList` as one too)."""
+    ids = decoder.config.ids
+    out = np.zeros(max(ids) + 1 if ids else 1, dtype=np.bool_)
+    for i, reg in ids.items():
+        out[i] = not reg.serializer and (reg.name in LIST_CLASSES or
+                                         (reg.name == "java.util.Arrays$ArrayList" and decoder.little))
+    return out
+
+
+class _Walk:
+    """What the walk fills: per value and step, a number or span and whether present; lists' elements."""
+
+    def __init__(self, n: int, slots: int):
+        self.numbers = np.zeros((n, slots), dtype=np.int64)
+        self.present = np.zeros((n, slots), dtype=np.bool_)
+        self.s_start = np.zeros((n, slots), dtype=np.int64)
+        self.s_end = np.zeros((n, slots), dtype=np.int64)
+        self.s_kind = np.full((n, slots), 2, dtype=np.int8)
+        self.fallback = np.zeros(n, dtype=np.bool_)
+        self.e_start = self.e_end = self.e_kind = self.e_num = None  # a list's elements, from the walk
+
+
 class _Build:
-    arr: np.ndarray
-    numbers: np.ndarray
-    present: np.ndarray
-    s_start: np.ndarray
-    s_end: np.ndarray
-    s_kind: np.ndarray
-    little: bool
+    """Arrow columns from what the walk filled."""
+
+    def __init__(self, arr: np.ndarray, walked: _Walk, little: bool):
+        self.arr, self.w, self.little = arr, walked, little
+        self.present = walked.present & ~walked.fallback[:, None]
+        self.numbers = walked.numbers
 
     def node(self, node: Node, t: pa.DataType) -> pa.Array:
-        mask = pa.array(~self.present[:, node.slot])
+        absent = ~self.present[:, node.slot]
         if node.op == K.OBJECT:
             kids = [self.node(c, t.field(i).type) for i, c in enumerate(node.children)]
-            return pa.StructArray.from_arrays(kids, fields=list(t), mask=mask)
+            return pa.StructArray.from_arrays(kids, fields=list(t), mask=pa.array(absent))
         v = self.numbers[:, node.slot]
         if node.op == K.STRING:
-            return self.strings(node.slot)
+            w = self.w
+            return _spans(self.arr, w.s_start[:, node.slot], w.s_end[:, node.slot], w.s_kind[:, node.slot], ~absent)
+        if node.op == K.LIST:
+            return self.list(node, t)
         if node.op == K.UUID:
-            return self.uuids(node.slot)
+            return _uuids(v, self.numbers[:, node.slot + 1], ~absent)
         if node.op == K.ENUM:
-            idx = pa.array(np.clip(v, 0, max(len(node.enum) - 1, 0)).astype(np.int32), mask=~self.present[:, node.slot])
+            idx = pa.array(np.clip(v, 0, max(len(node.enum) - 1, 0)).astype(np.int32), mask=absent)
             return pa.DictionaryArray.from_arrays(idx, pa.array(node.enum, pa.string())).cast(pa.string())
         if node.op in (K.BOOL, K.BOXED_BOOL):
-            return pa.array(v != 0, mask=~self.present[:, node.slot])
+            return pa.array(v != 0, mask=absent)
         if node.op in (K.CHAR, K.BOXED_CHAR):
-            return _chars(v, self.present[:, node.slot])
-        values = _numbers(node.op, v)
-        return pa.array(values, type=t, mask=~self.present[:, node.slot])
+            return _chars(v, ~absent)
+        return pa.array(_numbers(node.op, v), type=t, mask=absent)
 
-    def strings(self, slot: int) -> pa.Array:
-        kind = self.s_kind[:, slot]
-        valid = self.present[:, slot] & (kind != 2)
-        starts = np.where(valid, self.s_start[:, slot], 0)
-        ends = np.where(valid, self.s_end[:, slot], 0)
-        lengths = ends - starts
-        offsets = np.zeros(len(starts) + 1, dtype=np.int32)
-        np.cumsum(lengths, out=offsets[1:])
-        total = int(offsets[-1])
-        data = np.empty(total, dtype=np.uint8)
-        if total:
-            index = np.repeat(starts - offsets[:-1], lengths) + np.arange(total)
-            data[:] = self.arr[index]
-        ascii_rows = valid & (kind == 0) & (lengths > 0)
-        data[offsets[1:][ascii_rows] - 1] &= 0x7F
-        out = pa.StringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(data),
-                                          pa.array(valid).buffers()[1], int((~valid).sum()))
-        if (valid & (kind == 1)).any() and (data >= 0xED).any():
-            out = _fix_surrogates(out)
-        return out
+    def list(self, node: Node, t: pa.DataType) -> pa.Array:
+        valid = self.present[:, node.slot]
+        counts = np.where(valid, self.numbers[:, node.slot], 0)
+        offsets = np.zeros(len(counts) + 1, dtype=np.int32)
+        np.cumsum(counts, out=offsets[1:])
+        idx = np.repeat(self.w.s_start[:, node.slot] - offsets[:-1], counts) + np.arange(int(offsets[-1]))
+        w = self.w
+        kind = w.e_kind[idx, 0]
+        if node.element == K.STRING:
+            values = _spans(self.arr, w.e_start[idx, 0], w.e_end[idx, 0], kind, kind != 2)
+        else:
+            values = pa.array(_numbers(node.element, w.e_num[idx]), type=t.value_type, mask=kind == 2)
+        return pa.ListArray.from_arrays(pa.array(offsets), values, mask=pa.array(~valid))
 
-    def uuids(self, slot: int) -> pa.Array:
-        hi, lo = self.numbers[:, slot], self.numbers[:, slot + 1]
-        raw = np.stack([hi, lo], axis=1).astype(">i8").view(np.uint8).reshape(-1, 16)
-        hexed = _HEX[raw].reshape(-1, 32)
-        text = np.full((len(hi), 36), ord("-"), dtype=np.uint8)
-        for (a, b), at in zip(((0, 8), (8, 12), (12, 16), (16, 20), (20, 32)), (0, 9, 14, 19, 24)):
-            text[:, at:at + b - a] = hexed[:, a:b]
-        offsets = np.arange(0, 36 * len(hi) + 1, 36, dtype=np.int32)
-        valid = self.present[:, slot]
-        return pa.StringArray.from_buffers(len(hi), pa.py_buffer(offsets), pa.py_buffer(text.tobytes()),
-                                           pa.array(valid).buffers()[1], int((~valid).sum()))
+
+def _spans(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, kind: np.ndarray, valid: np.ndarray) -> pa.Array:
+    """Kryo strings from their spans: ASCII (kind 0, the last byte flagged), UTF-8 (1), empty (3)."""
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    ends = np.ascontiguousarray(ends, dtype=np.int64)
+    valid = np.ascontiguousarray(valid, dtype=np.bool_)
+    lengths = np.where(valid, ends - starts, 0)
+    offsets = np.zeros(len(starts) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    data = np.empty(int(offsets[-1]), dtype=np.uint8)
+    K.gather_strings(arr, starts, ends, np.ascontiguousarray(kind), valid, offsets, data)
+    out = pa.StringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(data),
+                                      pa.array(valid).buffers()[1], int((~valid).sum()))
+    if (valid & (kind == 1)).any() and (data >= 0xED).any():
+        out = _fix_surrogates(out)
+    return out
+
+
+def _uuids(hi: np.ndarray, lo: np.ndarray, valid: np.ndarray) -> pa.Array:
+    text = np.empty(36 * len(hi), dtype=np.uint8)
+    K.uuid_text(np.ascontiguousarray(hi), np.ascontiguousarray(lo), text)
+    offsets = np.arange(0, 36 * len(hi) + 1, 36, dtype=np.int32)
+    return pa.StringArray.from_buffers(len(hi), pa.py_buffer(offsets), pa.py_buffer(text),
+                                       pa.array(valid).buffers()[1], int((~valid).sum()))
 
 
 def _numbers(op: int, v: np.ndarray) -> np.ndarray:

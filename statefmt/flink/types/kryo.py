@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from ...errors import FlinkFormatError
 from ..kryo.classes import JavaType
-from ..kryo.decode import FINAL_BUILTINS, KryoDecoder
+from ..kryo.decode import FINAL_BUILTINS, LIST_DECLARED, KryoDecoder
 from ..kryo.stream import KryoDataError
 from .base import FlinkType
 
@@ -63,8 +63,18 @@ class Kryo(FlinkType):
         return self._arrow_of(JavaType(self.type_class), ())
 
     def _arrow_of(self, t: JavaType, seen: tuple[str, ...]) -> pa.DataType:
+        """*t*'s column type: its own where the declared type fixes it, else JSON text."""
+        typed = self._typed(t, seen)
+        return JSON if typed is None else typed
+
+    def _typed(self, t: JavaType, seen: tuple[str, ...]) -> pa.DataType | None:
         if t.dims:
-            return JSON
+            return None
+        if t.name in LIST_DECLARED and len(t.args) == 1 and self.decoder.is_final(t.args[0]):
+            element = self._typed(t.args[0], seen)
+            return None if element is None else pa.list_(element)
+        if t.name == "java.util.Optional" and len(t.args) == 1 and self.decoder.is_final(t.args[0]):
+            return self._typed(t.args[0], seen)  # an Optional is its content, or null
         name = _BOXED.get(t.name, t.name)
         if name in _NUMBERS:
             return _NUMBERS[name]
@@ -73,12 +83,10 @@ class Kryo(FlinkType):
         if name in _TIMES:
             return _TIMES[name]
         info = self.decoder.class_info(name)
-        if info is None or name in seen:
-            return JSON
+        if info is None or name in seen or not info.final or info.abstract:
+            return None
         if info.enum:
             return pa.string()
-        if not info.final or info.abstract:
-            return JSON
         fields = self.decoder.fields_of(info)
         return pa.struct([(f.name, self._arrow_of(f.type, seen + (name,))) for f in fields])
 
@@ -126,9 +134,13 @@ class Kryo(FlinkType):
         """*value* (as decoded) shaped as :meth:`_arrow_of` types *t*."""
         if value is None:
             return None
-        arrow = self._arrow_of(t, seen)
-        if arrow == JSON and not isinstance(value, str):
+        arrow = self._typed(t, seen)
+        if arrow is None:
             return as_json(value)
+        if pa.types.is_list(arrow):
+            return [self._convert(v, t.args[0], seen) for v in value]
+        if t.name == "java.util.Optional":
+            return self._convert(value, t.args[0], seen)
         if pa.types.is_struct(arrow):
             if not isinstance(value, dict) or value.get("@class") != t.name:
                 return None if not isinstance(value, dict) else self._struct_mismatch(value, t)

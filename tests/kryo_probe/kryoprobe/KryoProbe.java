@@ -79,6 +79,24 @@ public final class KryoProbe {
         Long boxed;
     }
 
+    /** The benchmark's Kryo class: five fields, a UUID and a list of strings among them. */
+    public static final class BenchUser {
+        UUID id;
+        String name;
+        long count;
+        int level;
+        List<String> tags;
+    }
+
+    /** The same values as a POJO Flink serializes field by field itself. */
+    public static class BenchPojo {
+        public String id;
+        public String name;
+        public long count;
+        public int level;
+        public String[] tags;
+    }
+
     /** Fields of the kinds Kryo's own serializers write. */
     public static final class Holder {
         Object anything;
@@ -158,6 +176,26 @@ public final class KryoProbe {
         throw new IllegalStateException("no KryoSerializer constructor for " + target.getClass());
     }
 
+    /** The serializer Flink picks for *type* (a POJO's PojoSerializer), on 1.x and 2.x alike. */
+    @SuppressWarnings("unchecked")
+    static TypeSerializer<Object> flinkSerializer(Class<?> type) throws Exception {
+        Object info = org.apache.flink.api.common.typeinfo.TypeInformation.of(type);
+        ExecutionConfig config = new ExecutionConfig();
+        Object arg = config;
+        try {
+            arg = ExecutionConfig.class.getMethod("getSerializerConfig").invoke(config);
+        } catch (NoSuchMethodException e) {
+            // Flink 1.17: createSerializer takes the ExecutionConfig
+        }
+        for (java.lang.reflect.Method m : info.getClass().getMethods()) {
+            if (m.getName().equals("createSerializer") && m.getParameterCount() == 1
+                    && m.getParameterTypes()[0].isInstance(arg)) {
+                return (TypeSerializer<Object>) m.invoke(info, arg);
+            }
+        }
+        throw new IllegalStateException("no createSerializer for " + arg.getClass());
+    }
+
     static String hex(byte[] b) {
         StringBuilder s = new StringBuilder();
         for (byte x : b) s.append(String.format("%02x", x));
@@ -174,8 +212,45 @@ public final class KryoProbe {
         out.println(name + " " + type.getName() + " " + hex(snap.getCopyOfBuffer()) + " " + hex(data.getCopyOfBuffer()));
     }
 
+    /** N values of each benchmark class: DIR/{kryo,pojo}.{bin,offsets,snapshot}. */
+    static void bench(int n, java.nio.file.Path dir) throws Exception {
+        Random random = new Random(4711);
+        TypeSerializer<Object> kryo = kryo(BenchUser.class, List.of());
+        TypeSerializer<Object> pojo = flinkSerializer(BenchPojo.class);
+        DataOutputSerializer kOut = new DataOutputSerializer(1 << 20), pOut = new DataOutputSerializer(1 << 20);
+        java.nio.ByteBuffer kOff = java.nio.ByteBuffer.allocate(8 * (n + 1)).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        java.nio.ByteBuffer pOff = java.nio.ByteBuffer.allocate(8 * (n + 1)).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < n; i++) {
+            BenchUser u = new BenchUser();
+            u.id = new UUID(random.nextLong(), random.nextLong());
+            u.name = "user-" + i;
+            u.count = random.nextInt(1_000_000);
+            u.level = random.nextInt(10);
+            u.tags = new ArrayList<>(Arrays.asList("t" + random.nextInt(50), "segment-" + random.nextInt(7), "eu"));
+            BenchPojo p = new BenchPojo();
+            p.id = u.id.toString(); p.name = u.name; p.count = u.count; p.level = u.level;
+            p.tags = u.tags.toArray(new String[0]);
+            kOff.putLong(kOut.length()); kryo.serialize(u, kOut);
+            pOff.putLong(pOut.length()); pojo.serialize(p, pOut);
+        }
+        kOff.putLong(kOut.length()); pOff.putLong(pOut.length());
+        java.nio.file.Files.write(dir.resolve("kryo.bin"), kOut.getCopyOfBuffer());
+        java.nio.file.Files.write(dir.resolve("pojo.bin"), pOut.getCopyOfBuffer());
+        java.nio.file.Files.write(dir.resolve("kryo.offsets"), kOff.array());
+        java.nio.file.Files.write(dir.resolve("pojo.offsets"), pOff.array());
+        for (Object[] s : new Object[][] {{"kryo", kryo}, {"pojo", pojo}}) {
+            DataOutputSerializer snap = new DataOutputSerializer(256);
+            TypeSerializerSnapshot.writeVersionedSnapshot(snap, ((TypeSerializer<?>) s[1]).snapshotConfiguration());
+            java.nio.file.Files.write(dir.resolve(s[0] + ".snapshot"), snap.getCopyOfBuffer());
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         PrintStream out = System.out;
+        if (args.length == 3 && args[0].equals("bench")) {
+            bench(Integer.parseInt(args[1]), java.nio.file.Paths.get(args[2]));
+            return;
+        }
         if (args.length == 1 && args[0].equals("table")) {
             Object kryo = KryoSerializer.class.getMethod("getKryo").invoke(kryo(Object.class, List.of()));
             Object resolver = kryo.getClass().getMethod("getClassResolver").invoke(kryo);
