@@ -26,7 +26,8 @@ from ..vocabulary import KeyedTable, OperatorStateKind, StateKind
 from .headers import KeyedHeader, StateMeta
 from . import types as T
 from .types import Buf
-from .types.avro import AvroDataError, damaged
+from .types.avro import damaged
+from .types.base import DamagedValue
 from .types.avro_composite import Avro
 
 META_FOLLOWS = 0x80
@@ -133,7 +134,7 @@ def _located(meta: StateMeta, key_groups: np.ndarray, starts: np.ndarray, ends: 
     """*decode()*, a damaged Avro value in it named by its state, key group and type."""
     try:
         return decode()
-    except AvroDataError as e:
+    except DamagedValue as e:
         holds = np.nonzero((starts <= e.offset) & (e.offset < ends))[0]
         group = f", key group {int(key_groups[holds[0]])}" if len(holds) else ""
         raise DamagedValueError(e.source, f"state {meta.name!r}{group} ({meta.value.describe()}): damaged "

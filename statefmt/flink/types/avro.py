@@ -20,19 +20,17 @@ import numpy as np
 import pyarrow as pa
 
 from ...errors import FlinkFormatError
-from .base import FlinkType
+from .base import DamagedValue, FlinkType
 from .buffer import Buf, as_dtype
 
 SERIALIZER = "org.apache.flink.formats.avro.typeutils.AvroSerializer"
 MAX_COUNT_BYTES = 9  # a varint count of up to 63 bits
 
 
-class AvroDataError(FlinkFormatError):
-    """A damaged Avro value: *what* is wrong, *offset* where in the bytes decoded (*source*)."""
+class AvroDataError(DamagedValue):
+    """A damaged Avro value."""
 
-    def __init__(self, source: str, what: str, offset: int, base: int = 0):
-        super().__init__(f"{source}: damaged Avro value: {what} at offset {base + offset}")
-        self.source, self.what, self.offset, self.base = source, what, offset, base
+    kind = "Avro"
 
 
 def damaged(buf: Buf, what: str, at: int) -> AvroDataError:

@@ -5,10 +5,23 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from ...errors import FlinkFormatError
 from ..binary import Reader
 from .buffer import Buf
 
 LONG_MIN = -(1 << 63)
+
+
+class DamagedValue(FlinkFormatError):
+    """A damaged value: *what* is wrong, *offset* where in the bytes decoded (*source*); the
+    stream's decoder names its state and key group (`streams._located`)."""
+
+    kind = ""  # the encoding, for the message: Avro, Kryo
+
+    def __init__(self, source: str, what: str, offset: int, base: int = 0):
+        super().__init__(f"{source}: damaged {self.kind + ' ' if self.kind else ''}value: {what} at offset "
+                         f"{base + offset}")
+        self.source, self.what, self.offset, self.base = source, what, offset, base
 
 
 class FlinkType:

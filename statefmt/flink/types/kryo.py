@@ -20,9 +20,15 @@ from ...errors import FlinkFormatError
 from ..kryo.classes import JavaType
 from ..kryo.decode import FINAL_BUILTINS, LIST_DECLARED, KryoDecoder
 from ..kryo.stream import KryoDataError
-from .base import FlinkType
+from .base import DamagedValue, FlinkType
 
 KRYO_SERIALIZER = "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializer"
+
+
+class KryoValueError(DamagedValue):
+    """A damaged Kryo value (or one holding a class it cannot read), located in its bytes."""
+
+    kind = "Kryo"
 
 _NUMBERS = {"int": pa.int32(), "long": pa.int64(), "short": pa.int16(), "byte": pa.int8(),
             "float": pa.float32(), "double": pa.float64(), "boolean": pa.bool_(), "char": pa.string()}
@@ -91,7 +97,7 @@ class Kryo(FlinkType):
         return pa.struct([(f.name, self._arrow_of(f.type, seen + (name,))) for f in fields])
 
     def read(self, r):
-        value, end = self._decode(r.data, r.pos, r.end, r.base + r.pos, r.source)
+        value, end = self._decode(r.data, r.pos, r.end, r.base, r.source)
         r.pos = end
         return self._convert(value, JavaType(self.type_class), ())
 
@@ -113,8 +119,8 @@ class Kryo(FlinkType):
             np.minimum(np.asarray(limits, dtype=np.int64), len(buf.data))  # the walk reads no further
         array, ends, fallback, (code, row, at) = columns(self.plan, self.decoder, buf.arr, starts, bounds, self.arrow())
         if code != OK:
-            what = "ends early" if code == ENDS_EARLY else "makes no sense"
-            raise FlinkFormatError(f"{buf.source}: Kryo value ({self.type_class}) at offset {buf.base + int(at)} {what}")
+            what = "it ends early" if code == ENDS_EARLY else "its bytes make no sense"
+            raise KryoValueError(buf.source, f"{self.type_class}: {what}", int(at), buf.base)
         if not fallback.any():
             return array, ends
         rows = np.flatnonzero(fallback)
@@ -124,11 +130,11 @@ class Kryo(FlinkType):
         order[rows] = len(starts) + np.arange(len(rows))
         return pa.concat_arrays([array, slow.cast(array.type)]).take(pa.array(order)), ends
 
-    def _decode(self, data, start: int, end: int, at: int, source: str):
+    def _decode(self, data, start: int, end: int, base: int, source: str):
         try:
             return self.decoder.read_value(data, start, end)
         except KryoDataError as e:
-            raise FlinkFormatError(f"{source}: Kryo value ({self.type_class}) at offset {at}: {e}") from None
+            raise KryoValueError(source, str(e), start, base) from None
 
     def _convert(self, value, t: JavaType, seen: tuple[str, ...]):
         """*value* (as decoded) shaped as :meth:`_arrow_of` types *t*."""
@@ -150,7 +156,7 @@ class Kryo(FlinkType):
         return value
 
     def _struct_mismatch(self, value, t: JavaType):
-        raise FlinkFormatError(f"Kryo value of declared final class {t.name} holds {value.get('@class')}")
+        raise FlinkFormatError(f"a Kryo value of the final class {t.name} holds a {value.get('@class')}")
 
 
 def needs_classes(decoder: KryoDecoder, type_class: str) -> str | None:

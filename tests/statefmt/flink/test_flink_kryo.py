@@ -264,3 +264,28 @@ def test_lists_of_strings_and_numbers_in_the_compiled_walk(tmp_path):
     one_by_one = [t.read(Reader(data, "v", int(a), int(b))) for a, b in zip(offsets[:-1], offsets[1:])]
     assert column.to_pylist() == one_by_one
     assert one_by_one[0]["name"] == "user-0" and len(one_by_one[0]["tags"]) == 3
+
+
+def test_a_damaged_kryo_value_in_a_savepoint_is_one_line(tmp_path, job_classes):
+    """A device value whose class id names no class: the read fails in one line naming the
+    operator, the state, the key group and the class; without --classes the state stays bytes."""
+    import shutil
+
+    copy = tmp_path / "savepoint"
+    shutil.copytree(FIXTURES / NAMES[0] / "savepoint", copy)
+    marker = b"W\x01\x01ThinkPad X\xb1"
+    damaged = 0
+    for f in copy.iterdir():
+        data = f.read_bytes()
+        if marker in data:
+            f.write_bytes(data.replace(marker, b"\x7f" + marker[1:], 1))
+            damaged += 1
+    assert damaged
+    out = run("read", str(copy), "--uid", "kryo-proc", "--classes", str(LAYOUTS), "--format", "jsonl")
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    line = out.stderr.strip()
+    assert len(line.splitlines()) == 1
+    assert "operator a5deec78295d717f8223d83718840b05" in line and "state 'device', key group" in line
+    assert "Kryo<flinkfixtures.RealWorldJob$DeviceInfo>" in line and "unregistered class id 125" in line
+    use_job_classes([])
+    assert len(statectl.open_savepoint(str(copy)).keyed("kryo-proc")) == 18
