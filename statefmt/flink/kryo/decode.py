@@ -14,6 +14,7 @@ from decimal import Decimal
 
 from .classes import OBJECT, ClassInfo, ClassPath, FieldInfo, JavaType
 from .registry import BOXED, KRYO2, KRYO5, KryoConfig
+from ...errors import FlinkFormatError
 from .stream import KryoDataError, KryoIn
 
 NULL, NOT_NULL = 0, 1
@@ -139,6 +140,8 @@ class KryoDecoder:
             return self._map(g, name, generic, sorted_=name in SORTED_MAPS)
         if name.endswith("[]"):
             return self._array(g, name[:-2])
+        if name.startswith("["):  # an array class as Java names it: [I, [Ljava.lang.String;
+            return self._array(g, _array_element(name))
         info = self.class_info(name)
         if info is None:
             raise MissingLayout(name, "no layout (give the job's classes with --classes)")
@@ -286,6 +289,22 @@ class _Graph:
         self.inp, self.names, self.refs = inp, {}, []
 
 
+_ARRAY_CODES = {"Z": "boolean", "B": "byte", "C": "char", "S": "short", "I": "int", "J": "long", "F": "float",
+                "D": "double"}
+
+
+def _array_element(name: str) -> str:
+    """The element class of an array class's binary name (one dimension less)."""
+    inner = name[1:]
+    if inner.startswith("["):
+        return _array_element(inner) + "[]"
+    if inner.startswith("L") and inner.endswith(";"):
+        return inner[1:-1]
+    if inner in _ARRAY_CODES:
+        return _ARRAY_CODES[inner]
+    raise KryoDataError(f"bad array class name {name!r}")
+
+
 def _kryo_name(t: JavaType) -> str:
     return t.name + "[]" * t.dims
 
@@ -338,19 +357,33 @@ def _uuid(d: KryoDecoder, g: _Graph, generic) -> str:
 
 
 def _optional(d: KryoDecoder, g: _Graph, generic):
-    return d._class_and_object(g, d._element_type(generic, 0))
+    content = d._element_type(generic, 0)
+    if d.config.generation == KRYO2 and content is not None and d.is_final(content):
+        # Kryo 2 writes an Optional field by field, its `value` typed by the declared argument
+        return d._object(g, _kryo_name(content), content, may_be_null=True)
+    return d._class_and_object(g, content)
 
 
-def _local_date(inp: KryoIn) -> dt.date:
-    year = inp.varint()
-    month, day = inp.byte(), inp.byte()
+def _local_date(inp: KryoIn, generation: int = KRYO5) -> dt.date:
+    if generation == KRYO2:  # FieldSerializer over LocalDate's fields: day, month (shorts), year (int)
+        day, month, year = inp.fixed("h"), inp.fixed("h"), inp.varint(False)
+    else:
+        year = inp.varint()
+        month, day = inp.byte(), inp.byte()
     try:
         return dt.date(year, month, day)
     except ValueError as e:
         raise KryoDataError(f"bad date {year}-{month}-{day}: {e}") from None
 
 
-def _local_time(inp: KryoIn) -> dt.time:
+def _local_time(inp: KryoIn, generation: int = KRYO5) -> dt.time:
+    if generation == KRYO2:  # FieldSerializer over LocalTime's fields: hour, minute, nano, second
+        hour, minute = inp.signed_byte(), inp.signed_byte()
+        nano, second = inp.varint(False), inp.signed_byte()
+        try:
+            return dt.time(hour, minute, second, nano // 1000)
+        except ValueError as e:
+            raise KryoDataError(f"bad time: {e}") from None
     hour = inp.signed_byte()
     minute = second = nano = 0
     if hour < 0:
@@ -372,12 +405,19 @@ def _local_time(inp: KryoIn) -> dt.time:
 
 
 def _instant(d: KryoDecoder, g: _Graph, generic) -> dt.datetime:
-    seconds, nanos = g.inp.varlong(), g.inp.varint()
+    if d.config.generation == KRYO2:  # FieldSerializer: nanos (int), seconds (long)
+        nanos, seconds = g.inp.varint(False), g.inp.varlong(False)
+    else:
+        seconds, nanos = g.inp.varlong(), g.inp.varint()
     return EPOCH + dt.timedelta(seconds=seconds, microseconds=nanos // 1000)
 
 
 def _locale(d: KryoDecoder, g: _Graph, generic) -> str:
-    parts = [g.inp.string() or "", g.inp.string() or "", g.inp.string() or ""]
+    if d.config.generation == KRYO2:  # chill writes a Locale with Java serialization
+        value = _java_serialized(g)
+        parts = [str(value.get(f) or "") for f in ("language", "country", "variant")]
+    else:
+        parts = [g.inp.string() or "", g.inp.string() or "", g.inp.string() or ""]
     return "_".join(p for p in parts if p) if any(parts) else ""
 
 
@@ -388,10 +428,38 @@ def _bit_set(d: KryoDecoder, g: _Graph, generic) -> list[int]:
     return [i * 64 + b for i, w in enumerate(words) for b in range(64) if w >> b & 1]
 
 
+def _local_date_time(d: KryoDecoder, g: _Graph, generic) -> dt.datetime:
+    if d.config.generation == KRYO2:  # FieldSerializer: date, time, each a final field (a marker first)
+        date = d._object(g, "java.time.LocalDate", None, may_be_null=True)
+        time = d._object(g, "java.time.LocalTime", None, may_be_null=True)
+        if date is None or time is None:
+            raise KryoDataError("a LocalDateTime without its date or time")
+        return dt.datetime.combine(date, time)
+    return dt.datetime.combine(_local_date(g.inp), _local_time(g.inp))
+
+
+def _java_serialized(g: _Graph):
+    """An object Kryo's JavaSerializer wrote: a Java serialization stream, no length before it."""
+    from ..binary import Reader
+    from ..javaser import JavaObject, read_java_object
+
+    r = Reader(g.inp.data, "Kryo value", g.inp.pos, g.inp.end)
+    try:
+        value = read_java_object(r)
+    except FlinkFormatError as e:
+        raise KryoDataError(f"a Java-serialized object: {e}") from None
+    g.inp.pos = r.pos
+    if not isinstance(value, JavaObject):
+        raise KryoDataError("a Java-serialized value that is not an object")
+    return value
+
+
 def _arrays_as_list(d: KryoDecoder, g: _Graph, generic) -> list:
     if d.config.generation == KRYO5:
         return d._collection_kryo5(g, generic, False)
-    return d._elements_kryo2(g, g.inp.varint(), None)  # chill's: a count, then each with its class
+    n = g.inp.varint()  # chill's: a count, the array's component class, then each element with its class
+    d._read_class(g)
+    return d._elements_kryo2(g, n, None)
 
 
 def _empty(d: KryoDecoder, g: _Graph, generic) -> list:
@@ -416,9 +484,9 @@ def _sql_timestamp(d: KryoDecoder, g: _Graph, generic) -> dt.datetime:
 _BUILTINS = {
     "java.util.UUID": _uuid,
     "java.util.Optional": _optional,
-    "java.time.LocalDate": lambda d, g, t: _local_date(g.inp),
-    "java.time.LocalTime": lambda d, g, t: _local_time(g.inp),
-    "java.time.LocalDateTime": lambda d, g, t: dt.datetime.combine(_local_date(g.inp), _local_time(g.inp)),
+    "java.time.LocalDate": lambda d, g, t: _local_date(g.inp, d.config.generation),
+    "java.time.LocalTime": lambda d, g, t: _local_time(g.inp, d.config.generation),
+    "java.time.LocalDateTime": _local_date_time,
     "java.time.Instant": _instant,
     "java.util.Locale": _locale,
     "java.util.BitSet": _bit_set,

@@ -284,5 +284,22 @@ public final class KryoProbe {
         sample(out, "optional", Optional.class, List.of(), Optional.of("SAVE3"));
         sample(out, "string-list", List.class, List.of(), new ArrayList<>(Arrays.asList("x", "y")));
         sample(out, "null-value", Device.class, List.of(), null);
+        // one JDK value each, declared Object (the class is written with it)
+        sample(out, "jdk-aslist", Object.class, List.of(), Arrays.asList("a", "b"));
+        BitSet bits = new BitSet(); bits.set(3); bits.set(64);
+        sample(out, "jdk-bitset", Object.class, List.of(), bits);
+        sample(out, "jdk-locale", Object.class, List.of(), new Locale("de", "CH"));
+        sample(out, "jdk-sqldate", Object.class, List.of(), new java.sql.Date(1750000000123L));
+        sample(out, "jdk-sqltime", Object.class, List.of(), new java.sql.Time(1750000000123L));
+        java.sql.Timestamp ts = new java.sql.Timestamp(1750000000123L); ts.setNanos(123456789);
+        sample(out, "jdk-timestamp", Object.class, List.of(), ts);
+        sample(out, "jdk-localdate", Object.class, List.of(), LocalDate.of(2024, 11, 3));
+        sample(out, "jdk-localdatetime", Object.class, List.of(), LocalDateTime.of(2024, 11, 3, 4, 5, 6, 7000));
+        sample(out, "jdk-instant", Object.class, List.of(), Instant.ofEpochSecond(1750000000L, 123456789));
+        sample(out, "jdk-uri", Object.class, List.of(), URI.create("https://example.com/a?b=1"));
+        sample(out, "jdk-date", Object.class, List.of(), new Date(1750000000123L));
+        sample(out, "jdk-enum", Object.class, List.of(), Level.HIGH);
+        sample(out, "jdk-intarray", Object.class, List.of(), new int[] {1, -1, 300});
+        sample(out, "jdk-strarray", Object.class, List.of(), new String[] {"p", null, "q"});
     }
 }

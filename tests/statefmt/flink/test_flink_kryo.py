@@ -183,10 +183,10 @@ def test_builtin_values(probe):
         assert _value(t, samples[name].value) == want, name
 
 
-def test_every_jdk_kind_and_a_shared_reference_kryo5():
-    samples = kryo_probe.samples("2.3.0")
+def test_every_jdk_kind_and_a_shared_reference(probe):
+    version, samples = probe
     for name in ("holder", "holder-as-object"):
-        t, _ = _decode("2.3.0", samples[name])
+        t, _ = _decode(version, samples[name])
         got = _value(t, samples[name].value)
         first, second = got.pop("first"), got.pop("second")
         assert first == {"@class": "kryoprobe.KryoProbe$Device", **DEVICE}
@@ -289,3 +289,24 @@ def test_a_damaged_kryo_value_in_a_savepoint_is_one_line(tmp_path, job_classes):
     assert "Kryo<flinkfixtures.RealWorldJob$DeviceInfo>" in line and "unregistered class id 125" in line
     use_job_classes([])
     assert len(statectl.open_savepoint(str(copy)).keyed("kryo-proc")) == 18
+
+
+JDK = {
+    "jdk-aslist": ["a", "b"], "jdk-bitset": [3, 64], "jdk-locale": "de_CH",
+    "jdk-sqldate": dt.datetime(2025, 6, 15, 15, 6, 40, 123000, tzinfo=UTC),
+    "jdk-sqltime": dt.datetime(2025, 6, 15, 15, 6, 40, 123000, tzinfo=UTC),
+    "jdk-timestamp": dt.datetime(2025, 6, 15, 15, 6, 40, 123456, tzinfo=UTC),
+    "jdk-localdate": dt.date(2024, 11, 3), "jdk-localdatetime": dt.datetime(2024, 11, 3, 4, 5, 6, 7),
+    "jdk-instant": dt.datetime(2025, 6, 15, 15, 6, 40, 123456, tzinfo=UTC),
+    "jdk-uri": "https://example.com/a?b=1", "jdk-date": dt.datetime(2025, 6, 15, 15, 6, 40, 123000, tzinfo=UTC),
+    "jdk-enum": "HIGH", "jdk-intarray": [1, -1, 300], "jdk-strarray": ["p", None, "q"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(JDK))
+def test_jdk_values_of_both_generations(probe, name):
+    """Kryo 5's serializers and, under Kryo 2, chill's (Arrays.asList, BitSet, a Java-serialized
+    Locale) and Kryo's FieldSerializer over the java.time classes' own fields."""
+    version, samples = probe
+    t, _ = _decode(version, samples[name])
+    assert _value(t, samples[name].value) == JDK[name]
