@@ -10,7 +10,7 @@ serializer, is a :class:`MissingLayout`, naming it.
 from __future__ import annotations
 
 import datetime as dt
-from decimal import Decimal
+from decimal import Context, Decimal
 
 from .classes import OBJECT, ClassInfo, ClassPath, FieldInfo, JavaType
 from .registry import BOXED, KRYO2, KRYO5, KryoConfig
@@ -18,6 +18,7 @@ from ...errors import FlinkFormatError
 from .stream import KryoDataError, KryoIn
 
 NULL, NOT_NULL = 0, 1
+MAX_DEPTH = 64  # objects inside objects: deeper is taken for damage (as for Java-serialized objects)
 NAME = -1
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
@@ -108,10 +109,14 @@ class KryoDecoder:
                 index = marker - 2
                 if not 0 <= index < len(g.refs):
                     raise KryoDataError(f"reference {index} to no object read before")
+                if index in g.open:  # an object inside itself: named, not repeated (no cycles in a row)
+                    return {"@class": name, "@reference": "to an enclosing object"}
                 return g.refs[index]
             slot = len(g.refs)
             g.refs.append(None)
+            g.open.add(slot)
             value = self._data(g, name, generic, slot)
+            g.open.discard(slot)
             g.refs[slot] = value
             return value
         return self._data(g, name, generic)
@@ -126,6 +131,15 @@ class KryoDecoder:
     # -- the data of one class ------------------------------------------------------------------
 
     def _data(self, g: "_Graph", name: str, generic: JavaType | None, slot: int | None = None):
+        g.depth += 1
+        if g.depth > MAX_DEPTH:
+            raise KryoDataError(f"objects nested more than {MAX_DEPTH} deep")
+        try:
+            return self._data_of(g, name, generic, slot)
+        finally:
+            g.depth -= 1
+
+    def _data_of(self, g: "_Graph", name: str, generic: JavaType | None, slot: int | None):
         custom = self.config.custom_defaults.get(name)
         if custom:
             raise MissingLayout(name, f"written by the custom Kryo serializer {custom}")
@@ -283,10 +297,11 @@ class KryoDecoder:
 class _Graph:
     """What one value's decoding remembers: class names by id, objects by reference id."""
 
-    __slots__ = ("inp", "names", "refs")
+    __slots__ = ("inp", "names", "refs", "depth", "open")
 
     def __init__(self, inp: KryoIn):
-        self.inp, self.names, self.refs = inp, {}, []
+        self.inp, self.names, self.refs, self.depth = inp, {}, [], 0
+        self.open: set[int] = set()  # objects being read: a reference to one is a cycle
 
 
 _ARRAY_CODES = {"Z": "boolean", "B": "byte", "C": "char", "S": "short", "I": "int", "J": "long", "F": "float",
@@ -309,6 +324,14 @@ def _kryo_name(t: JavaType) -> str:
     return t.name + "[]" * t.dims
 
 
+def _since_epoch(**delta) -> dt.datetime:
+    """The epoch plus *delta*; a time Python's datetime cannot hold is a damaged value."""
+    try:
+        return EPOCH + dt.timedelta(**delta)
+    except (OverflowError, ValueError):
+        raise KryoDataError(f"a time out of range ({delta})") from None
+
+
 def _char(inp: KryoIn, little: bool) -> str:
     return chr(inp.fixed("H"))
 
@@ -320,12 +343,18 @@ def _big_integer(inp: KryoIn) -> str | None:
     return str(int.from_bytes(inp.raw(n - 1), "big", signed=True))
 
 
+_DECIMALS = Context(prec=100_000, Emin=-(2**31), Emax=2**31)  # a Java BigDecimal's scale is an int
+
+
 def _big_decimal(inp: KryoIn, little: bool) -> str | None:
     unscaled = _big_integer(inp)
     if unscaled is None:
         return None
     scale = inp.varint(False)
-    return str(Decimal(int(unscaled)).scaleb(-scale))
+    try:
+        return str(Decimal(int(unscaled)).scaleb(-scale, _DECIMALS))
+    except ArithmeticError:
+        raise KryoDataError(f"a BigDecimal of scale {scale} out of range") from None
 
 
 SCALARS = {
@@ -337,7 +366,7 @@ SCALARS = {
     "java.math.BigInteger": lambda inp, little: _big_integer(inp),
     "java.math.BigDecimal": _big_decimal,
     "java.net.URI": lambda inp, little: inp.string(),
-    "java.util.Date": lambda inp, little: EPOCH + dt.timedelta(milliseconds=inp.varlong()),
+    "java.util.Date": lambda inp, little: _since_epoch(milliseconds=inp.varlong()),
 }
 for _boxed, _prim in BOXED.items():
     SCALARS[_boxed] = SCALARS[_prim]
@@ -409,7 +438,7 @@ def _instant(d: KryoDecoder, g: _Graph, generic) -> dt.datetime:
         nanos, seconds = g.inp.varint(False), g.inp.varlong(False)
     else:
         seconds, nanos = g.inp.varlong(), g.inp.varint()
-    return EPOCH + dt.timedelta(seconds=seconds, microseconds=nanos // 1000)
+    return _since_epoch(seconds=seconds, microseconds=nanos // 1000)
 
 
 def _locale(d: KryoDecoder, g: _Graph, generic) -> str:
@@ -478,7 +507,7 @@ def _singleton_map(d: KryoDecoder, g: _Graph, generic) -> list:
 def _sql_timestamp(d: KryoDecoder, g: _Graph, generic) -> dt.datetime:
     millis = g.inp.varlong()
     nanos = g.inp.varint()
-    return EPOCH + dt.timedelta(seconds=millis // 1000, microseconds=nanos // 1000)
+    return _since_epoch(seconds=millis // 1000, microseconds=nanos // 1000)
 
 
 _BUILTINS = {
@@ -495,7 +524,7 @@ _BUILTINS = {
     "java.util.Collections$EmptyMap": _empty,
     "java.util.Collections$SingletonList": _singleton, "java.util.Collections$SingletonSet": _singleton,
     "java.util.Collections$SingletonMap": _singleton_map,
-    "java.sql.Date": lambda d, g, t: EPOCH + dt.timedelta(milliseconds=g.inp.varlong()),
-    "java.sql.Time": lambda d, g, t: EPOCH + dt.timedelta(milliseconds=g.inp.varlong()),
+    "java.sql.Date": lambda d, g, t: _since_epoch(milliseconds=g.inp.varlong()),
+    "java.sql.Time": lambda d, g, t: _since_epoch(milliseconds=g.inp.varlong()),
     "java.sql.Timestamp": _sql_timestamp,
 }

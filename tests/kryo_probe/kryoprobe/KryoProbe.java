@@ -69,6 +69,12 @@ public final class KryoProbe {
         public long total;
     }
 
+    /** An object that holds itself. */
+    public static final class Ring {
+        String name;
+        Ring next;
+    }
+
     /** Two fields that may hold one object: the second is then a back reference. */
     public static final class Twin {
         Device left;
@@ -275,6 +281,8 @@ public final class KryoProbe {
         Twin shared = new Twin(); shared.left = d; shared.right = d; shared.label = "shared";
         shared.id = new UUID(0x0123456789abcdefL, 0x1L); shared.level = Level.LOW; shared.boxed = -9L;
         sample(out, "twin-shared", Twin.class, reg, shared);
+        Ring ring = new Ring(); ring.name = "r"; ring.next = ring;
+        sample(out, "ring", Ring.class, List.of(), ring);
         Twin distinct = new Twin(); distinct.left = d; distinct.label = "distinct \u00e9\uD83D\uDE00";
         distinct.right = new Device("ThinkPad X1", "windows-11", 1920, -5L, -0.5, false);
         sample(out, "twin-distinct", Twin.class, reg, distinct);

@@ -310,3 +310,90 @@ def test_jdk_values_of_both_generations(probe, name):
     version, samples = probe
     t, _ = _decode(version, samples[name])
     assert _value(t, samples[name].value) == JDK[name]
+
+
+def test_a_jar_a_class_folder_and_bad_layouts(tmp_path):
+    """--classes takes a jar as a folder of classes; a file that is neither is one line."""
+    import zipfile
+
+    from statectl.statefmt.errors import UsageError
+
+    folder = kryo_probe.compiled("2.3.0")
+    jar = tmp_path / "job.jar"
+    with zipfile.ZipFile(jar, "w") as z:
+        for f in folder.rglob("*.class"):
+            z.write(f, str(f.relative_to(folder)))
+        z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
+    from_jar, from_folder = load_classpath([jar]).classes, load_classpath([folder]).classes
+    assert from_jar == from_folder and "kryoprobe.KryoProbe$Device" in from_jar
+    device = from_jar["kryoprobe.KryoProbe$Device"]
+    assert device.final and [f.name for f in device.fields if f.serialized] == [
+        "model", "os", "screenWidth", "lastSeen", "score", "active", "shortField", "byteField", "charField",
+        "floatField"]
+    assert from_jar["kryoprobe.KryoProbe$Level"].enum_constants == ("LOW", "MID", "HIGH")
+    assert str(from_jar["kryoprobe.KryoProbe$Holder"].fields[2].type) == "java.util.Map<java.lang.String, java.lang.Integer>"
+    for name, content, why in [("bad.json", "{", "not a layout file"), ("x.class", "nope", "not a Java class file"),
+                               ("notes.txt", "x", "not a folder, a jar, a .class or a .json layout file")]:
+        (tmp_path / name).write_text(content)
+        with pytest.raises(UsageError, match=why):
+            load_classpath([tmp_path / name])
+
+
+def test_garbage_never_escapes_as_anything_but_one_error():
+    """Random bytes as a Kryo value of a class with a layout: a value, or one FlinkFormatError."""
+    from hypothesis import given, settings, strategies as st
+
+    samples = kryo_probe.samples("2.3.0")
+    t, _ = _decode("2.3.0", samples["holder"])
+    seed = samples["holder"].value
+
+    @settings(max_examples=300)
+    @given(st.binary(max_size=64), st.integers(min_value=0, max_value=len(seed)))
+    def run(noise, at):
+        data = seed[:at] + noise
+        try:
+            t.read(Reader(data, "fuzz"))
+        except FlinkFormatError:
+            pass
+
+    run()
+
+
+def test_a_deeply_nested_value_is_one_error():
+    """A value of lists inside lists 10,000 deep (as hostile bytes can be) ends in one error."""
+    samples = kryo_probe.samples("2.3.0")
+    t, _ = _decode("2.3.0", samples["string-list"])
+    # an ArrayList of one element, of the same class (named before: name id 0, no nulls), again and again
+    nested = b"\x01\x00java.util.ArrayLis\xf4\x01\x82" + b"\x01\x00\x00\x01\x82" * 10_000
+    with pytest.raises(FlinkFormatError, match="nested more than 64 deep"):
+        t.read(Reader(nested, "deep"))
+
+
+def test_an_object_that_holds_itself(probe):
+    version, samples = probe
+    t, _ = _decode(version, samples["ring"])
+    cycle = {"@class": "kryoprobe.KryoProbe$Ring", "@reference": "to an enclosing object"}
+    assert _value(t, samples["ring"].value) == {"@class": "kryoprobe.KryoProbe$Ring", "name": "r", "next": cycle}
+    assert t.read(Reader(samples["ring"].value, "v")) == {"name": "r", "next": json.dumps(cycle)}
+
+
+def test_garbage_in_the_compiled_walk_is_one_error_too():
+    import numpy as np
+    from hypothesis import given, settings, strategies as st
+
+    from statectl.statefmt.flink.types import Buf
+
+    samples = kryo_probe.samples("2.3.0")
+    t, _ = _decode("2.3.0", samples["twin-distinct"])
+    seed = samples["twin-distinct"].value
+
+    @settings(max_examples=300)
+    @given(st.binary(max_size=48), st.integers(min_value=0, max_value=len(seed)))
+    def run(noise, at):
+        data = seed[:at] + noise
+        try:
+            t.column(Buf(data * 2, "fuzz"), np.array([0, len(data)]), np.array([len(data), 2 * len(data)]))
+        except FlinkFormatError:
+            pass
+
+    run()
