@@ -397,3 +397,11 @@ def test_garbage_in_the_compiled_walk_is_one_error_too():
             pass
 
     run()
+
+
+def test_spark_decodes_kryo_values_as_the_local_engine_does(spark, job_classes):
+    """The splits carry the Kryo generation and the job's layouts to Spark's Python workers."""
+    path = str(FIXTURES / NAMES[1] / "savepoint")
+    local = sorted(statectl.open_savepoint(path).keyed("kryo-proc").to_pylist(), key=lambda r: r["key"])
+    rows = statectl.open_savepoint(path, spark=spark).keyed("kryo-proc").orderBy("key").collect()
+    assert [r.asDict(recursive=True) for r in rows] == local
