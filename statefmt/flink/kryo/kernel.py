@@ -17,7 +17,7 @@ from ...jit import njit
 _njit = njit(__file__)
 _inline = njit(__file__, inline="always")  # the small readers, compiled into their callers
 
-OK, ENDS_EARLY, BAD = 0, 1, 2
+OK, ENDS_EARLY, BAD, NEED_ROOM = 0, 1, 2, 3
 
 # Steps: (op, slot, skip). *slot* is where the step's output goes; *skip* how many steps a null
 # object covers.
@@ -132,9 +132,9 @@ def _string(data, pos, end, out_start, out_end, out_kind, row, slot):
     return pos
 
 
-@_njit
+@_inline
 def _list(data, pos, end, little, element_op, row, slot, numbers, present, s_start, fallback, list_ids,
-          list_names, name_ok, names, e_start, e_end, e_kind, e_num, elements):
+          list_names, last_name, name_ok, names, e_start, e_end, e_kind, e_num, elements):
     """One collection field: its class, reference marker, count, elements. Returns (position,
     names defined, elements so far); position -1: ends early, -2: left for the per-value decoder."""
     cid, pos = _varint(data, pos, end)
@@ -151,7 +151,7 @@ def _list(data, pos, end, little, element_op, row, slot, numbers, present, s_sta
             while pos < end and data[pos] < 0x80:
                 pos += 1
             pos += 1
-            name_ok[names] = _named(data, start, pos, list_names)
+            name_ok[names] = _named(data, start, pos, list_names, last_name)
             names += 1
         elif nid > names:
             fallback[row] = True
@@ -229,10 +229,25 @@ def _flagged(data, pos, end):
     return result, pos
 
 
-@_njit
-def _named(data, start, end, list_names):
+@_inline
+def _named(data, start, end, list_names, last):
     """Whether the ASCII class name at [start, end) (its last byte flagged) is one of *list_names*
-    (the names' bytes, each ending with a flagged byte too)."""
+    (the names' bytes, each ending with a flagged byte too). *last* holds the span of the last
+    name found to be one (most values name the same class): compared first."""
+    if last[1] - last[0] == end - start:
+        k = 0
+        while k < end - start and data[start + k] == data[last[0] + k]:
+            k += 1
+        if k == end - start:
+            return True
+    if _listed(data, start, end, list_names):
+        last[0], last[1] = start, end
+        return True
+    return False
+
+
+@_inline
+def _listed(data, start, end, list_names):
     at = 0
     while at < list_names.shape[0]:
         stop = at
@@ -250,14 +265,15 @@ def _named(data, start, end, list_names):
 
 
 @_njit
-def _grown(e_start, e_end, e_kind, e_num, capacity):
-    n = e_num.shape[0]
-    new_start = np.zeros((capacity, 1), dtype=np.int64)
-    new_end = np.zeros((capacity, 1), dtype=np.int64)
-    new_kind = np.full((capacity, 1), 2, dtype=np.int8)
-    new_num = np.zeros(capacity, dtype=np.int64)
-    new_start[:n], new_end[:n], new_kind[:n], new_num[:n] = e_start, e_end, e_kind, e_num
-    return new_start, new_end, new_kind, new_num
+def string_offsets(starts, ends, valid, offsets):
+    """Each string's offset in one buffer (its length where *valid*, else 0); returns the total."""
+    total = 0
+    offsets[0] = 0
+    for i in range(starts.shape[0]):
+        if valid[i]:
+            total += ends[i] - starts[i]
+        offsets[i + 1] = total
+    return total
 
 
 @_njit
@@ -274,45 +290,45 @@ def gather_strings(arr, starts, ends, kind, valid, offsets, out):
             out[offsets[i + 1] - 1] &= 0x7F
 
 
+HEX_PAIRS = np.frombuffer(b"".join(f"{i:02x}".encode() for i in range(256)), dtype=np.uint8)
+UUID_POSITIONS = np.array([0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34], dtype=np.int64)
+
+
 @_njit
-def uuid_text(hi, lo, out):
-    """Each (hi, lo) pair as a UUID's 36 characters (lower-case hex, dashes after 8, 12, 16, 20)."""
-    digits = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+def uuid_text(hi, lo, out, pairs, positions):
+    """Each (hi, lo) pair as a UUID's 36 characters (lower-case hex, dashes after 8, 12, 16, 20):
+    byte j of the 16 (big-endian) at *positions[j]*, as its two digits from *pairs*."""
     for i in range(hi.shape[0]):
         at = i * 36
-        k = 0
-        for half in range(2):
-            v = np.uint64(hi[i] if half == 0 else lo[i])
-            for nibble in range(16):
-                if k == 8 or k == 12 or k == 16 or k == 20:
-                    out[at] = 45  # '-'
-                    at += 1
-                out[at] = digits[(v >> np.uint64(60 - 4 * nibble)) & np.uint64(15)]
-                at += 1
-                k += 1
+        out[at + 8] = out[at + 13] = out[at + 18] = out[at + 23] = 45  # '-'
+        for j in range(16):
+            v = (hi[i] if j < 8 else lo[i]) >> (8 * (7 - (j & 7)))
+            b = v & 0xFF
+            out[at + positions[j]] = pairs[2 * b]
+            out[at + positions[j] + 1] = pairs[2 * b + 1]
 
 
 @_njit
 def walk(data, starts, limits, plan, little, numbers, present, s_start, s_end, s_kind, fallback,
-         list_ids, list_names):
-    """Runs *plan* over each value; returns (code, row, offset, elements, e_start, e_end, e_kind,
-    e_num) and each value's end in *limits*' place (overwritten). A row marked in *fallback* is
-    left for the per-value decoder.
+         list_ids, list_names, e_start, e_end, e_kind, e_num, first_row, elements):
+    """Runs *plan* over each value from *first_row*; returns (code, row, offset, elements) and
+    each value's end in *limits*' place (overwritten). A row marked in *fallback* is left for
+    the per-value decoder.
 
     A list's class is a class id (*list_ids* says which ids are collections it can read) or a
-    name (*list_names*, Kryo's ASCII form one after another, those it can read); its elements go to the
-    ``e_`` arrays (grown as needed), from the index in *s_start*, their number in *numbers*."""
+    name (*list_names*, Kryo's ASCII form one after another, those it can read); its elements go
+    to the ``e_`` arrays from *elements* on, the first's index in *s_start*, their number in
+    *numbers*. When they are full the walk stops with NEED_ROOM at the row that needs more and
+    the elements before it: the caller grows them and walks on from that row. (The arrays are
+    the caller's: a kernel that makes or returns arrays pays reference counting on every use.)"""
     n = starts.shape[0]
     steps = plan.shape[0]
-    elements = 0
-    capacity = 2 * n + 16
-    e_start = np.zeros((capacity, 1), dtype=np.int64)
-    e_end = np.zeros((capacity, 1), dtype=np.int64)
-    e_kind = np.full((capacity, 1), 2, dtype=np.int8)
-    e_num = np.zeros(capacity, dtype=np.int64)
+    capacity = e_num.shape[0]
     name_ok = np.zeros(MAX_NAMES, dtype=np.bool_)  # whether each class named in a value is a list the walk reads
-    for row in range(n):
+    last_name = np.zeros(2, dtype=np.int64)
+    for row in range(first_row, n):
         pos, end = starts[row], limits[row]
+        row_elements = elements
         names = 0
         i = 0
         while i < steps:
@@ -320,14 +336,14 @@ def walk(data, starts, limits, plan, little, numbers, present, s_start, s_end, s
             if op == CLASS:
                 cid, pos = _varint(data, pos, end)
                 if pos < 0:
-                    return ENDS_EARLY, row, starts[row], 0, e_start, e_end, e_kind, e_num
+                    return ENDS_EARLY, row, starts[row], 0
                 if cid == 0:  # the whole value is null
                     i = steps
                     break
                 if cid == 1:  # a class named in full: only the plan's class can be here
                     nid, pos = _varint(data, pos, end)
                     if pos < 0:
-                        return ENDS_EARLY, row, starts[row], 0, e_start, e_end, e_kind, e_num
+                        return ENDS_EARLY, row, starts[row], 0
                     if nid != names or names >= MAX_NAMES:
                         fallback[row] = True
                         break
@@ -344,13 +360,12 @@ def walk(data, starts, limits, plan, little, numbers, present, s_start, s_end, s
                 continue
             if op == LIST:
                 if elements + (end - pos) > capacity:  # room for as many elements as bytes are left
-                    capacity = 2 * capacity + (end - pos)
-                    e_start, e_end, e_kind, e_num = _grown(e_start, e_end, e_kind, e_num, capacity)
+                    return NEED_ROOM, row, end - pos, row_elements
                 pos, names, elements = _list(data, pos, end, little, skip, row, slot, numbers, present, s_start,
-                                             fallback, list_ids, list_names, name_ok, names,
+                                             fallback, list_ids, list_names, last_name, name_ok, names,
                                              e_start, e_end, e_kind, e_num, elements)
                 if pos == -1:
-                    return ENDS_EARLY, row, starts[row], 0, e_start, e_end, e_kind, e_num
+                    return ENDS_EARLY, row, starts[row], 0
                 if pos == -2:
                     break
                 i += 1
@@ -358,7 +373,7 @@ def walk(data, starts, limits, plan, little, numbers, present, s_start, s_end, s
             if op == OBJECT or op == STRING or op == UUID or op == ENUM or op >= BOXED_INT:
                 mark, pos = _varint(data, pos, end)  # null, not null, or a reference
                 if pos < 0:
-                    return ENDS_EARLY, row, starts[row], 0, e_start, e_end, e_kind, e_num
+                    return ENDS_EARLY, row, starts[row], 0
                 if mark == 0:
                     i += 1 + (skip if op == OBJECT else 0)
                     continue
@@ -376,14 +391,14 @@ def walk(data, starts, limits, plan, little, numbers, present, s_start, s_end, s
                 numbers[row, slot] = _zigzag64(v)
             elif op == BOOL or op == BYTE or op == BOXED_BOOL or op == BOXED_BYTE:
                 if pos >= end:
-                    return ENDS_EARLY, row, pos, 0, e_start, e_end, e_kind, e_num
+                    return ENDS_EARLY, row, pos, 0
                 numbers[row, slot] = data[pos]
                 pos += 1
             elif op == STRING:
                 pos = _string(data, pos, end, s_start, s_end, s_kind, row, slot)
             elif op == UUID:
                 if pos + 16 > end:
-                    return ENDS_EARLY, row, pos, 0, e_start, e_end, e_kind, e_num
+                    return ENDS_EARLY, row, pos, 0
                 numbers[row, slot] = _fixed(data, pos, 8, little)
                 numbers[row, slot + 1] = _fixed(data, pos + 8, 8, little)
                 pos += 16
@@ -396,11 +411,11 @@ def walk(data, starts, limits, plan, little, numbers, present, s_start, s_end, s
                 width = 2 if (op == SHORT or op == CHAR or op == BOXED_SHORT or op == BOXED_CHAR) else \
                     (4 if op == FLOAT or op == BOXED_FLOAT else 8)
                 if pos + width > end:
-                    return ENDS_EARLY, row, pos, 0, e_start, e_end, e_kind, e_num
+                    return ENDS_EARLY, row, pos, 0
                 numbers[row, slot] = _fixed(data, pos, width, little)
                 pos += width
             if pos < 0:
-                return ENDS_EARLY, row, starts[row], 0, e_start, e_end, e_kind, e_num
+                return ENDS_EARLY, row, starts[row], 0
             i += 1
         limits[row] = pos
-    return OK, 0, 0, elements, e_start, e_end, e_kind, e_num
+    return OK, 0, 0, elements

@@ -119,14 +119,19 @@ def columns(plan: Plan, decoder: KryoDecoder, arr: np.ndarray, starts: np.ndarra
     starts = np.asarray(starts, dtype=np.int64)
     n = len(starts)
     list_ids = _list_ids(decoder)
-    walked = _Walk(n, plan.slots)
+    walked = _Walk(n, plan.slots, 4 * n + 16 if (plan.steps[:, 0] == K.LIST).any() else 1)
     ends = np.array(limits, dtype=np.int64, copy=True)
-    code, row, at, _, *elements = K.walk(arr, starts, ends, plan.steps, decoder.little, walked.numbers,
+    row, elements = 0, 0
+    while True:
+        code, row, at, elements = K.walk(arr, starts, ends, plan.steps, decoder.little, walked.numbers,
                                          walked.present, walked.s_start, walked.s_end, walked.s_kind,
-                                         walked.fallback, list_ids, _LIST_NAMES)
+                                         walked.fallback, list_ids, _LIST_NAMES, walked.e_start, walked.e_end,
+                                         walked.e_kind, walked.e_num, row, elements)
+        if code != K.NEED_ROOM:
+            break
+        walked.grow(2 * len(walked.e_num) + int(at))
     if code != K.OK:
         return None, ends, walked.fallback, (code, row, at)
-    walked.e_start, walked.e_end, walked.e_kind, walked.e_num = elements
     built = _Build(arr, walked, decoder.little)
     top = built.node(plan.root, arrow_type)
     valid = walked.present[:, 0] & walked.present[:, plan.root.slot]
@@ -147,14 +152,26 @@ def _list_ids(decoder: KryoDecoder) -> np.ndarray:
 class _Walk:
     """What the walk fills: per value and step, a number or span and whether present; lists' elements."""
 
-    def __init__(self, n: int, slots: int):
+    def __init__(self, n: int, slots: int, capacity: int):
         self.numbers = np.zeros((n, slots), dtype=np.int64)
         self.present = np.zeros((n, slots), dtype=np.bool_)
         self.s_start = np.zeros((n, slots), dtype=np.int64)
         self.s_end = np.zeros((n, slots), dtype=np.int64)
         self.s_kind = np.full((n, slots), 2, dtype=np.int8)
         self.fallback = np.zeros(n, dtype=np.bool_)
-        self.e_start = self.e_end = self.e_kind = self.e_num = None  # a list's elements, from the walk
+        self.e_start = np.zeros((capacity, 1), dtype=np.int64)  # lists' elements: spans, kinds, numbers
+        self.e_end = np.zeros((capacity, 1), dtype=np.int64)
+        self.e_kind = np.full((capacity, 1), 2, dtype=np.int8)
+        self.e_num = np.zeros(capacity, dtype=np.int64)
+
+    def grow(self, capacity: int) -> None:
+        """Room for *capacity* elements, those found so far kept."""
+        for name in ("e_start", "e_end", "e_kind", "e_num"):
+            old = getattr(self, name)
+            new = np.zeros((capacity,) + old.shape[1:], dtype=old.dtype) if name != "e_kind" else \
+                np.full((capacity, 1), 2, dtype=np.int8)
+            new[:len(old)] = old
+            setattr(self, name, new)
 
 
 class _Build:
@@ -192,36 +209,40 @@ class _Build:
         counts = np.where(valid, self.numbers[:, node.slot], 0)
         offsets = np.zeros(len(counts) + 1, dtype=np.int32)
         np.cumsum(counts, out=offsets[1:])
-        idx = np.repeat(self.w.s_start[:, node.slot] - offsets[:-1], counts) + np.arange(int(offsets[-1]))
+        total = int(offsets[-1])
+        firsts = self.w.s_start[:, node.slot]
+        if (firsts[valid] == offsets[:-1][valid]).all():  # the elements lie in row order, one list each
+            idx = slice(0, total)
+        else:
+            idx = np.repeat(firsts - offsets[:-1], counts) + np.arange(total)
         w = self.w
         kind = w.e_kind[idx, 0]
         if node.element == K.STRING:
             values = _spans(self.arr, w.e_start[idx, 0], w.e_end[idx, 0], kind, kind != 2)
         else:
             values = pa.array(_numbers(node.element, w.e_num[idx]), type=t.value_type, mask=kind == 2)
-        return pa.ListArray.from_arrays(pa.array(offsets), values, mask=pa.array(~valid))
+        return pa.ListArray.from_arrays(pa.array(offsets), values, mask=None if valid.all() else pa.array(~valid))
 
 
 def _spans(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, kind: np.ndarray, valid: np.ndarray) -> pa.Array:
     """Kryo strings from their spans: ASCII (kind 0, the last byte flagged), UTF-8 (1), empty (3)."""
-    starts = np.ascontiguousarray(starts, dtype=np.int64)
-    ends = np.ascontiguousarray(ends, dtype=np.int64)
     valid = np.ascontiguousarray(valid, dtype=np.bool_)
-    lengths = np.where(valid, ends - starts, 0)
-    offsets = np.zeros(len(starts) + 1, dtype=np.int32)
-    np.cumsum(lengths, out=offsets[1:])
-    data = np.empty(int(offsets[-1]), dtype=np.uint8)
-    K.gather_strings(arr, starts, ends, np.ascontiguousarray(kind), valid, offsets, data)
-    out = pa.StringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(data),
-                                      pa.array(valid).buffers()[1], int((~valid).sum()))
-    if (valid & (kind == 1)).any() and (data >= 0xED).any():
+    kind = np.ascontiguousarray(kind)
+    offsets = np.empty(len(valid) + 1, dtype=np.int32)
+    total = K.string_offsets(np.ascontiguousarray(starts), np.ascontiguousarray(ends), valid, offsets)
+    data = np.empty(total, dtype=np.uint8)
+    K.gather_strings(arr, np.ascontiguousarray(starts), np.ascontiguousarray(ends), kind, valid, offsets, data)
+    nulls = len(valid) - int(np.count_nonzero(valid))
+    bitmap = pa.array(valid).buffers()[1] if nulls else None
+    out = pa.StringArray.from_buffers(len(valid), pa.py_buffer(offsets), pa.py_buffer(data), bitmap, nulls)
+    if (kind == 1).any() and (data >= 0xED).any():
         out = _fix_surrogates(out)
     return out
 
 
 def _uuids(hi: np.ndarray, lo: np.ndarray, valid: np.ndarray) -> pa.Array:
     text = np.empty(36 * len(hi), dtype=np.uint8)
-    K.uuid_text(np.ascontiguousarray(hi), np.ascontiguousarray(lo), text)
+    K.uuid_text(np.ascontiguousarray(hi), np.ascontiguousarray(lo), text, K.HEX_PAIRS, K.UUID_POSITIONS)
     offsets = np.arange(0, 36 * len(hi) + 1, 36, dtype=np.int32)
     return pa.StringArray.from_buffers(len(hi), pa.py_buffer(offsets), pa.py_buffer(text),
                                        pa.array(valid).buffers()[1], int((~valid).sum()))
