@@ -405,3 +405,27 @@ def test_spark_decodes_kryo_values_as_the_local_engine_does(spark, job_classes):
     local = sorted(statectl.open_savepoint(path).keyed("kryo-proc").to_pylist(), key=lambda r: r["key"])
     rows = statectl.open_savepoint(path, spark=spark).keyed("kryo-proc").orderBy("key").collect()
     assert [r.asDict(recursive=True) for r in rows] == local
+
+
+def test_lists_longer_than_the_walks_first_room(tmp_path):
+    """Values with many list elements: the walk stops for room, is given more and walks on."""
+    import numpy as np
+
+    from statectl.statefmt.flink.types import Buf
+
+    kryo_probe.run("2.3.0", "bench", "1", str(tmp_path))
+    with kryo_setting(KryoSetting(KRYO5, load_classpath([kryo_probe.compiled("2.3.0")]))):
+        t = read_snapshot(Reader((tmp_path / "kryo.snapshot").read_bytes(), "snapshot"))
+
+    def value(i: int, tags: int) -> bytes:
+        # BenchUser (id 85 + 2), fields by name: count, id (UUID), level, name, tags (an ArrayList of strings)
+        out = b"W\x01" + bytes([i * 2]) + b"\x01" + bytes(range(16)) + b"\x06" + b"\x01u" + bytes([0x80 | (48 + i)])
+        out += b"\x01\x00java.util.ArrayLis\xf4\x01" + bytes([0x40 | ((tags + 1) & 0x3F), (tags + 1) >> 6])
+        return out + b"".join(b"\x01t" + bytes([0x80 | (48 + k % 10)]) for k in range(tags))
+
+    values = [value(i, 30 + i) for i in range(5)]
+    starts = np.cumsum([0] + [len(v) for v in values[:-1]])
+    limits = starts + np.array([len(v) for v in values])
+    column, _ = t.column(Buf(b"".join(values), "many"), starts, limits)
+    assert column.to_pylist() == [t.read(Reader(v, "v")) for v in values]
+    assert [len(r["tags"]) for r in column.to_pylist()] == [30, 31, 32, 33, 34]
