@@ -90,13 +90,23 @@ def _keyed_binding(where: str, header) -> dict:
     return found
 
 
-def operator_binding(op: FlinkOperatorInfo) -> FlinkBinding:
+def _copied_keyed(where: str, header) -> dict:
+    """The key and header of a keyed operator whose entries move as their bytes (a rescale's
+    :class:`~.regroup.RegroupedKeyed`): its header, serializer snapshots and all, is copied."""
+    key_java_type(header.key, where)
+    return {"key": header.key, "states": {}, "header": header.raw}
+
+
+def operator_binding(op: FlinkOperatorInfo, keyed_bytes: bool = False) -> FlinkBinding:
     """The binding naming *op*'s serializers; one line naming the state when one has no binding
     the writer knows (Kryo, Avro, Row...), or the key when Flink's hash of it cannot be computed
-    (POJO, Row, opaque keys). A SQL operator's are its header's own, copied by the writer."""
+    (POJO, Row, opaque keys). A SQL operator's are its header's own, copied by the writer; so are
+    any operator's with *keyed_bytes* (its keyed entries moved as their bytes: no keyed state is
+    encoded, so none needs a binding)."""
     where = f"operator {op.label!r}"
+    keyed = _copied_keyed if keyed_bytes else _keyed_binding
     try:
-        found = _keyed_binding(where, op.keyed_header) if op.keyed_header is not None else {"states": {}}
+        found = keyed(where, op.keyed_header) if op.keyed_header is not None else {"states": {}}
         for name, meta in op.operator_states.items():
             key = meta.user_key if meta.kind == "broadcast" else None
             found["states"][name] = _state_binding(f"{where}, state {name!r}", meta.value, False, key=key)
@@ -193,7 +203,7 @@ def operator_data(reader, op: FlinkOperatorInfo, parallelism: int | None = None,
     tables (None when it holds no state), written with *parallelism* and *max_parallelism*
     (default: its own); *keyed*: its keyed state given otherwise than as its tables (a
     rescale's :class:`~.regroup.RegroupedKeyed`)."""
-    binding = operator_binding(op)
+    binding = operator_binding(op, keyed_bytes=keyed is not None)
     if keyed is None and op.keyed_header is not None:
         has_timers = any(m.kind == KeyedTable.TIMERS for m in op.keyed_header.states)
         keyed = _keyed_data(reader, op, has_timers)
