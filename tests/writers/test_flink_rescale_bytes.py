@@ -7,6 +7,7 @@ Rescaled to max parallelism 256 and back to 128, each step keeps every keyed ope
 the base's (its serializer snapshots as Flink wrote them), every entry's key (without its
 key-group prefix), namespace, user key and value bytes, and reads the same rows (Kryo states as
 their bytes), each entry in the key group Flink's hash of its key gives at the new max parallelism.
+A fix of another state of such an operator (`bootstrap --base`) never loses one it cannot write.
 """
 
 from __future__ import annotations
@@ -149,3 +150,35 @@ def test_opaque_states_rescale_byte_for_byte(realworld, name):
                 assert _rows(table(after)) == _rows(table(before)), (uid, table.__name__)
         kryo = keyed_table(mine.operator("kryo-proc"))
         assert pa.types.is_binary(kryo.schema.field("profile").type) and kryo.num_rows == 18
+
+
+FIX = """operators:
+  - uid: kryo-proc
+    parallelism: 2
+    keyed:
+      key: key
+      input: {sql: "SELECT key, %s logins + 1 AS logins FROM `kryo-proc`"}
+      states: [{name: logins, kind: value, column: logins}%s]
+"""
+
+
+@pytest.mark.slow  # bootstrap runs Spark
+@pytest.mark.parametrize("spec, how", [
+    (FIX % ("", ""), "leaves it out"),
+    (FIX % ("profile, device,", ", {name: profile, kind: value, column: profile}, "
+                                "{name: device, kind: value, column: device}"), "gives it without its flink: type")])
+def test_a_fix_never_loses_a_state_the_writer_cannot_write(tmp_path, spec, how):
+    """bootstrap --base replacing kryo-proc to fix `logins` would drop `profile` (a POJO with Kryo
+    fields), or write its bytes under byte[]'s serializer: one line, nothing written."""
+    base = REALWORLD / FIXTURES[0] / "savepoint"
+    before = digest(base)
+    (tmp_path / "fix.yaml").write_text(spec)
+    result = statectl("bootstrap", str(tmp_path / "out"), "--base", str(base), "--format", "flink",
+                      "--spec", str(tmp_path / "fix.yaml"))
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "error: operator 'kryo-proc', state 'profile': its values (opaque "
+        "org.apache.flink.api.java.typeutils.runtime.PojoSerializer) cannot be written again, and the spec, "
+        f"which replaces the operator, {how}: they would be lost; leave the operator out of the spec to keep "
+        "it as it is"]
+    assert not (tmp_path / "out").exists() and digest(base) == before

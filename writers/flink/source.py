@@ -227,6 +227,7 @@ def on_flink_base(fsp: FlinkSavepoint, data: OperatorData) -> OperatorData:
     try:
         known = operator_binding(op)
     except UsageError:  # a state of the base has no binding: the spec's alone decides
+        _refuse_lost_states(op, data)
         known = FlinkBinding()
     given = data.flink
     if known.header is not None:
@@ -241,6 +242,30 @@ def on_flink_base(fsp: FlinkSavepoint, data: OperatorData) -> OperatorData:
     binding = FlinkBinding((given and given.key) or known.key, (given and given.namespace) or known.namespace,
                            given.timer_service if given else known.timer_service, states)
     return dataclasses.replace(data, flink=binding, max_parallelism=data.max_parallelism or op.max_parallelism)
+
+
+def _refuse_lost_states(op: FlinkOperatorInfo, data: OperatorData) -> None:
+    """One line when *data*, replacing *op*, would lose a state of *op* the writer cannot write
+    (Kryo, an opaque serializer...): the spec leaves it out, or gives it without its Flink type
+    (its bytes would be written under another serializer)."""
+    given = set(s.name for s in data.keyed.states) if isinstance(data.keyed, KeyedData) else set()
+    given |= {s.name for s in data.operator_states}
+    where = f"operator {op.label!r}"
+    metas = [m for m in (op.keyed_header.states if op.keyed_header is not None else ())
+             if m.kind != KeyedTable.TIMERS]
+    for meta in [*metas, *op.operator_states.values()]:
+        try:
+            if meta in metas:
+                _keyed_state_binding(where, meta, _bound)
+            else:
+                _state_binding(where, meta.value, False, key=meta.user_key if meta.kind == "broadcast" else None)
+        except FlinkEncodeError:
+            if meta.name in given and data.flink is not None and data.flink.state(meta.name).type is not None:
+                continue  # written with the type the spec declares for it
+            how = "gives it without its flink: type" if meta.name in given else "leaves it out"
+            raise SpecError(f"{where}, state {meta.name!r}: its values ({meta.value.describe()}) cannot be "
+                            f"written again, and the spec, which replaces the operator, {how}: they would be "
+                            "lost; leave the operator out of the spec to keep it as it is") from None
 
 
 def _on_sql_base(op: FlinkOperatorInfo, data: OperatorData, known: FlinkBinding) -> OperatorData:
