@@ -8,6 +8,8 @@ the base's (its serializer snapshots as Flink wrote them), every entry's key (wi
 key-group prefix), namespace, user key and value bytes, and reads the same rows (Kryo states as
 their bytes), each entry in the key group Flink's hash of its key gives at the new max parallelism.
 A fix of another state of such an operator (`bootstrap --base`) never loses one it cannot write.
+The suite's job with a Kryo-typed state (knob `states=composite,kryo`) rescaled to 256 restores in
+Flink into both backends with exactly the job's state.
 """
 
 from __future__ import annotations
@@ -27,12 +29,14 @@ from statectl.statefmt.flink.regroup import regrouped_entries
 from statectl.statefmt.flink.savepoint import keyed_table, open_flink_savepoint, raw_entries, timers_table
 from statectl.statefmt.flink.stream_write import KEY, KEY_GROUP, StreamState, row_schema, value_column
 from statectl.statefmt.flink.types import Buf
+from support import flink_job
 from support.cli_runner import statectl
 from support.savepoint_rows import digest
 
 REALWORLD = Path(__file__).parents[1] / "fixtures" / "flink-realworld-dev"
 FIXTURES = ("realworld-hashmap-canonical", "realworld-rocksdb-native")
 OPAQUE_OPERATORS = ("kryo-proc", "cep", "interval-join", "session-win")
+KRYO_JOB = dict(backend="rocksdb", format="canonical", key_type="string", states="composite,kryo")
 
 
 def _ok(result) -> None:
@@ -182,3 +186,28 @@ def test_a_fix_never_loses_a_state_the_writer_cannot_write(tmp_path, spec, how):
         f"which replaces the operator, {how}: they would be lost; leave the operator out of the spec to keep "
         "it as it is"]
     assert not (tmp_path / "out").exists() and digest(base) == before
+
+
+@pytest.fixture(scope="module")
+def kryo_job():
+    try:
+        return flink_job.make_snapshots("2.3.0", [KRYO_JOB])[0]
+    except flink_job.FlinkSetupError as e:
+        pytest.fail(str(e), pytrace=False)
+
+
+@pytest.mark.slow  # Flink makes and restores the job's savepoint; statectl runs Spark
+def test_a_kryo_state_of_the_suites_job_rescaled_restores_in_flink(kryo_job, tmp_path):
+    base = kryo_job.path
+    proc = open_flink_savepoint(base).operator("proc")
+    assert any(m.name == "kryo" and "KryoSerializer" in m.value.serializer for m in proc.keyed_header.states)
+    _ok(statectl("rescale", str(base), str(tmp_path / "wide"), "--max-parallelism", "256"))
+    wide = open_flink_savepoint(tmp_path / "wide").operator("proc")
+    assert _entries(wide) == _entries(proc)
+    expected = json.loads(json.dumps(kryo_job.expected))
+    expected["scenario"]["knobs"]["max-parallelism"] = "256"
+    items = [(flink_job.Snapshot(tmp_path / "wide", expected, tmp_path / f"restore-{b}"), b)
+             for b in ("hashmap", "rocksdb")]
+    for (snap, backend), dump in zip(items, flink_job.restore_snapshots("2.3.0", items)):
+        assert flink_job.restore_mismatches(snap.expected, dump) == [], backend
+        assert len(dump["operators"]["proc"]["keyed_state"]["kryo"]["values"]) == 30
