@@ -139,16 +139,25 @@ def type_text(t: T.FlinkType):
     if t in _TEXT_OF:
         return _TEXT_OF[t]
     if isinstance(t, T.Tuple):
-        return f"{t.tuple_class.rsplit('.', 1)[-1]}<{', '.join(type_text(f) for f in t.fields)}>"
+        return f"{t.tuple_class.rsplit('.', 1)[-1]}<{', '.join(_inner_text(f, t) for f in t.fields)}>"
     if isinstance(t, T.List) and t.serializer == LIST_SERIALIZER:
-        return f"List<{type_text(t.element)}>"
+        return f"List<{_inner_text(t.element, t)}>"
     if isinstance(t, T.Map):
-        return f"Map<{type_text(t.key)}, {type_text(t.value)}>"
+        return f"Map<{_inner_text(t.key, t)}, {_inner_text(t.value, t)}>"
     if isinstance(t, T.Nullable) and not t.padding:
-        return f"Nullable<{type_text(t.inner)}>"
+        return f"Nullable<{_inner_text(t.inner, t)}>"
     if isinstance(t, T.Pojo) and not t.subclasses:
         return {"pojo": t.pojo_class, "fields": {n: type_text(f) for n, f in t.fields}}
     raise FlinkEncodeError(f"{t.describe()} ({t.serializer or 'no serializer'}) has no Flink type binding")
+
+
+def _inner_text(t: T.FlinkType, outer: T.FlinkType) -> str:
+    """*t*'s binding text inside *outer*'s: a POJO (a mapping) has none there."""
+    text = type_text(t)
+    if not isinstance(text, str):
+        raise FlinkEncodeError(f"{outer.describe()} ({outer.serializer or 'no serializer'}) has no Flink type "
+                               f"binding: it holds a POJO {t.describe()}")
+    return text
 
 
 _DERIVED = {pa.int64(): "Long", pa.int32(): "Integer", pa.int16(): "Short", pa.int8(): "Byte",

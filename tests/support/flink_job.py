@@ -622,10 +622,11 @@ PROC_STATES = {
         {"name": "type_counts", "kind": "VALUE", "type": "Map<String, Integer>"},
         {"name": "marks", "kind": "LIST", "element_type": "Tuple2<Integer, Boolean>"},
     ],
+    "kryo": [],  # proc's `kryo` (a KryoSerializer value): declared mode has no Kryo types
 }
 
 
-ALL_GROUPS = ("scalars", "composite", "ttl")  # states=all; collections only when named
+ALL_GROUPS = ("scalars", "composite", "ttl")  # states=all; collections and kryo only when named
 
 
 def job_description(expected: dict) -> dict:

@@ -7,7 +7,7 @@ write's shuffle sorts them, and assembled by the stream builder under the header
 the base (its serializer snapshots as Flink wrote them) (`tests/support/flink_sql_entries.py`).
 No Spark: the tasks' code itself.
 
-A rescale moves a SQL operator's entries by their bytes instead (`rowdata_regroup`): at the
+A rescale moves a SQL operator's entries by their bytes instead (`statefmt/flink/regroup.py`): at the
 operator's own max parallelism they assemble into the stream RocksDB wrote (a heap backend's
 order is its tables'); at another, they are the very entry rows the encoders make of the
 tables (canonical heap and RocksDB, with TTL too; native RocksDB and ForSt snapshots).
@@ -23,7 +23,7 @@ import pytest
 from support import flink_job
 from support.flink_sql_entries import SplitRewrite, sql_keyed_splits, sql_savepoints
 from statectl.statefmt.errors import FlinkFormatError
-from statectl.statefmt.flink.rowdata_regroup import regrouped_entries
+from statectl.statefmt.flink.regroup import regrouped_entries
 from statectl.statefmt.flink.savepoint import raw_entries
 from statectl.statefmt.flink.stream_write import row_schema
 from statectl.statefmt.flink.types import Buf

@@ -51,8 +51,9 @@ class StateBinding:
 @dataclass(frozen=True)
 class FlinkBinding:
     """An operator's serializers. *header*: the base's keyed header, copied as it is, when the
-    types are a SQL operator's (RowData, which has no binding text): its states keep the
-    base's order, and no serializer snapshot is written from a type."""
+    types are a SQL operator's (RowData, which has no binding text) or a rescale moves the
+    keyed entries as their bytes: its states keep the base's order, and no serializer snapshot
+    is written from a type."""
 
     key: T.FlinkType | None = None
     namespace: T.FlinkType | None = None

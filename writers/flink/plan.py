@@ -103,7 +103,7 @@ class FlinkOperatorPlan:
         self._keyed_job(union, key)
 
     def _plan_regrouped(self, keyed: RegroupedKeyed) -> None:
-        """A SQL operator's entries moved by their bytes (a rescale): its base's header copied."""
+        """A keyed operator's entries moved by their bytes (a rescale): its base's header copied."""
         header = read_keyed_header(self.binding.header, f"{self.where}, the base's header")
         self.keyed_header = copied_keyed_header(self.binding.header)
         self.stream_states = tuple(StreamState(m.name, m.kind, f"{self.where}, {m.kind} state {m.name!r}")

@@ -1,15 +1,17 @@
-"""A SQL operator rescaled from its entries' bytes: no decoding, no encoding.
+"""A keyed operator rescaled from its entries' bytes: only the keys decoded, nothing encoded.
 
-`rescale` gives a SQL operator (a RowData key) whose keyed state is held as key/value pairs
-(canonical streams, native RocksDB and ForSt snapshots) a :class:`RegroupedKeyed` instead of
-its tables: one Spark task per split scans its
-entries and hands them on as entry rows, each in the key group its key row's bytes hash to at
-the new max parallelism (:mod:`statectl.statefmt.flink.rowdata_regroup`); the Flink writer
-sorts and assembles them as it does encoded rows (:class:`~.plan.FlinkOperatorPlan`). Reading
-the tables and encoding them again would give the same bytes (the suite proves the encoders
-byte-exact) at a higher cost: a decode and an encode of every entry, two Python steps per
-task with Arrow to Spark rows and back between them, and separate scans for the timers
-(docs/RESCALING.md has the figures).
+`rescale` gives a keyed operator whose keyed state is held as key/value pairs (canonical
+streams, native RocksDB and ForSt snapshots) and whose key Flink's hash is known for (a SQL
+key row, String, numbers, tuples of these) a :class:`RegroupedKeyed` instead of its tables: one
+Spark task per split scans its entries and hands them on as entry rows, each in the key group
+its key hashes to at the new max parallelism (:mod:`statectl.statefmt.flink.regroup`); the
+Flink writer sorts and assembles them under the base's keyed header, copied, as it does
+encoded rows (:class:`~.plan.FlinkOperatorPlan`). Values are never decoded, so states statectl
+cannot encode (Kryo, POJOs with Kryo fields, Avro, CEP's NFA and shared buffer, interval-join
+buffers, opaque serializers) move as they are. Reading the tables and encoding them again
+costs a decode and an encode of every entry, two Python steps per task with Arrow to Spark
+rows and back between them, and separate scans for the timers (docs/RESCALING.md has the
+figures).
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from statectl.statefmt.flink.describe import FlinkOperatorInfo, FlinkSplit
-from statectl.statefmt.flink.rowdata import RowData
-from statectl.statefmt.flink.rowdata_regroup import regrouped_entries
+from statectl.statefmt.errors import KeyTypeError
+from statectl.statefmt.flink.regroup import key_placement, regrouped_entries
 from statectl.statefmt.flink.savepoint import has_raw_entries, raw_entries
 from statectl.statefmt.flink.tables import keyed_states
 
@@ -28,15 +30,22 @@ from ..errors import task_errors
 
 
 def regroupable(op: FlinkOperatorInfo) -> bool:
-    """Whether *op*'s keyed state can be rescaled from its bytes: a SQL operator's (RowData key),
-    every split holding key/value pairs (a heap-native stream's is decoded instead)."""
+    """Whether *op*'s keyed state can be rescaled from its bytes: every split holds key/value
+    pairs (a heap-native stream's is decoded instead) and its key is placed from its bytes (a
+    SQL key row, or a key whose Java hashCode :mod:`~statectl.statefmt.flink.keyhash` knows)."""
     header = op.keyed_header
-    return header is not None and isinstance(header.key, RowData) and all(map(has_raw_entries, op.keyed_splits))
+    if header is None or not all(map(has_raw_entries, op.keyed_splits)):
+        return False
+    try:
+        key_placement(header.key, repr(op.label))
+    except KeyTypeError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
 class RegroupedKeyed:
-    """A SQL operator's keyed state as its entries' bytes, for :class:`~.plan.FlinkOperatorPlan`
+    """A keyed operator's state as its entries' bytes, for :class:`~.plan.FlinkOperatorPlan`
     (whose binding holds the base's header, copied)."""
 
     splits: tuple[FlinkSplit, ...]

@@ -32,7 +32,7 @@ def check_flink_rescale(base: Savepoint, rebuilds) -> None:
     for rebuild in rebuilds:
         op = fsp.operator(rebuild.operator.operator_id)
         try:
-            operator_binding(op)
+            operator_binding(op, keyed_bytes=regroupable(op))
         except UsageError as e:
             raise UsageError(f"cannot rescale: {e}") from None
 

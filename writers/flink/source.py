@@ -90,13 +90,23 @@ def _keyed_binding(where: str, header) -> dict:
     return found
 
 
-def operator_binding(op: FlinkOperatorInfo) -> FlinkBinding:
+def _copied_keyed(where: str, header) -> dict:
+    """The key and header of a keyed operator whose entries move as their bytes (a rescale's
+    :class:`~.regroup.RegroupedKeyed`): its header, serializer snapshots and all, is copied."""
+    key_java_type(header.key, where)
+    return {"key": header.key, "states": {}, "header": header.raw}
+
+
+def operator_binding(op: FlinkOperatorInfo, keyed_bytes: bool = False) -> FlinkBinding:
     """The binding naming *op*'s serializers; one line naming the state when one has no binding
     the writer knows (Kryo, Avro, Row...), or the key when Flink's hash of it cannot be computed
-    (POJO, Row, opaque keys). A SQL operator's are its header's own, copied by the writer."""
+    (POJO, Row, opaque keys). A SQL operator's are its header's own, copied by the writer; so are
+    any operator's with *keyed_bytes* (its keyed entries moved as their bytes: no keyed state is
+    encoded, so none needs a binding)."""
     where = f"operator {op.label!r}"
+    keyed = _copied_keyed if keyed_bytes else _keyed_binding
     try:
-        found = _keyed_binding(where, op.keyed_header) if op.keyed_header is not None else {"states": {}}
+        found = keyed(where, op.keyed_header) if op.keyed_header is not None else {"states": {}}
         for name, meta in op.operator_states.items():
             key = meta.user_key if meta.kind == "broadcast" else None
             found["states"][name] = _state_binding(f"{where}, state {name!r}", meta.value, False, key=key)
@@ -193,7 +203,7 @@ def operator_data(reader, op: FlinkOperatorInfo, parallelism: int | None = None,
     tables (None when it holds no state), written with *parallelism* and *max_parallelism*
     (default: its own); *keyed*: its keyed state given otherwise than as its tables (a
     rescale's :class:`~.regroup.RegroupedKeyed`)."""
-    binding = operator_binding(op)
+    binding = operator_binding(op, keyed_bytes=keyed is not None)
     if keyed is None and op.keyed_header is not None:
         has_timers = any(m.kind == KeyedTable.TIMERS for m in op.keyed_header.states)
         keyed = _keyed_data(reader, op, has_timers)
@@ -217,6 +227,7 @@ def on_flink_base(fsp: FlinkSavepoint, data: OperatorData) -> OperatorData:
     try:
         known = operator_binding(op)
     except UsageError:  # a state of the base has no binding: the spec's alone decides
+        _refuse_lost_states(op, data)
         known = FlinkBinding()
     given = data.flink
     if known.header is not None:
@@ -231,6 +242,30 @@ def on_flink_base(fsp: FlinkSavepoint, data: OperatorData) -> OperatorData:
     binding = FlinkBinding((given and given.key) or known.key, (given and given.namespace) or known.namespace,
                            given.timer_service if given else known.timer_service, states)
     return dataclasses.replace(data, flink=binding, max_parallelism=data.max_parallelism or op.max_parallelism)
+
+
+def _refuse_lost_states(op: FlinkOperatorInfo, data: OperatorData) -> None:
+    """One line when *data*, replacing *op*, would lose a state of *op* the writer cannot write
+    (Kryo, an opaque serializer...): the spec leaves it out, or gives it without its Flink type
+    (its bytes would be written under another serializer)."""
+    given = set(s.name for s in data.keyed.states) if isinstance(data.keyed, KeyedData) else set()
+    given |= {s.name for s in data.operator_states}
+    where = f"operator {op.label!r}"
+    metas = [m for m in (op.keyed_header.states if op.keyed_header is not None else ())
+             if m.kind != KeyedTable.TIMERS]
+    for meta in [*metas, *op.operator_states.values()]:
+        try:
+            if meta in metas:
+                _keyed_state_binding(where, meta, _bound)
+            else:
+                _state_binding(where, meta.value, False, key=meta.user_key if meta.kind == "broadcast" else None)
+        except FlinkEncodeError:
+            if meta.name in given and data.flink is not None and data.flink.state(meta.name).type is not None:
+                continue  # written with the type the spec declares for it
+            how = "gives it without its flink: type" if meta.name in given else "leaves it out"
+            raise SpecError(f"{where}, state {meta.name!r}: its values ({meta.value.describe()}) cannot be "
+                            f"written again, and the spec, which replaces the operator, {how}: they would be "
+                            "lost; leave the operator out of the spec to keep it as it is") from None
 
 
 def _on_sql_base(op: FlinkOperatorInfo, data: OperatorData, known: FlinkBinding) -> OperatorData:

@@ -218,7 +218,7 @@ public final class Model {
     static Map<String, Object> proc(Scenario sc, List<KeyState> ks, Map<String, String> names, Map<String, Object> run) {
         Map<String, Object> p = operator(sc, "proc", names, sc.parallelism);
         p.put("key_type", sc.keyTypeDescription());
-        String[] names14 = {"count", "events", "attrs", "sum", "avg", "ratio", "flag", "last_type", "values", "by_bucket", "last", "profile", "ttl_last", "ttl_seen", "recent", "type_counts", "marks"};
+        String[] names14 = {"count", "events", "attrs", "sum", "avg", "ratio", "flag", "last_type", "values", "by_bucket", "last", "profile", "ttl_last", "ttl_seen", "recent", "type_counts", "marks", "kryo"};
         Map<String, Map<String, Object>> v = new LinkedHashMap<>();
         for (String n : names14) v.put(n, new TreeMap<>());
         Map<String, Object> bounds1 = new TreeMap<>(), bounds2 = new TreeMap<>();
@@ -247,6 +247,7 @@ public final class Model {
             v.get("recent").put(l, new ArrayList<Object>(k.recent));
             v.get("type_counts").put(l, k.typeCounts);
             v.get("marks").put(l, k.marks);
+            v.get("kryo").put(l, Arrays.asList(k.last.get(0), k.total));
             bounds1.put(l, wall);
             Map<String, Object> b2 = new TreeMap<>();
             for (String t : k.ttlSeen.keySet()) b2.put(t, wall);
@@ -288,6 +289,9 @@ public final class Model {
             st.put("recent", state("VALUE", "List<Long> (ListSerializer: LongSerializer) = the last three values, oldest first", v.get("recent"), STATE + "ListSerializer", STATE + "ListSerializerSnapshot"));
             st.put("type_counts", state("VALUE", "Map<String,Integer> (MapSerializer: StringSerializer, IntSerializer) = events per type", v.get("type_counts"), STATE + "MapSerializer", STATE + "MapSerializerSnapshot"));
             st.put("marks", state("LIST", "element Tuple2<Integer,Boolean> (TupleSerializer: IntSerializer, BooleanSerializer) = (seq, buy) of every event; JSON [f0, f1]", v.get("marks"), STATE + "ListSerializer", STATE + "ListSerializerSnapshot"));
+        }
+        if (sc.has("kryo")) {
+            st.put("kryo", state("VALUE", "flinkjob.KryoBox (KryoSerializer: a GenericTypeInfo) = [type of the last event, sum of values]", v.get("kryo"), TUPLE + "kryo.KryoSerializer", TUPLE + "kryo.KryoSerializerSnapshot"));
         }
         p.put("keyed_state", st);
         p.put("timers", obj(

@@ -197,6 +197,7 @@ public final class Operators {
         private transient ValueState<List<Long>> recent;
         private transient ValueState<Map<String, Integer>> typeCounts;
         private transient ListState<Tuple2<Integer, Boolean>> marks;
+        private transient ValueState<KryoBox> kryo;
 
         public Proc(Scenario sc) {
             this.sc = sc;
@@ -233,6 +234,9 @@ public final class Operators {
                 recent = rc.getState(new ValueStateDescriptor<>("recent", Types.LIST(Types.LONG)));
                 typeCounts = rc.getState(new ValueStateDescriptor<>("type_counts", Types.MAP(Types.STRING, Types.INT)));
                 marks = rc.getListState(new ListStateDescriptor<>("marks", Types.TUPLE(Types.INT, Types.BOOLEAN)));
+            }
+            if (sc.has("kryo")) {
+                kryo = rc.getState(new ValueStateDescriptor<>("kryo", new org.apache.flink.api.java.typeutils.GenericTypeInfo<>(KryoBox.class)));
             }
         }
 
@@ -288,6 +292,10 @@ public final class Operators {
                 tc.merge(e.type, 1, Integer::sum);
                 typeCounts.update(tc);
                 marks.add(Tuple2.of((int) e.seq, e.type.equals("buy")));
+            }
+            if (sc.has("kryo")) {
+                KryoBox b = kryo.value();
+                kryo.update(new KryoBox(e.type, (b == null ? 0 : b.total) + e.value));
             }
             out.collect(Tuple2.of(ctx.getCurrentKey(), e.value));
         }
@@ -356,6 +364,7 @@ public final class Operators {
                 for (Tuple2<Integer, Boolean> t : marks.get()) m.add(Arrays.asList(t.f0, t.f1));
                 put("marks", label, m);
             }
+            if (sc.has("kryo")) put("kryo", label, KryoBox.json(kryo.value()));
         }
     }
 
