@@ -128,6 +128,8 @@ def test_cep_partial_matches_shared_buffer_and_timers_match_the_model(case):
             e = v["element"]
             assert (e["type"], e["ts"], e["user"], v["ref_count"]) == ("cart", k["timestamp"], key, 1)
         assert sorted(n["event_id"]["timestamp"] for n, _ in r["sharedBuffer-entries-with-lockable-edges"]) == carts
+    # every event was at or before the watermark: no element queue; no events counter left
+    assert all(r["eventQueuesStateName"] is None and r["sharedBuffer-events-count"] is None for r in rows.values())
     got_timers = sorted((t["key"], t["timestamp"], t["domain"], t["service"]) for t in sp.timers("cep").to_pylist())
     assert got_timers == sorted((t["key"], t["timestamp"], "event", "watermark-callbacks")
                                 for t in want["timers"]["event_time"]["values"])
@@ -209,6 +211,31 @@ def test_file_sink_writer_and_committer_match_the_model(case):
         {b: sorted(w["pending_part_sizes"]) for b, w in buckets.items() if w["pending_part_sizes"]}
 
 
+# --- every state, info, the CLI, Spark -----------------------------------------------------------
+
+STATES = {
+    "legacy-offsets": {"topic-partition-offset-states"},
+    "kryo-proc": {"profile", "device", "logins"},
+    "cep": {"nfaStateName", "sharedBuffer-events", "sharedBuffer-entries-with-lockable-edges",
+            "sharedBuffer-events-count", "eventQueuesStateName"},
+    "session-win": {"window-contents", "merging-window-set"},
+    "interval-join": {"LEFT_BUFFER", "RIGHT_BUFFER"},
+    "file-source": {"SourceReaderState", "coordinator"},
+    "file-sink": {"writer_raw_states"},
+    COMMITTER: {COMMITTER_STATE},
+}
+
+
+def test_info_lists_every_state_typed_with_the_classes(case):
+    snap, classes = case
+    got = {op["operator_id"]: {s["name"]: s for s in op["states"]}
+           for op in info_json(snap, "--classes", str(classes))["operators"] if op["states"]}
+    assert {k: set(v) for k, v in got.items()} == {op_id(uid): names for uid, names in STATES.items()}
+    for states in got.values():
+        for s in states.values():
+            assert "note" not in s and s["type"] != "binary" and not s["type"].startswith("struct<version: int32, bytes:")
+
+
 # --- without the classes; the CLI --------------------------------------------------------------
 
 def info_json(snap, *args) -> dict:
@@ -238,3 +265,11 @@ def test_cli_reads_a_kryo_state_with_classes(case):
     assert out.returncode == 0, out.stderr
     rows = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
     assert {r["key"]: r["device"] for r in rows} == ops(snap)["kryo-proc"]["keyed_state"]["device"]["values"]
+
+
+def test_spark_reads_the_kryo_state_as_the_local_engine(spark, with_classes):
+    snap = with_classes
+    local = sorted(open_(snap).keyed("kryo-proc").to_pylist(), key=lambda r: r["key"])
+    df = statectl.open_savepoint(str(snap.path), spark=spark).keyed("kryo-proc")
+    remote = sorted((r.asDict(recursive=True) for r in df.collect()), key=lambda r: r["key"])
+    assert remote == local and len(local) == len(ops(snap)["kryo-proc"]["keyed_state"]["profile"]["values"])
