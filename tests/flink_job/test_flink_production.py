@@ -256,6 +256,12 @@ def test_without_classes_kryo_states_are_bytes_and_info_says_why(case):
     assert "field attribution: Kryo, type flinkjob.Production$Attribution" in states["profile"]["note"]
     assert "decodes with --classes" in states["profile"]["note"]
     assert "note" not in states["logins"]
+    union = open_(snap).union_state("legacy-offsets", "topic-partition-offset-states")
+    assert str(union.schema.field("value").type) == "binary" and union.num_rows == 3
+    [offsets] = [s for op in info_json(snap)["operators"] if op["operator_id"] == op_id("legacy-offsets")
+                 for s in op["states"]]
+    assert offsets["note"] == ("holds Kryo, type flinkjob.Production$TopicPartitionLike: no layout for "
+                               "flinkjob.Production$TopicPartitionLike (decodes with --classes)")
 
 
 def test_cli_reads_a_kryo_state_with_classes(case):
