@@ -279,3 +279,17 @@ def test_spark_reads_the_kryo_state_as_the_local_engine(spark, with_classes):
     df = statectl.open_savepoint(str(snap.path), spark=spark).keyed("kryo-proc")
     remote = sorted((r.asDict(recursive=True) for r in df.collect()), key=lambda r: r["key"])
     assert remote == local and len(local) == len(ops(snap)["kryo-proc"]["keyed_state"]["profile"]["values"])
+
+
+def test_sql_reads_kryo_fields_with_classes(case):
+    snap, classes = case
+    view = "kryo-proc" if snap.expected["flink_version"].startswith("2.") else op_id("kryo-proc")  # 1.x: no uids
+    query = (f"SELECT key, device.model AS model, profile.sessionId AS session, profile.attribution AS attribution "
+             f"FROM `{view}` ORDER BY key")
+    out = run("sql", str(snap.path), query, "--classes", str(classes), "-f", "jsonl")
+    assert out.returncode == 0, out.stderr
+    want = ops(snap)["kryo-proc"]["keyed_state"]
+    got = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    assert [(r["key"], r["model"], r["session"], json.loads(r["attribution"])["@class"]) for r in got] == \
+        [(k, (want["device"]["values"][k] or {}).get("model"), p["sessionId"], p["attribution"]["class"])
+         for k, p in sorted(want["profile"]["values"].items())]
