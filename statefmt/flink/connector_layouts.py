@@ -27,7 +27,9 @@ Layouts (Flink 1.15 to 2.3, `flink-connector-files` and the sink runtime):
   offset, int target length, int temp length, target and temp path (UTF-8).
 * CommittableCollector v2: int 0xB91F252C, list(checkpoint: long id, int subtasks,
   list(subtask: int id, list(request: frame(committable), int retries, int state), int
-  committables, int failed)), a list being int version, int n, n × (int length, bytes).
+  committables, int failed)), a list being int version, int n, n × (int length, bytes); the
+  subtask list's version is 2 in Flink 2.x, 1 in Flink 1.x, whose subtask has int drained
+  between committables and failed.
 * FileSinkCommittable v2: int 0x1E765C80, UTF bucket id, bool + frame(pending file), bool
   + frame(in-progress file to clean up), bool + UTF compacted file to clean up (v1: no
   bucket id, no compacted file).
@@ -283,21 +285,25 @@ def committables(version: int, payload: bytes) -> list[dict]:
 
 def _checkpoint(r: Reader) -> list[dict]:
     checkpoint_id, n_subtasks = r.long(), r.int()
-    sub_version, subtasks = versioned_list(r, (2,))
+    sub_version, subtasks = versioned_list(r, (1, 2))
     rows = []
     for sub in subtasks:
-        for row in _run(_subtask_committables, sub, "subtask committables"):
+        for row in _run(lambda s: _subtask_committables(s, sub_version), sub, "subtask committables"):
             rows.append({"checkpoint_id": checkpoint_id, "number_of_subtasks": n_subtasks, **row})
     return rows
 
 
-def _subtask_committables(r: Reader) -> list[dict]:
+def _subtask_committables(r: Reader, version: int) -> list[dict]:
+    """A `SubtaskCommittableManager`: v2 (Flink 2.x) int id, requests, int committables, int failed;
+    v1 (Flink 1.x) has int drained between committables and failed."""
     subtask_id = r.int()
     _, requests = versioned_list(r, (0,))
-    n_committables, n_failed = r.int(), r.int()
+    n_committables = r.int()
+    n_drained = r.int() if version == 1 else None
+    n_failed = r.int()
     rows = [_run(_request, q, "commit request") for q in requests]
-    return [{"subtask_id": subtask_id, **q, "subtask_committables": n_committables, "subtask_failed": n_failed}
-            for q in rows]
+    return [{"subtask_id": subtask_id, **q, "subtask_committables": n_committables, "subtask_drained": n_drained,
+             "subtask_failed": n_failed} for q in rows]
 
 
 def _request(r: Reader) -> dict:

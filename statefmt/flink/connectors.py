@@ -55,7 +55,8 @@ TYPES = {
     COMMITTABLE: struct_type(("version", _I), ("checkpoint_id", _L), ("number_of_subtasks", _I), ("subtask_id", _I),
                          ("bucket_id", _S), ("pending_path", _S), ("pending_size", _L), *_RECOVERABLE("commit"),
                          ("in_progress_to_clean_up", _S), ("compacted_to_clean_up", _S), ("retries", _I),
-                         ("request_state", _S), ("subtask_committables", _I), ("subtask_failed", _I)),
+                         ("request_state", _S), ("subtask_committables", _I), ("subtask_drained", _I),
+                         ("subtask_failed", _I)),
 }
 
 # state name -> the layouts its elements are tried as, in order; each parser gives a list of row dicts

@@ -7,7 +7,8 @@ A command that starts Spark (one with a ``--master`` option) uses the suite's
 session instead of starting a JVM of its own (about 10 s each). The run puts
 back everything it may change in the process: Spark's runtime options and log
 level, the SIGINT handler, ``sys.excepthook``, the working directory, the
-environment, the CLI's global options, the root logger's handlers.
+environment, the CLI's global options, the root logger's handlers, the job's classes
+(``--classes``).
 
 :func:`statectl_process` runs the installed console script. Use it where the
 process is the point: signals, a killed run, the modules a fresh process loads,
@@ -109,9 +110,11 @@ def _exit_code() -> int:
 def _process_state(args, cwd, env: dict):
     """argv, directory and environment of the run; afterwards, the process as it was."""
     from statectl.cli.options import OPTIONS
+    from statectl.statefmt.flink.kryo import context as kryo_context
 
     saved = (list(sys.argv), os.getcwd(), dict(os.environ), dict(OPTIONS), sys.excepthook,
              signal.getsignal(signal.SIGINT), list(logging.getLogger().handlers))
+    job_classes = kryo_context._job_classes  # --classes sets the job's classes for the process
     sys.argv = ["statectl", *args]
     if cwd is not None:
         os.chdir(cwd)
@@ -131,6 +134,7 @@ def _process_state(args, cwd, env: dict):
         sys.excepthook = excepthook
         signal.signal(signal.SIGINT, signal.SIG_DFL if sigint is None else sigint)
         logging.getLogger().handlers[:] = handlers
+        kryo_context._job_classes = job_classes
 
 
 def _fresh_options() -> dict:

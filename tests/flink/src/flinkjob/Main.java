@@ -47,6 +47,7 @@ public final class Main {
                 else if (sc.mode.equals("sql")) SqlJob.run(sc);
                 else if (sc.mode.equals("sql-size")) SqlSize.run(sc);
                 else if (sc.mode.equals("sql-restore")) SqlRestore.run(sc);
+                else if (sc.mode.equals("production")) Production.run(sc);
                 else run(sc);
             }
         } catch (Throwable t) {
