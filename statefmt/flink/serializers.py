@@ -20,7 +20,7 @@ from .kryo.snapshot import kryo_config, read_registration
 from .rowdata import NullValue, RowData, SizedBytes, SqlValue
 from .sqltypes import MAX_LENGTH, SqlType, logical_type
 from . import types as T
-from .types.kryo import KRYO_SERIALIZER, needs_classes
+from .types.kryo import KRYO_SERIALIZER, KryoBytes, needs_classes
 
 COMPOSITE_MAGIC = 911108
 NESTED_MAGIC = 1333245
@@ -316,5 +316,5 @@ def _kryo(r: Reader) -> T.FlinkType:
     decoder = KryoDecoder(config, setting.classpath)
     why = needs_classes(decoder, type_class)
     if why is not None:
-        return T.Opaque(KRYO_SERIALIZER, f"Kryo, type {type_class}: {why} (decodes with --classes)")
+        return KryoBytes(KRYO_SERIALIZER, f"Kryo, type {type_class}: {why} (decodes with --classes)", decoder)
     return T.Kryo(type_class, decoder)

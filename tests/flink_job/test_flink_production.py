@@ -248,10 +248,11 @@ def info_json(snap, *args) -> dict:
 def test_without_classes_kryo_states_are_bytes_and_info_says_why(case):
     snap, _ = case
     t = open_(snap).keyed("kryo-proc")
-    assert str(t.schema.field("device").type) == "binary"
+    assert str(t.schema.field("device").type) == "struct<class: string, bytes: binary>"
+    assert {r["device"]["class"] for r in t.to_pylist() if r["device"]} == {"flinkjob.Production$DeviceInfo"}
     states = {s["name"]: s for op in info_json(snap)["operators"] if op["operator_id"] == op_id("kryo-proc")
               for s in op["states"]}
-    assert states["device"]["type"] == "binary"
+    assert states["device"]["type"] == "struct<class: string, bytes: binary>"
     assert states["device"]["note"] == ("Kryo, type flinkjob.Production$DeviceInfo: no layout for "
                                         "flinkjob.Production$DeviceInfo (decodes with --classes)")
     assert "field attribution: Kryo, type flinkjob.Production$Attribution" in states["profile"]["note"]

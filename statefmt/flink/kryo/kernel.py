@@ -290,6 +290,34 @@ def gather_strings(arr, starts, ends, kind, valid, offsets, out):
             out[offsets[i + 1] - 1] &= 0x7F
 
 
+@_njit
+def classes_at(data, starts, limits, ids, name_starts, name_ends):
+    """Each value's class as `writeClassAndObject` begins it: a registered id (*ids*), or a
+    name's ASCII span (id -1; -2: written in the UTF-8 form, left to the caller), or null (-3)."""
+    for i in range(starts.shape[0]):
+        pos, end = starts[i], limits[i]
+        cid, pos = _varint(data, pos, end)
+        if pos < 0:
+            ids[i] = -4  # ends early
+        elif cid == 0:
+            ids[i] = -3
+        elif cid != 1:
+            ids[i] = cid - 2
+        else:
+            nid, pos = _varint(data, pos, end)
+            if pos < 0 or pos >= end:
+                ids[i] = -4
+            elif data[pos] >= 0x80:
+                ids[i] = -2
+                name_starts[i] = pos
+            else:
+                ids[i] = -1
+                name_starts[i] = pos
+                while pos < end and data[pos] < 0x80:
+                    pos += 1
+                name_ends[i] = pos + 1
+
+
 HEX_PAIRS = np.frombuffer(b"".join(f"{i:02x}".encode() for i in range(256)), dtype=np.uint8)
 UUID_POSITIONS = np.array([0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34], dtype=np.int64)
 

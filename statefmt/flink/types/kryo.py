@@ -21,6 +21,7 @@ from ..kryo.classes import JavaType
 from ..kryo.decode import FINAL_BUILTINS, LIST_DECLARED, KryoDecoder
 from ..kryo.stream import KryoDataError
 from .base import DamagedValue, FlinkType
+from .scalars import Opaque
 
 KRYO_SERIALIZER = "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializer"
 
@@ -157,6 +158,49 @@ class Kryo(FlinkType):
 
     def _struct_mismatch(self, value, t: JavaType):
         raise FlinkFormatError(f"a Kryo value of the final class {t.name} holds a {value.get('@class')}")
+
+
+@dataclass(frozen=True, eq=False)
+class KryoBytes(Opaque):
+    """Kryo values that cannot be decoded here (no layout, a custom serializer): each value's
+    class, as its bytes name it, beside the bytes themselves."""
+
+    decoder: KryoDecoder | None = field(default=None, repr=False, compare=False)
+
+    def arrow(self):
+        return pa.struct([("class", pa.string()), ("bytes", pa.binary())])
+
+    def column(self, buf, starts, limits=None):
+        raw, limits = super().column(buf, starts, limits)
+        from ..kryo.kernel import classes_at
+        starts = np.asarray(starts, dtype=np.int64)
+        n = len(starts)
+        ids = np.zeros(n, dtype=np.int64)
+        name_starts, name_ends = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        classes_at(buf.arr, starts, np.minimum(limits, len(buf.data)), ids, name_starts, name_ends)
+        names = self._names(buf, ids, name_starts, name_ends)
+        valid = ids != -3
+        return pa.StructArray.from_arrays([names, raw], ["class", "bytes"], mask=pa.array(~valid)), limits
+
+    def _names(self, buf, ids: np.ndarray, name_starts: np.ndarray, name_ends: np.ndarray) -> pa.Array:
+        """The class names: registered ids through the class table, names as written (each
+        distinct one decoded once)."""
+        out = np.empty(len(ids), dtype=object)
+        table = self.decoder.config.ids
+        for cid in np.unique(ids[ids >= 0]).tolist():
+            reg = table.get(cid)
+            out[ids == cid] = reg.name if reg is not None else f"(class id {cid})"
+        named = np.flatnonzero(ids == -1)
+        if len(named):
+            spans = buf.slices(name_starts[named], name_ends[named]).dictionary_encode()
+            texts = np.array([(k[:-1] + bytes([k[-1] & 0x7F])).decode("latin-1") for k in spans.dictionary.to_pylist()],
+                             dtype=object)
+            out[named] = texts[spans.indices.to_numpy()]
+        for i in np.flatnonzero(ids == -2).tolist():
+            from ..kryo.stream import KryoIn
+            out[i] = KryoIn(buf.data, int(name_starts[i]), len(buf.data), True).string()
+        out[ids == -4] = None
+        return pa.array(out, pa.string())
 
 
 def needs_classes(decoder: KryoDecoder, type_class: str) -> str | None:

@@ -70,12 +70,15 @@ def test_legacy_kafka_offsets_decode(name, job_classes):
 def test_without_classes_kryo_states_stay_bytes_and_info_says_why():
     path = FIXTURES / NAMES[0] / "savepoint"
     t = statectl.open_savepoint(str(path)).keyed("kryo-proc")
-    assert str(t.schema.field("device").type) == "binary"
+    assert str(t.schema.field("device").type) == "struct<class: string, bytes: binary>"
+    device = {r["key"]: r["device"] for r in t.to_pylist()}
+    assert {d["class"] for d in device.values() if d} == {"flinkfixtures.RealWorldJob$DeviceInfo"}
+    assert all(d["bytes"].startswith(b"W\x01") for d in device.values() if d)  # class id 85, not null
     out = run("info", str(path), "--json")
     assert out.returncode == 0, out.stderr
     states = {s["name"]: s for op in json.loads(out.stdout)["operators"] if op["uid"] == "kryo-proc"
               for s in op["states"]}
-    assert states["device"]["type"] == "binary"
+    assert states["device"]["type"] == "struct<class: string, bytes: binary>"
     assert states["device"]["note"] == ("Kryo, type flinkfixtures.RealWorldJob$DeviceInfo: no layout for "
                                         "flinkfixtures.RealWorldJob$DeviceInfo (decodes with --classes)")
     assert "field attribution: Kryo, type flinkfixtures.RealWorldJob$Attribution" in states["profile"]["note"]
