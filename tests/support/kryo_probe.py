@@ -11,7 +11,8 @@ from pathlib import Path
 
 from support.flink_job import JVM_FLAGS, _tool, flink_home, lib_dir, require_jars
 
-PROBE = Path(__file__).resolve().parents[1] / "kryo_probe" / "kryoprobe" / "KryoProbe.java"
+PROBE_DIR = Path(__file__).resolve().parents[1] / "kryo_probe"
+PROBE = PROBE_DIR / "kryoprobe" / "KryoProbe.java"
 
 
 @dataclass(frozen=True)
@@ -25,12 +26,13 @@ class Sample:
 def compiled(version: str) -> Path:
     """The probe's classes for *version*, compiled once per source."""
     lib = require_jars(version)
-    digest = hashlib.sha256(PROBE.read_bytes()).hexdigest()[:12]
+    sources = sorted(PROBE_DIR.rglob("*.java"))
+    digest = hashlib.sha256(b"".join(f.read_bytes() for f in sources)).hexdigest()[:12]
     out = flink_home() / version / f"kryo-probe-{digest}"
     if not (out / "kryoprobe" / "KryoProbe.class").exists():
         tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix="kryo-probe-tmp-"))
         proc = subprocess.run([_tool("javac"), "--release", "11", "-nowarn", "-cp", f"{lib}/*", "-d", str(tmp),
-                               str(PROBE)], capture_output=True, text=True)
+                               *map(str, sources)], capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"javac failed for the Kryo probe ({version}):\n{proc.stderr}")
         if not out.exists():

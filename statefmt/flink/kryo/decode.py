@@ -13,6 +13,7 @@ import datetime as dt
 from decimal import Context, Decimal
 
 from .classes import OBJECT, ClassInfo, ClassPath, FieldInfo, JavaType
+from .known import KNOWN_LAYOUTS
 from .registry import BOXED, KRYO2, KRYO5, KryoConfig
 from ...errors import FlinkFormatError
 from .stream import KryoDataError, KryoIn
@@ -169,7 +170,8 @@ class KryoDecoder:
         return obj
 
     def class_info(self, name: str) -> ClassInfo | None:
-        return self.classpath.get(name)
+        """A class's layout: the job's (`--classes`), else one statectl knows (`known.py`)."""
+        return self.classpath.get(name) or KNOWN_LAYOUTS.get(name)
 
     def fields_of(self, info: ClassInfo) -> list[FieldInfo]:
         """The fields Kryo's FieldSerializer writes, in its order: the class's and its superclasses', by name."""

@@ -292,6 +292,8 @@ public final class KryoProbe {
         sample(out, "optional", Optional.class, List.of(), Optional.of("SAVE3"));
         sample(out, "string-list", List.class, List.of(), new ArrayList<>(Arrays.asList("x", "y")));
         sample(out, "null-value", Device.class, List.of(), null);
+        sample(out, "kafka-partition", org.apache.flink.streaming.connectors.kafka.internals.KafkaTopicPartition.class,
+               List.of(), new org.apache.flink.streaming.connectors.kafka.internals.KafkaTopicPartition("payments", 7));
         // one JDK value each, declared Object (the class is written with it)
         sample(out, "jdk-aslist", Object.class, List.of(), Arrays.asList("a", "b"));
         BitSet bits = new BitSet(); bits.set(3); bits.set(64);

@@ -432,3 +432,20 @@ def test_lists_longer_than_the_walks_first_room(tmp_path):
     column, _ = t.column(Buf(b"".join(values), "many"), starts, limits)
     assert column.to_pylist() == [t.read(Reader(v, "v")) for v in values]
     assert [len(r["tags"]) for r in column.to_pylist()] == [30, 31, 32, 33, 34]
+
+
+def test_the_legacy_kafka_partition_decodes_without_classes(probe):
+    """The legacy Kafka consumer's KafkaTopicPartition (a stand-in of the same name and fields,
+    tests/kryo_probe/org/...) is known: no --classes needed."""
+    version, samples = probe
+    t, _ = _decode(version, samples["kafka-partition"], with_classes=False)
+    partition = 31 * _java_hash("payments") + 7
+    assert t.read(Reader(samples["kafka-partition"].value, "v")) == {
+        "cachedHash": (partition + 2**31) % 2**32 - 2**31, "partition": 7, "topic": "payments"}
+
+
+def _java_hash(text: str) -> int:
+    h = 0
+    for ch in text:
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    return h - 2**32 if h >= 2**31 else h
