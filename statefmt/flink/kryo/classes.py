@@ -51,6 +51,11 @@ class JavaType:
 OBJECT = JavaType("java.lang.Object")
 
 
+def kryo_name(t: JavaType) -> str:
+    """The name the decoder reads a declared type by (arrays with their brackets)."""
+    return t.name + "[]" * t.dims
+
+
 @dataclass(frozen=True)
 class FieldInfo:
     name: str

@@ -6,6 +6,10 @@ the plan over every value and fills, per step, a number (or a string's span) and
 is present. A value the plan cannot follow (a back reference, an unexpected class) is marked
 for the per-value decoder; bytes that make no sense end the walk with an error code and the
 offset.
+
+The walk is one long function on purpose: numba counts references to every array handed to a
+function it calls, and splitting the walk's steps into functions that take its output arrays
+made it 3 to 8 times slower (measured on 1M values); the same holds for arrays a kernel returns.
 """
 
 from __future__ import annotations
