@@ -230,14 +230,17 @@ SQL_STATE_TTL = "state_ttl"
 SQL_EXTRA = "extra_statement"
 # The SQL jobs' knob name_type (e.g. "VARCHAR(64)"): src's name column cast to it (absent: STRING).
 SQL_NAME_TYPE = "name_type"
+# The SQL jobs' knob extra_aggregate (e.g. "SUM(v)"): one more aggregate (a2) in the extra statement's
+# SELECT, whose accumulator row grows (absent: none).
+SQL_EXTRA_AGGREGATE = "extra_aggregate"
 
 
 def knobs(**kw) -> dict[str, str]:
     """The job's knobs with defaults filled in, as the strings it takes on its command line."""
-    unknown = set(kw) - set(DEFAULTS) - {SQL_STATE_TTL, SQL_EXTRA, SQL_NAME_TYPE}
+    unknown = set(kw) - set(DEFAULTS) - {SQL_STATE_TTL, SQL_EXTRA, SQL_NAME_TYPE, SQL_EXTRA_AGGREGATE}
     if unknown:
         raise TypeError(f"unknown Flink job knobs: {sorted(unknown)}")
-    for knob in (SQL_STATE_TTL, SQL_EXTRA, SQL_NAME_TYPE):
+    for knob in (SQL_STATE_TTL, SQL_EXTRA, SQL_NAME_TYPE, SQL_EXTRA_AGGREGATE):
         if kw.get(knob) in (None, False):
             kw.pop(knob, None)
         elif kw.get("mode") not in ("sql", "sql-restore"):
@@ -434,7 +437,7 @@ SQL_RESTORE_DEFAULTS = {"first_batch": "false", "allow_non_restored": "false", "
                         "more_events": "12", "more_watermark": "60000"}
 # The knobs of the savepoint's job that the restored job takes over: its input and shape.
 _SQL_INPUT_KNOBS = ("seed", "keys", "events", "value_max", "parallelism", "max_parallelism", "format",
-                    SQL_STATE_TTL, SQL_EXTRA, SQL_NAME_TYPE)
+                    SQL_STATE_TTL, SQL_EXTRA, SQL_NAME_TYPE, SQL_EXTRA_AGGREGATE)
 
 
 def sql_restore_knobs(savepoint: Snapshot | Path | None, backend: str = "rocksdb", **kw) -> dict[str, str]:
