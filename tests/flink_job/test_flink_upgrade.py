@@ -181,3 +181,47 @@ def test_a_longer_varchar_key_is_converted_by_its_serializer_snapshot(typed_pair
     _continues_alike(old, base, remapped)
     extra = [r["received_changelog"] for r in (base["statements"]["extra_agg"], remapped["statements"]["extra_agg"])]
     assert _sorted(extra[0]) == _sorted(extra[1]) and any(r[0] == "-U" for r in extra[1])  # its counts continue
+
+
+@pytest.fixture(scope="module")
+def aggregate_pair():
+    """The SQL job with the extra statement (OLD) and with one more aggregate in its SELECT, SUM(v)
+    (NEW: extra_aggregate): the same operator ids, the accumulator row of its GroupAggregate grown."""
+    try:
+        return flink_job.make_sql_snapshots(VERSION, [dict(SHAPE, extra_statement=True),
+                                                      dict(SHAPE, extra_statement=True, extra_aggregate="SUM(v)")])
+    except flink_job.FlinkSetupError as e:
+        pytest.fail(str(e), pytrace=False)
+
+
+def test_an_aggregate_added_to_a_select_is_partly_compatible_and_starts_from_its_initial_value(aggregate_pair, tmp_path):
+    old, new = aggregate_pair
+    doc = _check(old.path, new.path)
+    changed = [op for op in doc["operators"] if op["level"] != "identical"]
+    assert len(doc["operators"]) == 12 and len(changed) == 1, changed
+    (op,) = changed
+    assert op["status"] == "restored" and op["level"] == "partly compatible"
+    (acc,) = [s for s in op["states"] if s["name"] == "accState"]
+    assert acc["rewrites"] == "values" and acc["added"] == ["f1"], acc
+    out = tmp_path / "out"
+    refused = statectl("remap", str(old.path), str(out), "--against", str(new.path))
+    assert refused.returncode == 1 and "--initial" in refused.stderr and not out.exists()
+    before = digest(old.path)
+    result = statectl("remap", str(old.path), str(out), "--against", str(new.path),
+                      "--initial", f"{op['old']}:accState:f1=null")  # SUM starts from null
+    assert result.returncode == 0, result.stderr
+    assert digest(old.path) == before
+    assert statectl("check", str(out), "--against", str(new.path)).returncode == 0
+    knobs = dict(backend=SHAPE["backend"], extra_statement=True, extra_aggregate="SUM(v)")
+    with pytest.raises(flink_job.FlinkJobError):  # the new job refuses OLD's accumulator serializer itself
+        flink_job.restore_sql(VERSION, old.path, **knobs)
+    base, remapped = flink_job.restore_sqls(VERSION, [(old, dict(backend=SHAPE["backend"])), (out, knobs)])
+    _continues_alike(old, base, remapped)
+    rows = remapped["statements"]["extra_agg"]["received_changelog"]
+    assert _sorted([r[:3] for r in rows]) == _sorted(base["statements"]["extra_agg"]["received_changelog"])
+    first = {}  # OLD's keys: the first update retracts the row OLD's accumulator gives (its SUM null)
+    for r in rows:
+        if r[0] == "-U":
+            first.setdefault(r[1], r)
+    assert first and all(r[3] is None for r in first.values()), first
+    assert all(r[3] is not None for r in rows if r[0] in ("+I", "+U"))
