@@ -225,3 +225,22 @@ def test_an_aggregate_added_to_a_select_is_partly_compatible_and_starts_from_its
             first.setdefault(r[1], r)
     assert first and all(r[3] is None for r in first.values()), first
     assert all(r[3] is not None for r in rows if r[0] in ("+I", "+U"))
+
+
+def test_ttl_switched_on_is_migrated_by_flink_itself_as_check_says():
+    """The SQL job (OLD) and the same job with table.exec.state.ttl (NEW, knob state_ttl): every
+    state of the GROUP BYs, deduplications, Top-N and join gets TTL; check says Flink migrates it
+    (exit 0, nothing to remap), and the new job restores OLD itself and continues every statement."""
+    try:
+        old, new = flink_job.make_sql_snapshots(VERSION, [dict(SHAPE), dict(SHAPE, state_ttl="1 d")])
+    except flink_job.FlinkSetupError as e:
+        pytest.fail(str(e), pytrace=False)
+    result = statectl("check", str(old.path), "--against", str(new.path), "--json")
+    assert result.returncode == 0, result.stdout
+    doc = json.loads(result.stdout)
+    assert {op["status"] for op in doc["operators"]} == {"restored"}
+    migrated = [s for op in doc["operators"] for s in op["states"] if s["level"] == "flink migrates"]
+    assert len(migrated) >= 10 and all("TTL switched on" in s["reasons"][0] for s in migrated), migrated
+    base, ttl = flink_job.restore_sqls(VERSION, [(old, dict(backend=SHAPE["backend"])),
+                                                 (old, dict(backend=SHAPE["backend"], state_ttl="1 d"))])
+    _continues_alike(old, base, ttl)
