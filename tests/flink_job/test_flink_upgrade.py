@@ -9,7 +9,11 @@
   operator's id and node number changes; check matches each by SQL node kind and state (the
   three deduplications and the two window aggregates in plan order), lists the new statement's
   aggregate as starting empty, and the changed job restores remap's output and continues each
-  statement from OLD's state exactly as OLD's own job restored from OLD does."""
+  statement from OLD's state exactly as OLD's own job restored from OLD does;
+- the SQL job's extra statement with one more aggregate (extra_aggregate, Flink 2.3 and 1.20):
+  check says partly compatible, remap writes the accumulators with the initial value given;
+- the SQL job with table.exec.state.ttl switched on (state_ttl): Flink 2.3 migrates it itself as
+  check says; for Flink 1.20 check says convertible and remap stamps every value."""
 
 from __future__ import annotations
 
@@ -183,19 +187,21 @@ def test_a_longer_varchar_key_is_converted_by_its_serializer_snapshot(typed_pair
     assert _sorted(extra[0]) == _sorted(extra[1]) and any(r[0] == "-U" for r in extra[1])  # its counts continue
 
 
-@pytest.fixture(scope="module")
-def aggregate_pair():
+@pytest.fixture(scope="module", params=flink_job.SQL_VERSIONS)
+def aggregate_pair(request):
     """The SQL job with the extra statement (OLD) and with one more aggregate in its SELECT, SUM(v)
-    (NEW: extra_aggregate): the same operator ids, the accumulator row of its GroupAggregate grown."""
+    (NEW: extra_aggregate): the same operator ids, the accumulator row of its GroupAggregate grown;
+    each SQL release; (OLD, NEW, release)."""
     try:
-        return flink_job.make_sql_snapshots(VERSION, [dict(SHAPE, extra_statement=True),
-                                                      dict(SHAPE, extra_statement=True, extra_aggregate="SUM(v)")])
+        return (*flink_job.make_sql_snapshots(request.param, [
+            dict(SHAPE, extra_statement=True), dict(SHAPE, extra_statement=True, extra_aggregate="SUM(v)")]),
+            request.param)
     except flink_job.FlinkSetupError as e:
         pytest.fail(str(e), pytrace=False)
 
 
 def test_an_aggregate_added_to_a_select_is_partly_compatible_and_starts_from_its_initial_value(aggregate_pair, tmp_path):
-    old, new = aggregate_pair
+    old, new, version = aggregate_pair
     doc = _check(old.path, new.path)
     changed = [op for op in doc["operators"] if op["level"] != "identical"]
     assert len(doc["operators"]) == 12 and len(changed) == 1, changed
@@ -214,8 +220,8 @@ def test_an_aggregate_added_to_a_select_is_partly_compatible_and_starts_from_its
     assert statectl("check", str(out), "--against", str(new.path)).returncode == 0
     knobs = dict(backend=SHAPE["backend"], extra_statement=True, extra_aggregate="SUM(v)")
     with pytest.raises(flink_job.FlinkJobError):  # the new job refuses OLD's accumulator serializer itself
-        flink_job.restore_sql(VERSION, old.path, **knobs)
-    base, remapped = flink_job.restore_sqls(VERSION, [(old, dict(backend=SHAPE["backend"])), (out, knobs)])
+        flink_job.restore_sql(version, old.path, **knobs)
+    base, remapped = flink_job.restore_sqls(version, [(old, dict(backend=SHAPE["backend"])), (out, knobs)])
     _continues_alike(old, base, remapped)
     rows = remapped["statements"]["extra_agg"]["received_changelog"]
     assert _sorted([r[:3] for r in rows]) == _sorted(base["statements"]["extra_agg"]["received_changelog"])
@@ -243,4 +249,31 @@ def test_ttl_switched_on_is_migrated_by_flink_itself_as_check_says():
     assert len(migrated) >= 10 and all("TTL switched on" in s["reasons"][0] for s in migrated), migrated
     base, ttl = flink_job.restore_sqls(VERSION, [(old, dict(backend=SHAPE["backend"])),
                                                  (old, dict(backend=SHAPE["backend"], state_ttl="1 d"))])
+    _continues_alike(old, base, ttl)
+
+
+def test_ttl_switched_on_for_flink_1_is_converted_by_remap(tmp_path):
+    """Flink 1.20 does not migrate a state whose TTL is switched on: the SQL job with
+    table.exec.state.ttl (NEW) refuses OLD; check calls those states convertible by rewriting their
+    values, remap stamps every value with the time of the remap, and the new job restores remap's
+    output and continues every statement."""
+    version = "1.20.3"
+    try:
+        old, new = flink_job.make_sql_snapshots(version, [dict(SHAPE), dict(SHAPE, state_ttl="1 d")])
+    except flink_job.FlinkSetupError as e:
+        pytest.fail(str(e), pytrace=False)
+    doc = _check(old.path, new.path)
+    converted = [s for op in doc["operators"] for s in op["states"] if s["level"] == "convertible"]
+    assert len(converted) >= 10 and all(s["rewrites"] == "values" and "TTL switched on" in s["reasons"][0]
+                                        for s in converted), converted
+    out = tmp_path / "out"
+    before = digest(old.path)
+    result = statectl("remap", str(old.path), str(out), "--against", str(new.path))
+    assert result.returncode == 0, result.stderr
+    assert digest(old.path) == before
+    assert statectl("check", str(out), "--against", str(new.path)).returncode == 0
+    with pytest.raises(flink_job.FlinkJobError):  # Flink 1.20 refuses OLD's states without TTL itself
+        flink_job.restore_sql(version, old.path, backend=SHAPE["backend"], state_ttl="1 d")
+    base, ttl = flink_job.restore_sqls(version, [(old, dict(backend=SHAPE["backend"])),
+                                                 (out, dict(backend=SHAPE["backend"], state_ttl="1 d"))])
     _continues_alike(old, base, ttl)
