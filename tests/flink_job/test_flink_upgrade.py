@@ -277,3 +277,20 @@ def test_ttl_switched_on_for_flink_1_is_converted_by_remap(tmp_path):
     base, ttl = flink_job.restore_sqls(version, [(old, dict(backend=SHAPE["backend"])),
                                                  (out, dict(backend=SHAPE["backend"], state_ttl="1 d"))])
     _continues_alike(old, base, ttl)
+
+
+def test_values_of_a_native_rocksdb_snapshot_are_refused_in_one_line(tmp_path):
+    """remap converts values in canonical savepoints only: a native RocksDB one is one line, exit 1,
+    nothing written, OLD untouched."""
+    native = dict(backend="rocksdb", format="native", extra_statement=True)
+    try:
+        old, new = flink_job.make_sql_snapshots(VERSION, [native, dict(native, extra_aggregate="SUM(v)")])
+    except flink_job.FlinkSetupError as e:
+        pytest.fail(str(e), pytrace=False)
+    op = next(op for op in _check(old.path, new.path)["operators"] if op["level"] == "partly compatible")
+    out = tmp_path / "out"
+    before = digest(old.path)
+    result = statectl("remap", str(old.path), str(out), "--against", str(new.path),
+                      "--initial", f"{op['old']}:accState:f1=null")
+    assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+    assert "native RocksDB snapshot" in result.stderr and not out.exists() and digest(old.path) == before
