@@ -66,16 +66,37 @@ def remap(
     self_contained: bool = SELF_CONTAINED,
     overwrite: bool = OVERWRITE,
     json_: bool = SUMMARY_JSON,
+    initial: Optional[list[str]] = typer.Option(
+        None, "--initial", metavar="OPERATOR:STATE:FIELD=VALUE",
+        help="The initial value of a field NEW adds to a partly compatible state (an aggregate added to a "
+             "SQL SELECT: COUNT 0; SUM, MIN, MAX null), as check names it; VALUE is JSON (0, null, 1.5, \"x\"). "
+             "Repeatable."),
 ) -> None:
     """Write OLD's state with NEW's operator ids, uids and names, for the NEW job to restore
-    without allowNonRestoredState; untouched state is shallow pointer copies."""
+    without allowNonRestoredState; untouched state is shallow pointer copies, convertible states
+    are rewritten with NEW's serializers."""
     from statectl.writers.flink.remap import remap_savepoint
 
     from .snapshots import opened
 
     report = remap_savepoint(opened(old), output, opened(against), _pairs(map_), drop or (),
-                             self_contained=self_contained, overwrite=overwrite)
+                             self_contained=self_contained, overwrite=overwrite, initial=_initial(initial))
     summary(report, json_)
+
+
+def _initial(values: list[str] | None) -> dict[str, object]:
+    import json
+
+    out = {}
+    for pair in values or []:
+        name, sep, value = pair.rpartition("=")
+        if not sep or not name or not value:
+            raise UsageError(f"--initial takes OPERATOR:STATE:FIELD=VALUE, got {pair!r}")
+        try:
+            out[name] = json.loads(value)
+        except ValueError:
+            out[name] = value  # a bare word: a string
+    return out
 
 
 def _pairs(values: list[str] | None) -> dict[str, str]:

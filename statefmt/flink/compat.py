@@ -9,6 +9,9 @@ A verdict is one of :data:`LEVELS`, worst last, with the reasons naming each fie
 - ``convertible``: Flink refuses it, but statectl can rewrite it losslessly as the new
   snapshot says (a number widened, NOT NULL made nullable, VARCHAR(n) to VARCHAR(m >= n),
   a nullable column appended, POJO/Tuple/Row fields changed so);
+- ``partly compatible``: convertible, but a field NEW adds is an aggregate's accumulator (a SQL
+  aggregate added to a GROUP BY's SELECT): the new aggregate starts from its initial value for the
+  restored keys, which the user gives (`upgrade.py` decides, by the state; see :data:`PARTLY`);
 - ``incompatible``: no lossless conversion (the reason names the field).
 """
 
@@ -23,8 +26,9 @@ from .sqltypes import SqlType
 IDENTICAL = "identical"
 FLINK_MIGRATES = "flink migrates"
 CONVERTIBLE = "convertible"
+PARTLY = "partly compatible"
 INCOMPATIBLE = "incompatible"
-LEVELS = (IDENTICAL, FLINK_MIGRATES, CONVERTIBLE, INCOMPATIBLE)
+LEVELS = (IDENTICAL, FLINK_MIGRATES, CONVERTIBLE, PARTLY, INCOMPATIBLE)
 
 # Java numbers that widen without loss: each to the ones after it that can hold all its values.
 _WIDER = {"byte": ("short", "int", "long", "float", "double"), "short": ("int", "long", "float", "double"),
@@ -42,17 +46,19 @@ class Verdict:
     level: str
     reasons: tuple[str, ...] = ()
     values: bool = False
+    added: tuple[str, ...] = ()  # paths of the fields NEW adds (null in the converted values)
 
     def __add__(self, other: "Verdict") -> "Verdict":
         level = max(self.level, other.level, key=LEVELS.index)
-        return Verdict(level, self.reasons + other.reasons, self.values or other.values)
+        return Verdict(level, self.reasons + other.reasons, self.values or other.values, self.added + other.added)
 
 
 SAME = Verdict(IDENTICAL)
 
 
-def _v(level: str, path: str, why: str, values: bool = True) -> Verdict:
-    return Verdict(level, (f"{path}: {why}" if path else why,), values and level == CONVERTIBLE)
+def _v(level: str, path: str, why: str, values: bool = True, added: bool = False) -> Verdict:
+    return Verdict(level, (f"{path}: {why}" if path else why,), values and level == CONVERTIBLE,
+                   (path,) if added and level == CONVERTIBLE else ())
 
 
 def _join(path: str, name) -> str:
@@ -132,7 +138,7 @@ def _row(old: T.Row, new: T.Row, path: str, flink_2: bool) -> Verdict:
     for name in fields_old.keys() - fields_new.keys():
         verdict += _v(INCOMPATIBLE, _join(path, name), "Row field removed (its values would be lost)")
     for name in [n for n, _ in new.fields if n not in fields_old]:
-        verdict += _v(CONVERTIBLE, _join(path, name), "Row field added (null in restored values)")
+        verdict += _v(CONVERTIBLE, _join(path, name), "Row field added (null in restored values)", added=True)
     for name in fields_old.keys() & fields_new.keys():
         verdict += compare(fields_old[name], fields_new[name], _join(path, name), flink_2)
     return verdict
@@ -149,7 +155,8 @@ def _row_data(old: RowData, new: RowData, path: str, flink_2: bool) -> Verdict:
     for i, (a, b) in enumerate(zip(old.fields, new.fields)):
         verdict += compare_sql(a, b, _join(path, f"f{i}"))
     for i, b in enumerate(new.fields[len(old.fields):], len(old.fields)):
-        verdict += _v(CONVERTIBLE, _join(path, f"f{i}"), f"column {b.sql()} appended (null in restored rows)") \
+        verdict += _v(CONVERTIBLE, _join(path, f"f{i}"), f"column {b.sql()} appended (null in restored rows)",
+                      added=True) \
             if b.nullable else _v(INCOMPATIBLE, _join(path, f"f{i}"), f"column {b.sql()} appended: no value "
                                   "for the restored rows")
     if len(new.fields) < len(old.fields):

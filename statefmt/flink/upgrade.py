@@ -14,11 +14,14 @@ from dataclasses import dataclass
 
 from ..errors import UnknownOperatorError, UsageError
 from ..model import KEYED_PART
-from .compat import CONVERTIBLE, FLINK_MIGRATES, IDENTICAL, INCOMPATIBLE, LEVELS, compare
+from .compat import CONVERTIBLE, FLINK_MIGRATES, IDENTICAL, INCOMPATIBLE, LEVELS, PARTLY, compare
 from .describe import FlinkOperatorInfo, FlinkSavepoint
 from .matching import label, match, stateful_ids, states_of
 
 RESTORED, MATCHED, AMBIGUOUS, LOST, DROPPED = "restored", "matched", "ambiguous", "lost", "dropped"
+# States holding a SQL aggregate's accumulators (GroupAggFunction's and its mini-batch twin's): a
+# field NEW adds to their row is an aggregate added to the SELECT, which starts from its initial value.
+ACCUMULATOR_STATES = ("accState",)
 STARTS_EMPTY, NOT_REGISTERED, UNKNOWN = "starts empty", "not registered by NEW", "unknown"
 
 
@@ -31,6 +34,8 @@ class StateCheck:
     level: str
     reasons: tuple[str, ...] = ()
     values: bool = False  # convertible: the values must be rewritten, not only the serializer snapshot
+    added: tuple[str, ...] = ()  # the fields NEW adds (partly compatible: they need initial values)
+    key_bytes: bool = False  # its namespace's or map keys' bytes change too (their order may)
 
 
 @dataclass(frozen=True)
@@ -90,8 +95,10 @@ def _operator_json(op: OperatorCheck) -> dict:
 
 def _state_json(s: StateCheck) -> dict:
     doc = {"name": s.name, "kind": s.kind, "level": s.level, "reasons": list(s.reasons)}
-    if s.level == CONVERTIBLE:
+    if s.level in (CONVERTIBLE, PARTLY):
         doc["rewrites"] = "values" if s.values else "serializer snapshot"
+    if s.added:
+        doc["added"] = list(s.added)
     return doc
 
 
@@ -220,9 +227,24 @@ def state_checks(old: FlinkOperatorInfo, new: FlinkOperatorInfo, flink_2: bool) 
         elif other.kind != meta.kind:
             out.append(StateCheck(name, meta.kind, INCOMPATIBLE, (f"a {meta.kind} state became a {other.kind} state",)))
         else:
-            verdict = compare(meta.value, other.value, "", flink_2)
-            if meta.namespace is not None and other.namespace is not None:
-                verdict += compare(meta.namespace, other.namespace, "namespace", flink_2)
-            out.append(StateCheck(name, meta.kind, verdict.level, verdict.reasons, verdict.values))
+            out.append(_state_check(name, meta, other, flink_2))
     out += [StateCheck(name, meta.kind, STARTS_EMPTY) for name, meta in news.items() if name not in olds]
     return out
+
+
+def _state_check(name: str, meta, other, flink_2: bool) -> StateCheck:
+    """One state both register: its verdict, a SQL accumulator row grown made partly compatible."""
+    verdict = compare(meta.value, other.value, "", flink_2)
+    key_bytes = False
+    if meta.namespace is not None and other.namespace is not None:
+        namespace = compare(meta.namespace, other.namespace, "namespace", flink_2)
+        verdict, key_bytes = verdict + namespace, namespace.values
+    if meta.kind == "map" and hasattr(meta.value, "key") and hasattr(other.value, "key"):  # in each entry's key
+        key_bytes = key_bytes or compare(meta.value.key, other.value.key, "key", flink_2).values
+    level, reasons = verdict.level, verdict.reasons
+    if name in ACCUMULATOR_STATES and level == CONVERTIBLE and verdict.added:
+        level = PARTLY
+        reasons = tuple(r for r in reasons if r.split(": ", 1)[0] not in verdict.added) + tuple(
+            f"{path}: an aggregate's accumulator appended (an aggregate added to the SELECT): it starts from its "
+            "initial value for OLD's keys (remap --initial; COUNT 0, SUM, MIN, MAX null)" for path in verdict.added)
+    return StateCheck(name, meta.kind, level, reasons, verdict.values, verdict.added, key_bytes)

@@ -113,3 +113,17 @@ def test_a_damaged_new_snapshot_never_ends_in_a_traceback(tmp_path):
             check_upgrade(LONG, new).to_json()
         except StatectlError:
             pass
+
+
+@pytest.mark.parametrize("initial,message", [
+    ("lk-proc", "--initial takes OPERATOR:STATE:FIELD=VALUE"),
+    ("proc=0", "name it OPERATOR:STATE:FIELD"),
+    ("nope:accState:f1=0", "OLD has no operator with uid, operator id or name 'nope'"),
+    ("lk-proc:accState:f1=0", "--initial lk-proc:accState:f1: not a field NEW adds to a partly compatible state"),
+])
+def test_remap_initial_values_name_a_field_new_adds(tmp_path, initial, message):
+    out = tmp_path / "out"
+    result = statectl("remap", str(LONG), str(out), "--against", str(LONG), "--initial", initial)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+    assert not out.exists()

@@ -230,18 +230,29 @@ SQL_STATE_TTL = "state_ttl"
 SQL_EXTRA = "extra_statement"
 # The SQL jobs' knob name_type (e.g. "VARCHAR(64)"): src's name column cast to it (absent: STRING).
 SQL_NAME_TYPE = "name_type"
+# The SQL jobs' knob extra_aggregate (e.g. "SUM(v)"): one more aggregate (a2) in the extra statement's
+# SELECT, whose accumulator row grows (absent: none).
+SQL_EXTRA_AGGREGATE = "extra_aggregate"
+# The SQL jobs' knob extra_filter (e.g. "v > 100"): the extra statement aggregates only the rows it keeps.
+SQL_EXTRA_FILTER = "extra_filter"
+SQL_OPTIONAL = (SQL_STATE_TTL, SQL_EXTRA, SQL_NAME_TYPE, SQL_EXTRA_AGGREGATE, SQL_EXTRA_FILTER)
+# The DataStream job's knobs absent unless given (mode savepoint and restore): no_uid (roles built
+# without a uid, comma-separated) and chain_split (the role that starts a new chain).
+DS_OPTIONAL = ("no_uid", "chain_split")
 
 
 def knobs(**kw) -> dict[str, str]:
     """The job's knobs with defaults filled in, as the strings it takes on its command line."""
-    unknown = set(kw) - set(DEFAULTS) - {SQL_STATE_TTL, SQL_EXTRA, SQL_NAME_TYPE}
+    unknown = set(kw) - set(DEFAULTS) - set(SQL_OPTIONAL) - set(DS_OPTIONAL)
     if unknown:
         raise TypeError(f"unknown Flink job knobs: {sorted(unknown)}")
-    for knob in (SQL_STATE_TTL, SQL_EXTRA, SQL_NAME_TYPE):
+    for knob in SQL_OPTIONAL + DS_OPTIONAL:
+        modes = ("sql", "sql-restore") if knob in SQL_OPTIONAL else ("savepoint", "restore", None)
         if kw.get(knob) in (None, False):
             kw.pop(knob, None)
-        elif kw.get("mode") not in ("sql", "sql-restore"):
-            raise TypeError(f"{knob} is a knob of mode=sql and mode=sql-restore, not of mode={kw.get('mode')}")
+        elif kw.get("mode") not in modes:
+            raise TypeError(f"{knob} is a knob of mode={' and mode='.join(m for m in modes if m)}, "
+                            f"not of mode={kw.get('mode')}")
     merged = {**DEFAULTS, **{k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in kw.items()}}
     if merged["mode"] == "size":
         merged.update(events=merged["keys"], key_type="string", states="base")
@@ -434,7 +445,7 @@ SQL_RESTORE_DEFAULTS = {"first_batch": "false", "allow_non_restored": "false", "
                         "more_events": "12", "more_watermark": "60000"}
 # The knobs of the savepoint's job that the restored job takes over: its input and shape.
 _SQL_INPUT_KNOBS = ("seed", "keys", "events", "value_max", "parallelism", "max_parallelism", "format",
-                    SQL_STATE_TTL, SQL_EXTRA, SQL_NAME_TYPE)
+                    *SQL_OPTIONAL)
 
 
 def sql_restore_knobs(savepoint: Snapshot | Path | None, backend: str = "rocksdb", **kw) -> dict[str, str]:

@@ -66,3 +66,11 @@ def test_another_type_or_serializer_is_incompatible():
     assert compare(LONG, STRING).level == INCOMPATIBLE
     assert compare(T.List(LONG, "ListSerializer"), T.List(LONG, "SetSerializer")).level == INCOMPATIBLE
     assert compare(pojo(("a", LONG)), pojo(("a", LONG), cls="y.Q")).level == INCOMPATIBLE
+
+
+def test_fields_new_adds_are_named_for_their_initial_values():
+    old = RowData((SqlType("BIGINT"),))
+    v = compare(old, RowData((SqlType("BIGINT"), SqlType("BIGINT"), SqlType("INTEGER"))))
+    assert v.level == CONVERTIBLE and v.values and v.added == ("f1", "f2")
+    row = compare(T.Row((("a", LONG),), serializer="R"), T.Row((("a", LONG), ("b", INT)), serializer="R"), "acc")
+    assert row.added == ("acc.b",)

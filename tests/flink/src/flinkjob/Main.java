@@ -18,6 +18,7 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
 /**
@@ -95,27 +96,40 @@ public final class Main {
     static <K> void build(StreamExecutionEnvironment env, Scenario sc) {
         TypeInformation<K> kti = sc.keyTypeInfo();
         TypeInformation<Event> eti = TypeInformation.of(Event.class);
-        DataStream<Event> events = Compat.source(env, new Sources.Events(sc), eti, sc.uid("src")).uid(sc.uid("src"));
+        DataStream<Event> events = role(Compat.source(env, new Sources.Events(sc), eti, sc.uid("src")), sc, "src");
         if (sc.mode.equals("size")) {
             events.keyBy(new Operators.EventKey<K>(sc), kti)
                     .process(new Operators.SizeProc<K>(), Types.TUPLE(kti, Types.LONG))
                     .uid(sc.uid("proc")).name(sc.uid("proc"));
             return;
         }
-        DataStream<Event> counted = events.map(new Operators.UnionOp()).uid(sc.uid("union-op")).name(sc.uid("union-op"));
+        DataStream<Event> counted = role(events.map(new Operators.UnionOp()), sc, "union-op").name(sc.uid("union-op"));
         TypeInformation<Tuple3<String, String, String>> rti = Types.TUPLE(Types.STRING, Types.STRING, Types.STRING);
         DataStream<Tuple3<String, String, String>> rules =
                 Compat.source(env, new Sources.Rules(sc), rti, sc.uid("rules-src")).setParallelism(1).uid(sc.uid("rules-src"));
         DataStream<Event> enriched = counted.connect(rules.broadcast(Operators.RULES))
-                .process(new Operators.Bcast(), eti).uid(sc.uid("bcast")).name(sc.uid("bcast"));
+                .process(new Operators.Bcast(), eti);
+        enriched = role((SingleOutputStreamOperator<Event>) enriched, sc, "bcast").name(sc.uid("bcast"));
         TypeInformation<Tuple2<K, Long>> pti = (TypeInformation) Types.TUPLE(kti, Types.LONG);
-        DataStream<Tuple2<K, Long>> proc = enriched.keyBy(new Operators.EventKey<K>(sc), kti)
-                .process(new Operators.Proc<K>(sc), pti).uid(sc.uid("proc")).name(sc.uid("proc"));
-        DataStream<String> fired = proc.keyBy(new Operators.TupleKey<K>(), kti)
+        DataStream<Tuple2<K, Long>> proc = role(enriched.keyBy(new Operators.EventKey<K>(sc), kti)
+                .process(new Operators.Proc<K>(sc), pti), sc, "proc").name(sc.uid("proc"));
+        DataStream<String> fired = role(proc.keyBy(new Operators.TupleKey<K>(), kti)
                 .window(Compat.tumbling(Scenario.BUCKET_MS))
-                .reduce(new Operators.SumF1<K>(), new Operators.WinFn<K>(sc), Types.STRING)
-                .uid(sc.uid("win")).name(sc.uid("win"));
+                .reduce(new Operators.SumF1<K>(), new Operators.WinFn<K>(sc), Types.STRING), sc, "win")
+                .name(sc.uid("win"));
+
         Compat.discard(fired, sc.uid("snk"));
+    }
+
+    /**
+     * *op* given its role's uid, unless the knob no-uid lists the role (Flink then hashes its id
+     * from its place in the graph, chained outputs included); the knob chain-split's role starts a
+     * new chain (its input's chain is cut before it).
+     */
+    static <T> SingleOutputStreamOperator<T> role(SingleOutputStreamOperator<T> op, Scenario sc, String role) {
+        if (!sc.noUid.contains(role)) op.uid(sc.uid(role));
+        if (role.equals(sc.chainSplit)) op.startNewChain();
+        return op;
     }
 
     static void waitFor(JobClient client, String what, java.util.function.BooleanSupplier done) throws Exception {

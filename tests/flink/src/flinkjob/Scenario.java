@@ -36,6 +36,8 @@ public final class Scenario implements Serializable {
     public final int parallelism;
     public final List<String> groups;
     public final String uidPrefix;
+    public final List<String> noUid;  // knob no-uid: roles built without a uid (absent: none)
+    public final String chainSplit;  // knob chain-split: the role that starts a new chain (absent: none)
     public final String pojoClass;
     public final String keySet;
     public final String backend;
@@ -67,6 +69,8 @@ public final class Scenario implements Serializable {
         groups = states.equals("all") ? Arrays.asList("base", "scalars", "composite", "ttl")
                 : new ArrayList<>(Arrays.asList(("base," + states).split(",")));
         uidPrefix = get("uid-prefix", "");
+        noUid = knobs.containsKey("no-uid") ? Arrays.asList(knobs.get("no-uid").split(",")) : new ArrayList<>();
+        chainSplit = knobs.get("chain-split");
         pojoClass = get("pojo-class", "flinkjob.Profile");
         keySet = get("key-set", "job");
         backend = get("backend", "hashmap");

@@ -88,11 +88,17 @@ public final class SqlJob {
 
     /**
      * The extra statement; with the knob name-type (e.g. VARCHAR(64)) its grouping key is name cast
-     * to that type (else STRING): a typed column whose type a job upgrade changes.
+     * to that type (else STRING): a typed column whose type a job upgrade changes. With the knob
+     * extra-aggregate (e.g. SUM(v)) one more aggregate ends its SELECT, as a2: its accumulator row
+     * grows by that aggregate's buffer (a job upgrade adding an aggregate). With the knob
+     * extra-filter (a condition such as v > 100) it aggregates only the rows it keeps (a job
+     * upgrade changing a filter).
      */
-    static String extraSql(String nameType) {
+    static String extraSql(String nameType, String extraAggregate, String extraFilter) {
         String name = nameType == null ? "name" : "CAST(name AS " + nameType + ")";
-        return "SELECT " + name + " AS name, COUNT(*) AS c FROM src GROUP BY " + name;
+        String more = extraAggregate == null ? "" : ", " + extraAggregate + " AS a2";
+        String where = extraFilter == null ? "" : " WHERE " + extraFilter;
+        return "SELECT " + name + " AS name, COUNT(*) AS c" + more + " FROM src" + where + " GROUP BY " + name;
     }
 
     /** Name prefixes (up to '[') of the planner's stateful operators. */
@@ -275,7 +281,8 @@ public final class SqlJob {
         Plan plan = new Plan();
         Set<Integer> sourceIds = new HashSet<>(Arrays.asList(srcDs.getTransformation().getId(), dimDs.getTransformation().getId()));
         if (Boolean.parseBoolean(sc.knobs.getOrDefault("extra-statement", "false"))) {
-            addStatement(tEnv, plan, sourceIds, EXTRA_NAME, extraSql(sc.knobs.get("name-type")));
+            addStatement(tEnv, plan, sourceIds, EXTRA_NAME, extraSql(sc.knobs.get("name-type"), sc.knobs.get("extra-aggregate"),
+                    sc.knobs.get("extra-filter")));
         }
         for (Map.Entry<String, String> st : STATEMENTS.entrySet()) addStatement(tEnv, plan, sourceIds, st.getKey(), st.getValue());
         plan.transformations.put(srcDs.getTransformation().getId(), srcDs.getTransformation());
