@@ -63,7 +63,7 @@ def read(
     overwrite: Overwrite = False,
     engine: str = typer.Option(
         "auto", "--engine", help="local: decode in this process, no Spark; spark; auto (default): local "
-        "for a --key lookup, --limit, an operator state or a small table (without --master), else Spark."),
+        "(batch by batch, any size) unless --where or --master asks for Spark."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Say which engine reads, and why (stderr)."),
     explode: bool = typer.Option(False, "--explode", help="One row per element of a list state (with "
                                  "`index`) or entry of a map state (with `map_key`); the state "
@@ -120,17 +120,22 @@ def _table_choice(sp, op, state, timers: bool, key, explode: bool):
 
 
 def _read_locally(sp, op, choice, flattened, fmt, output, limit, overwrite) -> None:
-    """The table decoded in this process (the local engine), no Spark."""
-    from statectl.readers.local import local_table
+    """The table decoded in this process (the local engine), no Spark: each batch written as it
+    is decoded (exploded first, with ``--explode``), so memory stays bounded at any size."""
+    from statectl.readers.local import local_batches
 
-    from .arrow_tables import write_table
+    from .arrow_tables import write_batches
 
-    table = local_table(sp, choice, None if flattened else limit)
+    schema, batches = local_batches(sp, choice, None if flattened else limit)
     if flattened is not None:
+        import pyarrow as pa
+
         from statectl.readers.explode import explode_table
 
-        table = explode_table(table, op, flattened)
-    write_table(table, fmt, output, limit, overwrite)
+        schema = explode_table(schema.empty_table(), op, flattened).schema
+        batches = (b for t in (explode_table(pa.Table.from_batches([x]), op, flattened) for x in batches)
+                   for b in t.to_batches())
+    write_batches(schema, batches, fmt, output, limit, overwrite)
 
 
 def _read_with_spark(sp, op, choice, flattened, where, master, fmt, output, limit, overwrite) -> None:
