@@ -6,6 +6,7 @@ checks) is settled before Spark starts, so mistakes fail fast and without a JVM.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated, Optional
 
@@ -32,6 +33,9 @@ Output = Annotated[Optional[str], typer.Option("--output", "-o",
 Limit = Annotated[Optional[int], typer.Option("--limit", min=0, help="At most this many rows.")]
 Overwrite = Annotated[bool, typer.Option("--overwrite", help="Replace an existing --output.")]
 Master = Annotated[Optional[str], typer.Option("--master", help=_MASTER_HELP)]
+Remote = Annotated[Optional[str], typer.Option(
+    "--remote", help="A Spark Connect endpoint to run on, sc://host:port (default: SPARK_REMOTE; "
+    "else the warm local engine, docs/ENGINE.md).")]
 
 
 def register(app: typer.Typer) -> None:
@@ -69,6 +73,7 @@ def read(
                                  "`index`) or entry of a map state (with `map_key`); the state "
                                  "chosen with --state when the table has several."),
     master: Master = None,
+    remote: Remote = None,
     checkpoint: Checkpoint = None,
     classes: Classes = None,
 ) -> None:
@@ -81,13 +86,18 @@ def read(
     check_frame_output(fmt, output, [sp], overwrite)
     op = _operator(sp, uid, operator_id, name)
     choice, flattened = _table_choice(sp, op, state, timers, key, explode)
-    chosen, why = choose_engine(sp, choice, engine, where, limit, master)
+    remote = remote or os.environ.get("SPARK_REMOTE") or None
+    chosen, why = choose_engine(sp, choice, engine, where, limit, master or remote)
     if verbose:
         print(f"engine: {chosen} ({why})", file=sys.stderr)
     if chosen == "local":
         _read_locally(sp, op, choice, flattened, fmt, output, limit, overwrite)
     else:
-        _read_with_spark(sp, op, choice, flattened, where, master, fmt, output, limit, overwrite)
+        _read_with_spark(sp, op, choice, flattened, where, (master, remote), fmt, output, limit, overwrite)
+        if verbose:
+            from .spark import ENGINE_NOTES
+
+            print(f"spark: {'; '.join(ENGINE_NOTES) or 'classic'}", file=sys.stderr)
 
 
 def _operator(sp, uid: str | None, operator_id: str | None, name: str | None):
@@ -138,14 +148,16 @@ def _read_locally(sp, op, choice, flattened, fmt, output, limit, overwrite) -> N
     write_batches(schema, batches, fmt, output, limit, overwrite)
 
 
-def _read_with_spark(sp, op, choice, flattened, where, master, fmt, output, limit, overwrite) -> None:
+def _read_with_spark(sp, op, choice, flattened, where, engines, fmt, output, limit, overwrite) -> None:
     from statectl.readers import SavepointReader
     from statectl.readers.local import table_files
 
     from .frames import write_frame
 
+    master, remote = engines
     with spark_errors():
-        spark = start_spark(master, read_bytes=sum(f.size for f in table_files(sp, choice)))
+        spark = start_spark(master, read_bytes=sum(f.size for f in table_files(sp, choice)), connect=True,
+                            remote=remote)
         with scan_progress(spark, f"reading {choice.description}"):
             df = SavepointReader(spark, sp).table(choice)
             if flattened is not None:
@@ -167,6 +179,7 @@ def sql(
     limit: Limit = None,
     overwrite: Overwrite = False,
     master: Master = None,
+    remote: Remote = None,
     checkpoint: Checkpoint = None,
     classes: Classes = None,
 ) -> None:
@@ -182,7 +195,8 @@ def sql(
     sp = load(opened(savepoint, checkpoint))
     check_frame_output(fmt, output, [sp], overwrite)
     with spark_errors():
-        spark = start_spark(master, read_bytes=sum(f.size for _, f in sp.data_files()))
+        spark = start_spark(master, read_bytes=sum(f.size for _, f in sp.data_files()), connect=True,
+                            remote=remote)
         with scan_progress(spark, "running the query"):
             write_frame(SavepointReader(spark, sp).sql(query), fmt, output, limit, overwrite)
 
