@@ -80,6 +80,20 @@ def _tree(pid: int) -> set[int]:
     return found
 
 
+def _cpu_seconds(pids: set[int], during: float) -> float:
+    """CPU seconds the processes *pids* use in the next *during* seconds."""
+    def total() -> float:
+        seconds = 0.0
+        for p in pids:
+            with _suppress():
+                fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+                seconds += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return seconds
+    before = total()
+    time.sleep(during)
+    return total() - before
+
+
 def _listening_addresses(pids: set[int]) -> set[str]:
     """The local addresses the processes *pids* listen on (TCP, v4 and v6), from `ss`."""
     out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
@@ -203,4 +217,40 @@ def test_the_python_api_takes_a_connect_session(savepoint, engine_dir, tmp_path)
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["n"] == got["keyed"] == 40
     assert "needs a classic SparkSession" in got["refused"]
+    run(engine_dir, "engine", "stop")
+
+
+LONG = "SELECT count(*) AS n FROM proc CROSS JOIN range(4000000000)"
+
+
+def _start(engine_dir: Path, savepoint: str) -> subprocess.Popen:
+    env = {**os.environ, "STATECTL_ENGINE_DIR": str(engine_dir), "STATECTL_ENGINE_IDLE": "120"}
+    env.pop("STATECTL_ENGINE", None)
+    return subprocess.Popen([STATECTL, "sql", savepoint, LONG], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+
+
+def test_ctrl_c_and_a_server_killed_mid_command(savepoint, engine_dir):
+    assert run(engine_dir, "sql", savepoint, QUERY, "-f", "jsonl").returncode == 0
+    pid = _record(engine_dir)["pid"]
+    # Ctrl-C: the command ends in one line, the server keeps serving
+    command = _start(engine_dir, savepoint)
+    time.sleep(8)
+    command.send_signal(signal.SIGINT)
+    out, err = command.communicate(timeout=120)
+    assert command.returncode != 0 and len(err.splitlines()) == 1 and "interrupted" in err, err
+    assert _alive(pid)
+    time.sleep(2)
+    assert _cpu_seconds(_tree(pid), 3.0) < 1.5  # the query was cancelled, not left running
+    after = run(engine_dir, "sql", savepoint, QUERY, "-f", "jsonl")
+    assert after.returncode == 0 and _record(engine_dir)["pid"] == pid, after.stderr
+    # the server killed while a query runs: one clear line, and the next command starts another
+    command = _start(engine_dir, savepoint)
+    time.sleep(8)
+    os.killpg(pid, signal.SIGKILL)
+    out, err = command.communicate(timeout=120)
+    assert command.returncode == 1 and len(err.splitlines()) == 1, err
+    assert err.startswith("error: the Spark Connect server stopped or refused the command"), err
+    again = run(engine_dir, "sql", savepoint, QUERY, "-f", "jsonl")
+    assert again.returncode == 0 and _record(engine_dir)["pid"] != pid, again.stderr
     run(engine_dir, "engine", "stop")
