@@ -208,7 +208,10 @@ def _connected(make):
         import warnings
 
         warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")  # the error says it once
-    spark = make()
+    from .output import spinner
+
+    with spinner("starting Spark…"):  # shown after a second: a server starting, a far endpoint
+        spark = make()
     REMOTE_SESSIONS.append(spark)
     atexit.register(_release, spark)
     _plain_interrupts()
