@@ -37,6 +37,11 @@ LOG = "engine.log"
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 30.0
 DEFAULT_IDLE = 300.0
+IN_USE = 5.0  # a server whose activity file is this fresh has a command connected (heartbeat)
+# what the server's JVM and tasks take from the environment: a server started under other values
+# is not the one this command asks for
+ENVIRONMENT = ("JAVA_HOME", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "SPARK_HOME",
+               "SPARK_CONF_DIR", "PYTHONPATH", "STATECTL_FLINK_HOME")
 
 
 class EngineUnavailable(StatectlError):
@@ -159,8 +164,8 @@ def fingerprint() -> str:
                    and not d.startswith(".")]
         newest = max([newest, *(os.stat(os.path.join(base, f)).st_mtime for f in files if f.endswith(".py"))])
     seen = [statectl.__version__ if hasattr(statectl, "__version__") else "", pyspark.__version__,
-            sys.executable, root, str(newest), os.environ.get("TMPDIR", ""),
-            *(f"{v}={os.environ.get(v, '')}" for v in sorted(S3_VARIABLES))]
+            sys.executable, root, str(newest),
+            *(f"{v}={os.environ.get(v, '')}" for v in (*ENVIRONMENT, *sorted(S3_VARIABLES)))]
     return hashlib.sha256("\0".join(seen).encode()).hexdigest()[:32]
 
 
@@ -178,6 +183,8 @@ def connect():
             fcntl.flock(lock, fcntl.LOCK_EX)
             record = live_record(folder)
             if record is not None and record.fingerprint != wanted:
+                if time.time() - last_activity(folder) < IN_USE:  # never pulled from under a command
+                    raise EngineUnavailable("the warm engine serves a command of other settings now")
                 stop(folder, record)
                 record = None
             if record is None:
@@ -239,7 +246,10 @@ def _start(folder: str, wanted: str) -> Record:
 
 
 def _spawn(folder: str, port: int, wanted: str) -> subprocess.Popen:
-    env = dict(os.environ, SPARK_CONNECT_AUTHENTICATE_TOKEN=secrets.token_hex(32), SPARK_LOCAL_IP="127.0.0.1")
+    scratch = os.path.join(folder, "tmp")  # the server's own: a command's TMPDIR may go before it
+    os.makedirs(scratch, mode=0o700, exist_ok=True)
+    env = dict(os.environ, SPARK_CONNECT_AUTHENTICATE_TOKEN=secrets.token_hex(32), SPARK_LOCAL_IP="127.0.0.1",
+               TMPDIR=scratch)
     env.pop("SPARK_REMOTE", None)
     env.pop("SPARK_MASTER", None)
     with open(os.path.join(folder, LOG), "wb") as log:

@@ -171,7 +171,8 @@ def test_killed_stale_and_concurrent(savepoint, engine_dir):
     assert again.returncode == 0 and again.stdout == runs[0].stdout, again.stderr
     newer = _record(engine_dir)
     assert newer["pid"] != record["pid"] and _alive(newer["pid"])
-    # a server of other code (another fingerprint): replaced
+    # a server of other code (another fingerprint), no command connected to it: replaced
+    time.sleep(6)  # the last command's heartbeat has gone stale (a server in use is not pulled)
     (engine_dir / "engine.json").write_text(json.dumps({**newer, "fingerprint": "another-version"}))
     replaced = run(engine_dir, "sql", savepoint, QUERY, "-f", "jsonl")
     assert replaced.returncode == 0, replaced.stderr
