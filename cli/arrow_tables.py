@@ -1,5 +1,7 @@
-"""`statectl read` rows read by the local engine (no Spark), as a pyarrow Table: the same
-formats and the same text forms as a Spark DataFrame's (cli/frames.py)."""
+"""`statectl read` rows read by the local engine (no Spark), as pyarrow batches: the same
+formats and the same text forms as a Spark DataFrame's (cli/frames.py). Batches are written
+as they come (Parquet row groups, lines), so a read of any size holds one batch at a time;
+the terminal table takes only the rows it shows."""
 
 from __future__ import annotations
 
@@ -16,22 +18,45 @@ from .results import (TABLE_ROWS, check_frame_output, csv_lines, directory_renam
 
 def write_table(table, fmt: str, output: str | None = None, limit: int | None = None,
                 overwrite: bool = False) -> None:
-    """:func:`write_frame` for a pyarrow Table, in the same text forms: nested values as JSON,
-    binary as base64, timestamps as ISO 8601."""
+    """:func:`write_batches` of a whole pyarrow Table."""
+    write_batches(table.schema, iter(table.to_batches()), fmt, output, limit, overwrite)
+
+
+def write_batches(schema, batches, fmt: str, output: str | None = None, limit: int | None = None,
+                  overwrite: bool = False) -> None:
+    """:func:`write_frame` for pyarrow batches of *schema*, in the same text forms: nested values
+    as JSON, binary as base64, timestamps as ISO 8601. Each batch is written as it comes."""
     check_frame_output(fmt, output, overwrite=overwrite)
     if limit is not None:
-        table = table.slice(0, limit)
+        batches = _first_rows(batches, limit)
     if fmt == "table":
-        _table_table(table, limit)
+        shown = limit if limit is not None else TABLE_ROWS
+        _table_table(_table_of(schema, _first_rows(batches, shown + 1)), shown)
     elif fmt == "parquet":
-        _table_parquet(table, output)
+        _table_parquet(schema, batches, output)
     elif fmt == "jsonl":
-        fields = list(table.schema)
+        fields = list(schema)
         write_lines((json.dumps({f.name: _json_value(v, f.type) for f, v in zip(fields, row)},
                                  ensure_ascii=False, separators=(",", ":")) + "\n"
-                      for row in _rows(table)), output)
+                      for batch in batches for row in _rows(batch)), output)
     else:
-        write_lines(_table_csv_lines(table), output)
+        write_lines(_table_csv_lines(schema, batches), output)
+
+
+def _first_rows(batches, n: int):
+    """The batches up to their first *n* rows; the decoding stops there."""
+    for batch in batches:
+        if n <= 0:
+            return
+        batch = batch.slice(0, n)
+        n -= batch.num_rows
+        yield batch
+
+
+def _table_of(schema, batches):
+    import pyarrow as pa
+
+    return pa.Table.from_batches(list(batches), schema)
 
 
 def _rows(table):
@@ -91,27 +116,32 @@ def _text(v, t) -> str | None:
     return str(v)
 
 
-def _table_csv_lines(table):
-    types = [f.type for f in table.schema]
-    rows = ([_text(v, t) for v, t in zip(row, types)] for row in _rows(table))
-    yield from csv_lines(itertools.chain([table.column_names], rows))
+def _table_csv_lines(schema, batches):
+    types = [f.type for f in schema]
+    rows = ([_text(v, t) for v, t in zip(row, types)] for batch in batches for row in _rows(batch))
+    yield from csv_lines(itertools.chain([schema.names], rows))
 
 
-def _table_parquet(table, output: str) -> None:
-    """A directory holding one Parquet file, as Spark writes a small table."""
+def _table_parquet(schema, batches, output: str) -> None:
+    """A directory holding one Parquet file, as Spark writes a small table, written a batch at a
+    time (a row group of at most :data:`ROW_GROUP_ROWS` rows each)."""
     import pyarrow.parquet as pq
 
     with directory_renamed_in(output) as target:
         if target.is_local:
             os.makedirs(target.path, exist_ok=True)
-        with target.child("part-00000.parquet").open_output_stream() as out:
-            pq.write_table(table, out)
+        with target.child("part-00000.parquet").open_output_stream() as out, \
+                pq.ParquetWriter(out, schema) as writer:
+            for batch in batches:
+                writer.write_batch(batch, row_group_size=ROW_GROUP_ROWS)
 
 
-def _table_table(table, limit: int | None) -> None:
+ROW_GROUP_ROWS = 1 << 20
+
+
+def _table_table(table, shown: int) -> None:
     from rich.text import Text
 
-    shown = limit if limit is not None else TABLE_ROWS
     t = Table(box=box.SIMPLE_HEAD)
     for name in table.column_names:
         t.add_column(Text(name), overflow="fold")

@@ -1,5 +1,6 @@
 """Progress bars of Spark jobs on standard error, fed by Spark's status tracker
-(:class:`statectl.writers.progress.ProgressWatcher`).
+(:class:`statectl.writers.progress.ProgressWatcher`), or over Spark Connect by the progress the
+server reports with a query's results.
 
 Writes show one bar per job (:func:`statectl.cli.writing.progress`); a read or a
 query shows one transient bar while its scan runs, on a terminal only: with
@@ -35,8 +36,6 @@ def scan_progress(spark, description: str):
     if not sys.stderr.isatty():
         yield
         return
-    from statectl.writers.progress import ProgressWatcher
-
     bars = progress_bars(transient=True, redirect=False)  # rows stay on standard output
     task = bars.add_task(description, total=None)
 
@@ -47,11 +46,47 @@ def scan_progress(spark, description: str):
     if stdout.isatty():
         sys.stdout = _EndsOnOutput(stdout, bars.stop)
     try:
-        with bars, ProgressWatcher(spark, show) as watcher:
+        with bars, _watching(spark, show) as watcher:
             watcher.job_started(description)
             yield
     finally:
         sys.stdout = stdout
+
+
+def _watching(spark, show):
+    """Spark's status tracker, or over Spark Connect (no SparkContext here) the progress the
+    server sends with each query's results."""
+    from statectl.readers.files import is_connect
+    from statectl.writers.progress import JobProgress, ProgressWatcher
+
+    if not is_connect(spark):
+        return ProgressWatcher(spark, show)
+    return _ConnectProgress(spark, show, JobProgress)
+
+
+class _ConnectProgress:
+    """A progress handler of a Spark Connect session: the tasks of the query's stages."""
+
+    def __init__(self, spark, show, job_type):
+        self.spark, self.show, self.job = spark, show, job_type("")
+
+    def job_started(self, description: str) -> None:
+        self.job.description = description
+        self.show(self.job)
+
+    def __call__(self, stages, inflight_tasks, operation_id, done) -> None:
+        stages = list(stages or ())
+        if stages:
+            self.job.done = sum(s.num_completed_tasks for s in stages)
+            self.job.total = sum(s.num_tasks for s in stages)
+            self.show(self.job)
+
+    def __enter__(self):
+        self.spark.registerProgressHandler(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.spark.removeProgressHandler(self)
 
 
 class _EndsOnOutput:

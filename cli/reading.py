@@ -6,6 +6,7 @@ checks) is settled before Spark starts, so mistakes fail fast and without a JVM.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated, Optional
 
@@ -32,6 +33,9 @@ Output = Annotated[Optional[str], typer.Option("--output", "-o",
 Limit = Annotated[Optional[int], typer.Option("--limit", min=0, help="At most this many rows.")]
 Overwrite = Annotated[bool, typer.Option("--overwrite", help="Replace an existing --output.")]
 Master = Annotated[Optional[str], typer.Option("--master", help=_MASTER_HELP)]
+Remote = Annotated[Optional[str], typer.Option(
+    "--remote", help="A Spark Connect endpoint to run on, sc://host:port (default: SPARK_REMOTE; "
+    "else the warm local engine, docs/ENGINE.md).")]
 
 
 def register(app: typer.Typer) -> None:
@@ -63,12 +67,13 @@ def read(
     overwrite: Overwrite = False,
     engine: str = typer.Option(
         "auto", "--engine", help="local: decode in this process, no Spark; spark; auto (default): local "
-        "for a --key lookup, --limit, an operator state or a small table (without --master), else Spark."),
+        "(batch by batch, any size) unless --where or --master asks for Spark."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Say which engine reads, and why (stderr)."),
     explode: bool = typer.Option(False, "--explode", help="One row per element of a list state (with "
                                  "`index`) or entry of a map state (with `map_key`); the state "
                                  "chosen with --state when the table has several."),
     master: Master = None,
+    remote: Remote = None,
     checkpoint: Checkpoint = None,
     classes: Classes = None,
 ) -> None:
@@ -81,13 +86,18 @@ def read(
     check_frame_output(fmt, output, [sp], overwrite)
     op = _operator(sp, uid, operator_id, name)
     choice, flattened = _table_choice(sp, op, state, timers, key, explode)
-    chosen, why = choose_engine(sp, choice, engine, where, limit, master)
+    remote = remote or os.environ.get("SPARK_REMOTE") or None
+    chosen, why = choose_engine(sp, choice, engine, where, limit, master or remote)
     if verbose:
         print(f"engine: {chosen} ({why})", file=sys.stderr)
     if chosen == "local":
         _read_locally(sp, op, choice, flattened, fmt, output, limit, overwrite)
     else:
-        _read_with_spark(sp, op, choice, flattened, where, master, fmt, output, limit, overwrite)
+        _read_with_spark(sp, op, choice, flattened, where, (master, remote), fmt, output, limit, overwrite)
+        if verbose:
+            from .spark import ENGINE_NOTES
+
+            print(f"spark: {'; '.join(ENGINE_NOTES) or 'classic'}", file=sys.stderr)
 
 
 def _operator(sp, uid: str | None, operator_id: str | None, name: str | None):
@@ -120,27 +130,34 @@ def _table_choice(sp, op, state, timers: bool, key, explode: bool):
 
 
 def _read_locally(sp, op, choice, flattened, fmt, output, limit, overwrite) -> None:
-    """The table decoded in this process (the local engine), no Spark."""
-    from statectl.readers.local import local_table
+    """The table decoded in this process (the local engine), no Spark: each batch written as it
+    is decoded (exploded first, with ``--explode``), so memory stays bounded at any size."""
+    from statectl.readers.local import local_batches
 
-    from .arrow_tables import write_table
+    from .arrow_tables import write_batches
 
-    table = local_table(sp, choice, None if flattened else limit)
+    schema, batches = local_batches(sp, choice, None if flattened else limit)
     if flattened is not None:
+        import pyarrow as pa
+
         from statectl.readers.explode import explode_table
 
-        table = explode_table(table, op, flattened)
-    write_table(table, fmt, output, limit, overwrite)
+        schema = explode_table(schema.empty_table(), op, flattened).schema
+        batches = (b for t in (explode_table(pa.Table.from_batches([x]), op, flattened) for x in batches)
+                   for b in t.to_batches())
+    write_batches(schema, batches, fmt, output, limit, overwrite)
 
 
-def _read_with_spark(sp, op, choice, flattened, where, master, fmt, output, limit, overwrite) -> None:
+def _read_with_spark(sp, op, choice, flattened, where, engines, fmt, output, limit, overwrite) -> None:
     from statectl.readers import SavepointReader
     from statectl.readers.local import table_files
 
     from .frames import write_frame
 
+    master, remote = engines
     with spark_errors():
-        spark = start_spark(master, read_bytes=sum(f.size for f in table_files(sp, choice)))
+        spark = start_spark(master, read_bytes=sum(f.size for f in table_files(sp, choice)), connect=True,
+                            remote=remote)
         with scan_progress(spark, f"reading {choice.description}"):
             df = SavepointReader(spark, sp).table(choice)
             if flattened is not None:
@@ -162,6 +179,7 @@ def sql(
     limit: Limit = None,
     overwrite: Overwrite = False,
     master: Master = None,
+    remote: Remote = None,
     checkpoint: Checkpoint = None,
     classes: Classes = None,
 ) -> None:
@@ -177,7 +195,8 @@ def sql(
     sp = load(opened(savepoint, checkpoint))
     check_frame_output(fmt, output, [sp], overwrite)
     with spark_errors():
-        spark = start_spark(master, read_bytes=sum(f.size for _, f in sp.data_files()))
+        spark = start_spark(master, read_bytes=sum(f.size for _, f in sp.data_files()), connect=True,
+                            remote=remote)
         with scan_progress(spark, "running the query"):
             write_frame(SavepointReader(spark, sp).sql(query), fmt, output, limit, overwrite)
 

@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 
-from statectl.statefmt.errors import Interrupted, StatectlError, first_line
+from statectl.statefmt.errors import Interrupted, StatectlError, UsageError, first_line
 
 from .options import debug_enabled
 
@@ -30,9 +30,11 @@ DEFAULT_CONF = {
 }
 
 
-def spark_session(master: str | None = None, app_name: str = "statectl", read_bytes: int | None = None):
+def spark_session(master: str | None = None, app_name: str = "statectl", read_bytes: int | None = None,
+                  extra_conf: dict[str, str] | None = None):
     """A SparkSession: *master* if given, else SPARK_MASTER / spark-submit's, else local[*].
-    *read_bytes*: how much state the command reads, if that is all it does (see `cli.jvm`)."""
+    *read_bytes*: how much state the command reads, if that is all it does (see `cli.jvm`);
+    *extra_conf*: more settings (the warm engine's Connect server, `cli.engine_server`)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -43,7 +45,7 @@ def spark_session(master: str | None = None, app_name: str = "statectl", read_by
         builder = builder.master(chosen)
     elif "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
         builder = builder.master("local[*]")
-    for key, value in DEFAULT_CONF.items():
+    for key, value in {**DEFAULT_CONF, **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     if not _starts_a_jvm():
         return builder.getOrCreate()
@@ -122,11 +124,29 @@ def _starts_a_jvm() -> bool:
     return not os.environ.get("PYSPARK_SUBMIT_ARGS") and SparkContext._gateway is None
 
 
-def start_spark(master: str | None = None, read_bytes: int | None = None):
-    """The session for a command, quiet unless ``--debug``; *read_bytes* as for :func:`spark_session`."""
+def start_spark(master: str | None = None, read_bytes: int | None = None, connect: bool = False,
+                remote: str | None = None):
+    """The session for a command, quiet unless ``--debug``; *read_bytes* as for :func:`spark_session`.
+
+    *remote* (else ``SPARK_REMOTE``): a Spark Connect endpoint (``sc://...``) to run on. With
+    *connect* (the command's Spark work runs over Spark Connect) and no master or remote named,
+    the warm engine (`cli.engine`) unless ``STATECTL_ENGINE=classic``; where it cannot start,
+    a Spark of the command's own, as without *connect*."""
     import warnings
 
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+    remote = remote or os.environ.get("SPARK_REMOTE") or None
+    if remote is not None:
+        if master is not None:
+            raise UsageError("--master and --remote (SPARK_REMOTE) name two engines: give one")
+        return _connected(lambda: _remote(remote))
+    if connect and _warm_allowed(master):
+        from . import engine
+
+        try:
+            return _connected(engine.connect)
+        except engine.EngineUnavailable as e:
+            ENGINE_NOTES.append(f"the warm engine is unavailable ({first_line(e)}): classic Spark")
     if debug_enabled():
         return spark_session(master, read_bytes=read_bytes)
     from .output import spinner
@@ -149,6 +169,63 @@ def start_spark(master: str | None = None, read_bytes: int | None = None):
     spark.sparkContext.setLogLevel("OFF")  # a failed task is reported once, by statectl
     _plain_interrupts()
     return spark
+
+
+ENGINE_NOTES: list[str] = []  # what --verbose says about the engine chosen
+REMOTE_SESSIONS: list = []  # the Spark Connect sessions of this command: interrupted on Ctrl-C
+
+
+def _warm_allowed(master: str | None) -> bool:
+    from . import engine
+
+    if master is not None or os.environ.get("SPARK_MASTER") or os.environ.get("PYSPARK_SUBMIT_ARGS"):
+        return False
+    if engine.classic_requested():
+        ENGINE_NOTES.append("STATECTL_ENGINE=classic: a Spark of this command's own")
+        return False
+    from pyspark import SparkContext
+
+    return SparkContext._gateway is None  # a process already running classic Spark keeps it
+
+
+def _remote(url: str):
+    from . import engine
+
+    if not url.startswith("sc://"):
+        raise UsageError(f"--remote must be a Spark Connect URL (sc://host:port), got {url!r}")
+    try:
+        return engine.remote_session(url)
+    except Exception as e:  # refused, unreachable, a bad token: one line
+        raise StatectlError(f"cannot reach the Spark Connect server {url.split(';')[0]}: {first_line(e)}") from None
+
+
+def _connected(make):
+    """A Spark Connect session made by *make*, quiet, released when the command ends."""
+    import atexit
+
+    if not debug_enabled():
+        _quiet_pyspark_loggers()
+        import warnings
+
+        warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")  # the error says it once
+    from .output import spinner
+
+    with spinner("starting Spark…"):  # shown after a second: a server starting, a far endpoint
+        spark = make()
+    REMOTE_SESSIONS.append(spark)
+    atexit.register(_release, spark)
+    _plain_interrupts()
+    ENGINE_NOTES.append("Spark Connect")
+    return spark
+
+
+def _release(spark) -> None:
+    with contextlib.suppress(Exception):
+        spark.stop()
+    from . import engine
+
+    with contextlib.suppress(Exception):
+        engine.touch(engine.state_dir())
 
 
 def _quiet_pyspark_loggers() -> None:
@@ -195,15 +272,30 @@ def spark_errors():
         if debug_enabled():
             raise
         if isinstance(e, KeyboardInterrupt) or _INTERRUPTED.is_set():
+            for session in REMOTE_SESSIONS:  # the server keeps serving; this command's queries end
+                with contextlib.suppress(Exception):
+                    session.interruptAll()
             raise Interrupted("interrupted") from None
         if isinstance(e, StatectlError):
             raise
 
+        if type(e).__name__ == "SparkConnectGrpcException":
+            raise StatectlError(connect_failure(e)) from None
         task_error = statectl_error_in(e)
         if task_error is not None:
             raise task_error from None
         hint = " (--debug shows Spark's own output)" if "JAVA_GATEWAY" in str(e) else ""
         raise StatectlError(f"Spark failed: {first_line(e)}{hint}") from None
+
+
+def connect_failure(e: Exception) -> str:
+    """One line for a Spark Connect server that ended or refused mid-command."""
+    text = str(e)
+    status = re.search(r"status = StatusCode\.(\w+)", text)
+    details = re.search(r'details = "([^"]*)"', text)
+    said = ": ".join(x.group(1) for x in (status, details) if x) or first_line(e)
+    return f"the Spark Connect server stopped or refused the command ({said}); " \
+        "the next command starts a new warm engine"
 
 
 _TASK_ERROR = re.compile(r"statectl\.statefmt\.errors\.(\w+): (.+)")

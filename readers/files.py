@@ -93,6 +93,8 @@ def spark_can_open(spark, scheme: str) -> bool:
     """Whether the session's Hadoop configuration has a filesystem for *scheme*: ``s3a`` needs
     Hadoop's AWS jars, which PySpark does not ship."""
     key = (id(spark), scheme)
+    if is_connect(spark):  # no JVM to ask: the file system every Spark has, else pyarrow in the tasks
+        return scheme == "file"
     if key not in _openable:
         try:
             spark.sparkContext._jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(
@@ -101,6 +103,11 @@ def spark_can_open(spark, scheme: str) -> bool:
         except Exception:  # py4j's error for UnsupportedFileSystemException or a missing class
             _openable[key] = False
     return _openable[key]
+
+
+def is_connect(spark) -> bool:
+    """Whether *spark* is a Spark Connect session (no SparkContext, no JVM in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def spark_opens(spark, parts: list[Split]) -> bool:

@@ -1,11 +1,13 @@
 """The local engine: a table decoded in this process by the format layer, without Spark.
 
-A small read (a key lookup, a few rows, an operator state, a small table) pays no JVM start.
+A read with no Spark SQL in it (a key lookup, a few rows, a whole table of any size) pays no
+JVM start.
 It decodes the splits the Spark Data Source makes its partitions of, with the same table
 source's decoder (`readers.tablesource`: Flink splits, statectl's RocksDB subtasks, its
 Parquet files, verified as the Spark path verifies them), and gives the same columns and
 rows as :class:`SavepointReader.table` with the types Spark shows. Splits are decoded one
-after another and a ``limit`` stops the decoding once it has its rows.
+after another, batch by batch (`local_batches`: a writer takes each batch as it comes, so
+memory holds a batch, not the table), and a ``limit`` stops the decoding once it has its rows.
 """
 
 from __future__ import annotations
@@ -30,6 +32,16 @@ def local_table(sp: Savepoint, choice: TableChoice, limit: int | None = None,
     """The rows of *choice* (at most *limit*), as `SavepointReader.table` gives them; with
     *include_key_group*, a keyed table's or timers' ``_key_group`` first, and with *key_groups*
     ``(first, last)`` only that range of key groups, as `SavepointReader.keyed` gives them."""
+    schema, batches = local_batches(sp, choice, limit, include_key_group, key_groups)
+    return pa.Table.from_batches(list(batches), schema)
+
+
+def local_batches(sp: Savepoint, choice: TableChoice, limit: int | None = None,
+                  include_key_group: bool = False,
+                  key_groups: tuple[int, int] | None = None) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """:func:`local_table`'s rows as (schema, batches), each batch decoded only when the one
+    before it has been taken: a reader that writes each batch as it comes holds one split's
+    batch at a time, whatever the table's size."""
     source = table_source(sp, choice.operator)
     keys, groups, span = key_filter(source, choice.keys, key_groups)
     keep = _row_filter(choice.operator, keys, groups, choice.states if choice.kind == KEYED else (),
@@ -37,19 +49,22 @@ def local_table(sp: Savepoint, choice: TableChoice, limit: int | None = None,
     wanted = table_columns(source, choice)
     if include_key_group and choice.kind != OPERATOR_STATE:
         wanted = [KEY_GROUP_COLUMN, *wanted]
-    out, rows = [], 0
-    for batch in _batches(source, choice.table, groups, span):
-        if keep is not None:
-            batch = batch.filter(keep(batch))
-        batch = batch.select(wanted)
-        out.append(batch)
-        rows += batch.num_rows
-        if limit is not None and rows >= limit:
-            break
-    if not out:  # no rows: the columns with the types a read would give
-        return spark_types(source, source.schema(choice.table).empty_table().select(wanted))
-    table = spark_types(source, pa.Table.from_batches(out))
-    return table.slice(0, limit) if limit is not None else table
+    schema = spark_types(source, source.schema(choice.table).empty_table().select(wanted)).schema
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        left = limit
+        for batch in _batches(source, choice.table, groups, span):
+            if keep is not None:
+                batch = batch.filter(keep(batch))
+            batch = batch.select(wanted)
+            if left is not None:
+                batch = batch.slice(0, left)
+                left -= batch.num_rows
+            if batch.num_rows:
+                yield batch.cast(schema) if batch.schema != schema else batch
+            if left == 0:
+                return
+    return schema, batches()
 
 
 def _batches(source: TableSource, table: str, groups, span) -> Iterator[pa.RecordBatch]:
@@ -108,12 +123,10 @@ def spark_types(source: TableSource, table: pa.Table) -> pa.Table:
     return table.cast(target) if target != table.schema else table
 
 
-LOCAL_BYTES = 32 * 1024 * 1024  # a table whose files hold at most this many bytes is read locally
-
-
 def choose_engine(sp: Savepoint, choice: TableChoice, engine: str = "auto", where: str | None = None,
                   limit: int | None = None, master: str | None = None) -> tuple[str, str]:
-    """("local" or "spark", why) for reading *choice*: a small read runs in this process."""
+    """("local" or "spark", why) for reading *choice*: every read the local engine can stream
+    (no Spark SQL condition, no cluster named) runs in this process, whatever its size."""
     from statectl.statefmt.errors import UsageError
 
     if engine not in ("auto", "local", "spark"):
@@ -125,7 +138,7 @@ def choose_engine(sp: Savepoint, choice: TableChoice, engine: str = "auto", wher
     if engine != "auto":
         return engine, f"--engine {engine}"
     if master is not None:
-        return "spark", "--master names a Spark cluster"
+        return "spark", "a Spark engine is named (--master or --remote)"
     if choice.keys is not None:
         return "local", "a key lookup reads only its keys' key groups"
     if choice.kind == OPERATOR_STATE:
@@ -133,9 +146,7 @@ def choose_engine(sp: Savepoint, choice: TableChoice, engine: str = "auto", wher
     if limit is not None:
         return "local", f"--limit {limit} stops after its rows"
     size = sum(f.size for f in table_files(sp, choice))
-    if size <= LOCAL_BYTES:
-        return "local", f"the table's files hold {size:,} bytes (local up to {LOCAL_BYTES:,})"
-    return "spark", f"the table's files hold {size:,} bytes (more than {LOCAL_BYTES:,})"
+    return "local", f"decoded in this process batch by batch ({size:,} bytes of files)"
 
 
 def table_files(sp: Savepoint, choice: TableChoice):

@@ -15,7 +15,7 @@ from statectl.statefmt.validate import files_with_schemas
 
 from .catalogue import View, catalogue_frame, views
 from .explode import explode_frame
-from .files import Split, spark_file_key, split_key, splits
+from .files import Split, is_connect, spark_file_key, split_key, splits
 from .keyed import keyed_table, timers_table
 from .operator_state import operator_state_table
 from .naming import NamedTables
@@ -138,7 +138,8 @@ class SavepointReader(NamedTables):
         a name (which creates a `spark-warehouse` folder in the working directory). A view that
         cannot be registered fails the query only if the query reads it (Spark's analysis then
         misses it): a view whose files are missing with the missing file. The views exist
-        while the query is analysed and are dropped afterwards.
+        while the query is analysed and are dropped afterwards (over Spark Connect, where the
+        query is analysed when it runs, they stay in the session).
         """
         from pyspark.errors import PySparkException
 
@@ -158,7 +159,9 @@ class SavepointReader(NamedTables):
                     raise failure from None
                 self._explain_failure(e)
         finally:
-            for name in registered:
+            # a Spark Connect query is analysed when it runs, after this: its views stay (the
+            # session is the command's own, released when it ends; docs/ENGINE.md)
+            for name in registered if not is_connect(self.spark) else ():
                 self.spark.catalog.dropTempView(name)
         used = {spark_file_key(uri) for uri in result.inputFiles()}
         self._verify([p for key, p in by_key.items() if key in used])
@@ -181,6 +184,8 @@ class SavepointReader(NamedTables):
         return {split_key(p.location): p for p in parts}
 
     def _explain_failure(self, e) -> None:
+        if type(e).__name__ == "SparkConnectGrpcException":  # the server, not the query
+            raise e
         hint = ""
         if (e.getCondition() or "").startswith("TABLE_OR_VIEW_NOT_FOUND"):
             self._refuse_unreadable(_missing_relation(e))

@@ -11,11 +11,13 @@ Where the checks run:
   uses the same cores and is several times cheaper than a job (no task or
   Python-worker round trips): measured 0.16 s against 0.67 s for 110 MiB.
 
+Over Spark Connect (no RDDs) the checks run in the client's thread pool.
 Failures are raised on the driver as the matching :class:`StatectlError`.
 """
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 from statectl.statefmt import errors
@@ -51,14 +53,20 @@ def verify_splits(spark, parts: list[Split], in_executors: bool | None = None) -
     """
     if not parts:
         return
-    sc = spark.sparkContext
-    if in_executors is None:
-        in_executors = not sc.master.startswith("local")
+    from .files import is_connect
+
+    if is_connect(spark):  # no RDDs over Spark Connect: checked here, by this process's threads
+        in_executors, width = False, os.cpu_count() or 1
+    else:
+        sc = spark.sparkContext
+        width = sc.defaultParallelism
+        if in_executors is None:
+            in_executors = not sc.master.startswith("local")
     if in_executors:
         rdd = sc.parallelize(parts, min(len(parts), MAX_TASKS))
         failures = rdd.map(_check_in_task).filter(lambda r: r is not None).collect()
     else:
-        with ThreadPoolExecutor(max(1, min(len(parts), sc.defaultParallelism))) as pool:
+        with ThreadPoolExecutor(max(1, min(len(parts), width))) as pool:
             failures = [r for r in pool.map(check_split, parts) if r is not None]
     if failures:
         _raise(sorted(failures))

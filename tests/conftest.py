@@ -20,6 +20,10 @@ from support.cli_runner import statectl, statectl_in_process, statectl_process  
 from support.spark_session import running_spark, stop_suite_spark, suite_spark
 
 SUITE_TMP = temp_folders.use_own_tempdir()  # before any test, Spark or subprocess starts
+# the warm engine a statectl process of the suite starts (cli/engine.py) is the suite's own,
+# idle-stopped soon, and stopped at the end (pytest_sessionfinish)
+os.environ.setdefault("STATECTL_ENGINE_DIR", os.path.join(SUITE_TMP, "engine"))
+os.environ.setdefault("STATECTL_ENGINE_IDLE", "120")
 
 # Hypothesis's per-example deadline (200 ms by default) is a wall-clock check: on a machine shared
 # with other work (or by xdist workers and their JVMs) an example of a correct test can take longer,
@@ -67,6 +71,7 @@ def pytest_sessionfinish(session, exitstatus):
     """Stop the suite's Spark; fail the run if statectl left a temporary folder behind (in the
     suite's TMPDIR, or in the scratch space of the suite's Spark executor). An xdist worker
     hands what it found to the controller (a worker's exit status does not fail the run)."""
+    _stop_warm_engine()
     scratch = temp_folders.suite_scratch_dirs(running_spark())
     left = temp_folders.statectl_entries(SUITE_TMP, *scratch)
     stop_suite_spark()  # started by the `spark` fixture or by an in-process `statectl` run
@@ -83,6 +88,15 @@ def pytest_sessionfinish(session, exitstatus):
             reporter.ensure_newline()
             reporter.write_line(message, red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _stop_warm_engine() -> None:
+    from statectl.cli import engine
+
+    folder = os.environ["STATECTL_ENGINE_DIR"]
+    record = engine.live_record(folder) if os.path.isdir(folder) else None
+    if record is not None:
+        engine.stop(folder, record)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -77,7 +77,8 @@ def test_a_spark_command_returns_after_its_jvm_removed_its_folders(tmp_path):
     jvm_tmp = tmp_path / "jvm-tmp"
     jvm_tmp.mkdir()
     result = statectl_process("read", FLINK_NATIVE, "--uid", "lk-proc", "--engine", "spark", "--limit", "1",
-                              "-f", "jsonl", env={"JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={jvm_tmp}"})
+                              "-f", "jsonl", env={"JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={jvm_tmp}",
+                                                                 "STATECTL_ENGINE": "classic"})  # its own JVM
     assert len(ok(result).splitlines()) == 1 and result.stderr == ""
     assert sorted(p.name for p in jvm_tmp.iterdir()) == []
 

@@ -42,6 +42,12 @@ class WriteSession:
     """Files written into one output location by one write; see the module doc."""
 
     def __init__(self, spark, out: Location, on_job=None):
+        if spark is not None and type(spark).__module__.startswith("pyspark.sql.connect"):
+            from statectl.statefmt.errors import UsageError
+
+            # job groups, the status tracker and RDD checks need a SparkContext (docs/ENGINE.md)
+            raise UsageError("writing a savepoint needs a classic SparkSession; "
+                             "a Spark Connect session reads and queries only")
         self.spark = spark
         self.on_job = on_job  # called with each job's description before it runs
         self.out = out

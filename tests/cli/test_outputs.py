@@ -126,7 +126,7 @@ def test_a_spinner_turns_on_a_terminal_while_spark_starts(tmp_path):
     master, slave = pty.openpty()
     proc = subprocess.Popen(
         ["statectl", "read", str(base), "--uid", "src", "--state", "offsets", "--format", "jsonl", "--engine", "spark"],
-        stdout=subprocess.PIPE, stderr=slave, env=dict(os.environ, COLUMNS="100"))
+        stdout=subprocess.PIPE, stderr=slave, env=dict(os.environ, COLUMNS="100", STATECTL_ENGINE="classic"))
     os.close(slave)
     seen = b""
     while True:

@@ -115,3 +115,27 @@ def test_the_choice(own):
     assert choose_engine(sp, TableChoice(proc, KEYED), where="count > 1")[0] == "spark"
     assert choose_engine(sp, TableChoice(proc, KEYED), engine="spark") == ("spark", "--engine spark")
     assert choose_engine(sp, TableChoice(proc, KEYED), limit=3) == ("local", "--limit 3 stops after its rows")
+    assert choose_engine(sp, TableChoice(proc, KEYED), master="local[1]")[0] == "spark"
+
+
+def test_a_read_streams_its_batches(own, tmp_path, monkeypatch):
+    """`read` without --where decodes in this process at any size, a batch at a time: the
+    Parquet output is written while the splits are still being decoded."""
+    import pyarrow.parquet as pq
+
+    from statectl.cli import arrow_tables
+    from statectl.readers import local
+
+    sp = load(own[1])  # RocksDB native: one split per subtask
+    choice = TableChoice(sp.operator("proc"), KEYED)
+    decoded, written = [], []
+    real = local._batches
+    monkeypatch.setattr(local, "_batches", lambda *a: (decoded.append(1) or b for b in real(*a)))
+    schema, batches = local.local_batches(sp, choice)
+    assert decoded == []  # nothing decoded before the writer asks
+    out = tmp_path / "out"
+    seen = (written.append(len(decoded)) or b for b in batches)
+    arrow_tables.write_batches(schema, seen, "parquet", str(out))
+    assert written == list(range(1, len(decoded) + 1))  # each batch written before the next decodes
+    got = pq.read_table(out)
+    assert rows(got) == rows(local_table(sp, choice))

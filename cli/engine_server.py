@@ -1,0 +1,71 @@
+"""The warm engine's server process: statectl's Spark session with Spark Connect's plugin, kept
+running between commands (`cli.engine` starts, finds and stops it).
+
+    python -m statectl.cli.engine_server STATE_DIR PORT IDLE_SECONDS FINGERPRINT
+
+It starts the Spark session a command would start (`cli.spark.spark_session`: the same settings,
+the driver JVM's options, the warehouse in the temporary directory) with
+``org.apache.spark.sql.connect.SparkConnectPlugin``, bound to 127.0.0.1 on PORT, refusing any
+client without the token it finds in ``SPARK_CONNECT_AUTHENTICATE_TOKEN`` (its parent put it
+there; it is never on a command line). When the server is up it writes its record
+(`cli.engine.Record`: pid, port, token, fingerprint) into STATE_DIR, readable by its user only.
+Every :data:`POLL` seconds it asks whether it is idle: no Spark job running and no command
+having touched the activity file for IDLE_SECONDS (a connected command touches it every
+:data:`cli.engine.HEARTBEAT` seconds until it ends); then, or on SIGTERM, it stops Spark
+(which removes its folders), removes its record and exits.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+
+POLL = 2.0
+
+
+def serve(state_dir: str, port: int, idle: float, fingerprint: str) -> None:
+    from . import engine
+    from .spark import spark_session
+
+    os.chdir(state_dir)  # nothing Spark writes lands in a user's working directory
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    spark = spark_session(app_name="statectl-engine", extra_conf=server_conf(port))
+    spark.sparkContext.setLogLevel("ERROR")
+    record = engine.Record(pid=os.getpid(), port=port, token=os.environ["SPARK_CONNECT_AUTHENTICATE_TOKEN"],
+                           fingerprint=fingerprint, started=time.time(), idle=idle)
+    engine.write_record(state_dir, record)
+    engine.touch(state_dir)
+    try:
+        tracker = spark.sparkContext.statusTracker()
+        while not stop.wait(POLL):
+            if tracker.getActiveJobsIds():
+                engine.touch(state_dir)
+            elif time.time() - engine.last_activity(state_dir) > idle:
+                break
+    finally:
+        engine.remove_record(state_dir, os.getpid())
+        spark.stop()
+
+
+def server_conf(port: int) -> dict[str, str]:
+    """The Spark Connect settings of the warm engine: loopback, *port*, the token from the
+    environment (Spark reads ``SPARK_CONNECT_AUTHENTICATE_TOKEN`` itself)."""
+    return {
+        "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",  # the driver's RPC and block manager: loopback too
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.connect.grpc.binding.port": str(port),
+        # a session whose command ended (or died) is released; its views and caches go with it
+        "spark.connect.session.manager.defaultSessionTimeout": "10m",
+    }
+
+
+if __name__ == "__main__":
+    directory, port_text, idle_text, print_ = sys.argv[1:5]
+    serve(directory, int(port_text), float(idle_text), print_)
