@@ -4,22 +4,19 @@ dates and times, UUIDs, Optional, Locale, BitSet, Arrays.asList, the Collections
 Each reader takes the decoder and the value's graph (:mod:`.decode`), and the declared type's
 generic arguments where the encoding depends on them. Kryo 5 and Kryo 2 differ in places
 (fixed-width byte order, chill's serializers, java.time written field by field under Kryo 2):
-each reader says which it reads.
+each reader says which it reads. (The decoder and graph are :mod:`.decode`'s, named in the
+annotations only: this module does not import it.)
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING
 from decimal import Context, Decimal
 
 from ...errors import FlinkFormatError
 from .classes import kryo_name
 from .registry import BOXED, KRYO2, KRYO5
 from .stream import KryoDataError, KryoIn
-
-if TYPE_CHECKING:
-    from .decode import KryoDecoder, _Graph
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 NULL = 0
@@ -77,7 +74,7 @@ FIELD_PRIMITIVES = {k: SCALARS[k] for k in ("int", "long", "boolean", "byte", "c
 ARRAY_ELEMENTS = {"int": lambda inp, little: inp.varint(False), "long": lambda inp, little: inp.varlong(False)}
 
 
-def _uuid(d: "KryoDecoder", g: "_Graph", generic) -> str:
+def _uuid(d, g, generic) -> str:
     import uuid as _u
     if d.config.generation == KRYO5:
         hi, lo = g.inp.fixed("q"), g.inp.fixed("q")
@@ -86,7 +83,7 @@ def _uuid(d: "KryoDecoder", g: "_Graph", generic) -> str:
     return str(_u.UUID(int=((hi & (2**64 - 1)) << 64) | (lo & (2**64 - 1))))
 
 
-def _optional(d: "KryoDecoder", g: "_Graph", generic):
+def _optional(d, g, generic):
     content = d._element_type(generic, 0)
     if d.config.generation == KRYO2 and content is not None and d.is_final(content):
         # Kryo 2 writes an Optional field by field, its `value` typed by the declared argument
@@ -134,7 +131,7 @@ def _local_time(inp: KryoIn, generation: int = KRYO5) -> dt.time:
         raise KryoDataError(f"bad time: {e}") from None
 
 
-def _instant(d: "KryoDecoder", g: "_Graph", generic) -> dt.datetime:
+def _instant(d, g, generic) -> dt.datetime:
     if d.config.generation == KRYO2:  # FieldSerializer: nanos (int), seconds (long)
         nanos, seconds = g.inp.varint(False), g.inp.varlong(False)
     else:
@@ -142,7 +139,7 @@ def _instant(d: "KryoDecoder", g: "_Graph", generic) -> dt.datetime:
     return _since_epoch(seconds=seconds, microseconds=nanos // 1000)
 
 
-def _locale(d: "KryoDecoder", g: "_Graph", generic) -> str:
+def _locale(d, g, generic) -> str:
     if d.config.generation == KRYO2:  # chill writes a Locale with Java serialization
         value = _java_serialized(g)
         parts = [str(value.get(f) or "") for f in ("language", "country", "variant")]
@@ -151,14 +148,14 @@ def _locale(d: "KryoDecoder", g: "_Graph", generic) -> str:
     return "_".join(p for p in parts if p) if any(parts) else ""
 
 
-def _bit_set(d: "KryoDecoder", g: "_Graph", generic) -> list[int]:
+def _bit_set(d, g, generic) -> list[int]:
     n = g.inp.varint()
     d._check_count(g, n)
     words = [g.inp.fixed("q") & (2**64 - 1) for _ in range(n)]
     return [i * 64 + b for i, w in enumerate(words) for b in range(64) if w >> b & 1]
 
 
-def _local_date_time(d: "KryoDecoder", g: "_Graph", generic) -> dt.datetime:
+def _local_date_time(d, g, generic) -> dt.datetime:
     if d.config.generation == KRYO2:  # FieldSerializer: date, time, each a final field (a marker first)
         date = d._object(g, "java.time.LocalDate", None, may_be_null=True)
         time = d._object(g, "java.time.LocalTime", None, may_be_null=True)
@@ -168,7 +165,7 @@ def _local_date_time(d: "KryoDecoder", g: "_Graph", generic) -> dt.datetime:
     return dt.datetime.combine(_local_date(g.inp), _local_time(g.inp))
 
 
-def _java_serialized(g: "_Graph"):
+def _java_serialized(g):
     """An object Kryo's JavaSerializer wrote: a Java serialization stream, no length before it."""
     from ..binary import Reader
     from ..javaser import JavaObject, read_java_object
@@ -184,7 +181,7 @@ def _java_serialized(g: "_Graph"):
     return value
 
 
-def _arrays_as_list(d: "KryoDecoder", g: "_Graph", generic) -> list:
+def _arrays_as_list(d, g, generic) -> list:
     if d.config.generation == KRYO5:
         return d._collection_kryo5(g, generic, False)
     n = g.inp.varint()  # chill's: a count, the array's component class, then each element with its class
@@ -192,20 +189,20 @@ def _arrays_as_list(d: "KryoDecoder", g: "_Graph", generic) -> list:
     return d._elements_kryo2(g, n, None)
 
 
-def _empty(d: "KryoDecoder", g: "_Graph", generic) -> list:
+def _empty(d, g, generic) -> list:
     return []
 
 
-def _singleton(d: "KryoDecoder", g: "_Graph", generic) -> list:
+def _singleton(d, g, generic) -> list:
     return [d._class_and_object(g, d._element_type(generic, 0))]
 
 
-def _singleton_map(d: "KryoDecoder", g: "_Graph", generic) -> list:
+def _singleton_map(d, g, generic) -> list:
     key = d._class_and_object(g, None)
     return [{"key": key, "value": d._class_and_object(g, None)}]
 
 
-def _sql_timestamp(d: "KryoDecoder", g: "_Graph", generic) -> dt.datetime:
+def _sql_timestamp(d, g, generic) -> dt.datetime:
     millis = g.inp.varlong()
     nanos = g.inp.varint()
     return _since_epoch(seconds=millis // 1000, microseconds=nanos // 1000)
