@@ -89,10 +89,10 @@ def test_the_renamed_job_restores_remaps_output_with_olds_state(renamed, tmp_pat
     assert flink_job.restore_mismatches(as_new, dump) == []
 
 
+@pytest.mark.parametrize("renamed", ["2.3.0 hashmap canonical"], indirect=True)
 def test_without_remap_the_renamed_job_refuses_old(renamed, tmp_path):
+    """One case (Flink 2.3, hashmap) is enough to show the failure remap avoids."""
     old, _, _, version = renamed
-    if not version.startswith("2.") or old.expected["state_backend"] != "hashmap":
-        pytest.skip("one case (Flink 2.3, hashmap) is enough to show the failure remap avoids")
     knobs = {k.replace("-", "_"): v for k, v in old.expected["scenario"]["knobs"].items()
              if k.replace("-", "_") in flink_job.DEFAULTS and k != "out"}
     with pytest.raises(flink_job.FlinkJobError, match="Cannot map checkpoint/savepoint state"):
