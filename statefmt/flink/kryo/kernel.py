@@ -215,21 +215,16 @@ def _list(data, pos, end, little, element_op, row, slot, numbers, present, s_sta
 
 @_inline
 def _flagged(data, pos, end):
-    """Kryo 5's varint with a flag in the first byte's top bit (six value bits there)."""
+    """Kryo 5's varint with a flag in the first byte's top bit (six value bits there; the
+    byte's next bit says more groups follow, as in a plain varint)."""
     b = np.int64(data[pos])
     pos += 1
     result = b & 0x3F
     if b & 0x40:
-        shift = 6
-        for _ in range(4):
-            if pos >= end:
-                return np.int64(0), np.int64(-1)
-            c = np.int64(data[pos])
-            pos += 1
-            result |= (c & 0x7F) << shift
-            if c < 0x80:
-                break
-            shift += 7
+        rest, pos = _varint(data, pos, end)
+        if pos < 0:
+            return np.int64(0), pos
+        result |= rest << 6
     return result, pos
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import struct
 
 from ...errors import FlinkFormatError
+from ...varint import VarintError, read_varint
 
 
 class KryoDataError(FlinkFormatError):
@@ -43,15 +44,15 @@ class KryoIn:
         return struct.unpack_from(("<" if self.little else ">") + fmt, self.data, at)[0]
 
     def varint(self, positive: bool = True) -> int:
-        result, shift = 0, 0
-        for _ in range(5):
-            b = self.byte()
-            result |= (b & 0x7F) << shift
-            if not b & 0x80:
-                break
-            shift += 7
-        result &= 0xFFFFFFFF
-        return _unsign(result, 32, positive)
+        return _unsign(self._groups(28) & 0xFFFFFFFF, 32, positive)
+
+    def _groups(self, max_shift: int) -> int:
+        """Base-128 groups, low first (the project's one varint reader), at most to *max_shift*."""
+        try:
+            result, self.pos = read_varint(self.data, self.pos, self.end, max_shift)
+        except VarintError as e:
+            raise KryoDataError(f"{e} (at {e.at})") from None
+        return result
 
     def varlong(self, positive: bool = True) -> int:
         result, shift = 0, 0
@@ -68,17 +69,12 @@ class KryoIn:
         return _unsign(result, 64, positive)
 
     def varint_flag(self) -> tuple[bool, int]:
-        """Kryo 5's varint with a flag in the first byte's top bit (6 value bits there)."""
+        """Kryo 5's varint with a flag in the first byte's top bit (6 value bits there; the
+        byte's next bit says more groups follow, as in a plain varint)."""
         b = self.byte()
         flag, result = bool(b & 0x80), b & 0x3F
         if b & 0x40:
-            shift = 6
-            for _ in range(4):
-                b = self.byte()
-                result |= (b & 0x7F) << shift
-                if not b & 0x80:
-                    break
-                shift += 7
+            result |= self._groups(21) << 6
         return flag, result & 0xFFFFFFFF
 
     def string(self) -> str | None:
