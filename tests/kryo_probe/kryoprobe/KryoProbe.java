@@ -85,6 +85,30 @@ public final class KryoProbe {
         Long boxed;
     }
 
+    /** Strings of every length Kryo writes differently, and numbers at their edges (the encoder's checks). */
+    public static final class Texts {
+        String one, two, s32, s33, s63, s64, s200, accented, astral, empty, none;
+        int small, negative;
+        long big, least;
+        char letter;
+        short tiny;
+        float ratio;
+        Integer boxed, boxedNull;
+        Level level;
+    }
+
+    static Texts texts(boolean edge) {
+        Texts t = new Texts();
+        t.one = "a"; t.two = "ab"; t.s32 = "x".repeat(32); t.s33 = "y".repeat(33); t.s63 = "z".repeat(63);
+        t.s64 = "w".repeat(64); t.s200 = "v".repeat(200); t.accented = "caf\u00e9"; t.astral = "\uD83D\uDE00!";
+        t.empty = ""; t.none = null;
+        t.small = edge ? Integer.MIN_VALUE : 5; t.negative = edge ? Integer.MAX_VALUE : -70000;
+        t.big = edge ? Long.MIN_VALUE : 1L << 60; t.least = edge ? Long.MAX_VALUE : -3L;
+        t.letter = edge ? '\u20ac' : 'q'; t.tiny = edge ? Short.MIN_VALUE : 300; t.ratio = edge ? Float.NaN : -2.5f;
+        t.boxed = edge ? -1 : 1_000_000; t.boxedNull = null; t.level = edge ? null : Level.MID;
+        return t;
+    }
+
     /** The benchmark's Kryo class: five fields, a UUID and a list of strings among them. */
     public static final class BenchUser {
         UUID id;
@@ -292,6 +316,8 @@ public final class KryoProbe {
         sample(out, "optional", Optional.class, List.of(), Optional.of("SAVE3"));
         sample(out, "string-list", List.class, List.of(), new ArrayList<>(Arrays.asList("x", "y")));
         sample(out, "null-value", Device.class, List.of(), null);
+        sample(out, "texts", Texts.class, reg, texts(false));
+        sample(out, "texts-edge", Texts.class, reg, texts(true));
         sample(out, "kafka-partition", org.apache.flink.streaming.connectors.kafka.internals.KafkaTopicPartition.class,
                List.of(), new org.apache.flink.streaming.connectors.kafka.internals.KafkaTopicPartition("payments", 7));
         // one JDK value each, declared Object (the class is written with it)
