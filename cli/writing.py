@@ -13,6 +13,7 @@ import typer
 
 from statectl.statefmt.errors import UsageError
 
+from .classes import Classes, use_classes
 from .spark import MASTER_HELP as _MASTER_HELP
 from .spark import spark_errors, start_spark
 from .output import output_for
@@ -49,12 +50,14 @@ def bootstrap(
     overwrite: bool = OVERWRITE,
     master: Optional[str] = MASTER,
     json_: bool = SUMMARY_JSON,
+    classes: Classes = None,
 ) -> None:
     """Write a savepoint from data files (Parquet, CSV, JSON lines) described by a spec."""
     from statectl.statefmt.formats import load
     from statectl.writers import SavepointWriter
     from statectl.writers.spec import load_spec
 
+    use_classes(classes)  # a fix of a Flink base's Kryo state reads and writes it with these layouts
     parsed = load_spec(spec)
     physical = fmt or parsed.format
     _check_format(physical)

@@ -23,7 +23,9 @@ from ..bytecolumns import (big_endian, binary, fixed, flat, flat_elements, group
                            spread, struct_fields, varints)
 from ..errors import FlinkEncodeError
 from . import types as T
+from .kryo.encode import encode_fixed
 from .rowdata_encode import ENCODERS as ROWDATA_ENCODERS
+from .types.kryo import NOT_FIXED
 
 LONG_MIN = T.LONG_MIN
 INT_MIN = -(1 << 31)
@@ -348,6 +350,12 @@ def _big_decimal(t, values, where):
     return pa.array(out, pa.binary())
 
 
+def _kryo(t: T.Kryo, values, where):
+    if t.plan is None:
+        raise FlinkEncodeError(f"{where}: values of {t.describe()} cannot be written: {NOT_FIXED}")
+    return encode_fixed(t.plan, t.type_class, values, t.decoder.config.generation, where)
+
+
 def _void(t, values, where):
     return fixed(np.zeros((len(values), 1), dtype=np.uint8))
 
@@ -365,5 +373,5 @@ _ENCODERS = {
     T.Row: _row, T.Nullable: _nullable, T.Ttl: _ttl, T.Epoch: _epoch, T.SecondsNanos: _seconds_nanos,
     T.LocalDate: _local_date, T.LocalTime: _local_time, T.LocalDateTime: _local_date_time,
     T.BigInteger: _big_integer, T.BigDecimal: _big_decimal, T.VoidNamespace: _void,
-    T.TimeWindow: _time_window, **ROWDATA_ENCODERS,
+    T.TimeWindow: _time_window, T.Kryo: _kryo, **ROWDATA_ENCODERS,
 }

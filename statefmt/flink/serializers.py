@@ -10,6 +10,8 @@ carry the writer schema (:mod:`.avro_schema`). Kryo and unknown classes become
 
 from __future__ import annotations
 
+import dataclasses
+
 from ..errors import UnsupportedFlinkFeature
 from .avro_schema import read_avro_snapshot
 from .binary import Reader
@@ -222,7 +224,8 @@ def read_snapshot(r: Reader) -> T.FlinkType:
         values = tuple(r.utf() for _ in range(r.int()))
         return T.Enum(enum_class, values, _BASE + "EnumSerializer")
     if cls == KRYO_SNAPSHOT:
-        return _kryo(r)
+        t = _kryo(r)
+        return dataclasses.replace(t, snapshot=bytes(r.data[at:r.pos])) if isinstance(t, T.Kryo) else t
     if cls == AVRO_SNAPSHOT:
         return read_avro_snapshot(r, version)
     if cls in (VALUE_SNAPSHOT, COPYABLE_SNAPSHOT):

@@ -51,7 +51,9 @@ def top_snapshot(w: Writer, t: T.FlinkType) -> None:
 
 def snapshot(w: Writer, t: T.FlinkType) -> None:
     """A nested snapshot: UTF class, int version, payload."""
-    if t.serializer in _SIMPLE_BY_SERIALIZER:
+    if isinstance(t, T.Kryo) and t.snapshot:  # the base's own: its registrations are the job's
+        w.bytes(t.snapshot)
+    elif t.serializer in _SIMPLE_BY_SERIALIZER:
         w.utf(_SIMPLE_BY_SERIALIZER[t.serializer])
         w.int(SNAPSHOT_VERSION)
     elif isinstance(t, T.Pojo):

@@ -85,3 +85,89 @@ def test_a_file_sink_bucket_cannot_be_written_from_its_columns(tmp_path):
     line = error_line(result, out)
     assert "writer_raw_states" in line and "file sink bucket of version 3 cannot be written" in line
     assert not (out / "_metadata").exists()
+
+
+LAYOUTS = BASE.parents[1] / "classes.json"
+OFFSETS = "`legacy-offsets.topic-partition-offset-states`"
+
+
+def offset_elements(path: Path) -> tuple[set[bytes], list[bytes]]:
+    """The legacy source's union state streams: their headers, and every element as stored."""
+    meta = parse_metadata((path / "_metadata").read_bytes())
+    op = next(o for o in meta.operators if o.uid == "legacy-offsets")
+    headers, elements = set(), []
+    for subtask in op.subtasks:
+        for handle in subtask.managed_operator:
+            data = (path / handle.stream.relative_path).read_bytes()
+            (state,) = handle.states
+            headers.add(data[:state.offsets[0]])
+            ends = [*state.offsets[1:], len(data)]
+            elements += [data[s:e] for s, e in zip(state.offsets, ends)]
+    return headers, sorted(elements)
+
+
+def offsets(path: Path) -> dict[int, int]:
+    statectl.use_job_classes([LAYOUTS])
+    try:
+        rows = statectl.open_savepoint(str(path)).operator_state("legacy-offsets", "topic-partition-offset-states")
+        return {r["value"]["f0"]["partition"]: r["value"]["f1"] for r in rows.to_pylist()}
+    finally:
+        statectl.use_job_classes([])
+
+
+def kryo_fix(tmp_path: Path, offset_sql: str):
+    text = f"""
+operators:
+  - uid: legacy-offsets
+    parallelism: 2
+    operator_state:
+      - name: topic-partition-offset-states
+        kind: union
+        column: value
+        input: {{sql: "SELECT struct(value.f0 AS f0, {offset_sql} AS f1) AS value FROM {OFFSETS}"}}
+"""
+    (tmp_path / "fix.yaml").write_text(text)
+    out = tmp_path / "out"
+    return out, run("bootstrap", str(out), "--base", str(BASE), "--format", "flink", "--spec",
+                    str(tmp_path / "fix.yaml"), "--classes", str(LAYOUTS))
+
+
+def test_a_legacy_kafka_consumers_offsets_moved_on(tmp_path):
+    """The legacy consumer's `Tuple2<KafkaTopicPartition-like, Long>` union state (the partition
+    Kryo-serialized) written again with every offset 100 further: the partitions' Kryo bytes are
+    Flink's, and only each element's offset changed."""
+    out, result = kryo_fix(tmp_path, "value.f1 + 100")
+    assert result.returncode == 0, result.stderr
+    assert offsets(out) == {p: o + 100 for p, o in offsets(BASE).items()}
+    headers, elements = offset_elements(out)
+    base_headers, base_elements = offset_elements(BASE)
+    assert headers == base_headers  # the serializer snapshots, Kryo's registrations and all, as Flink wrote them
+    assert sorted(e[:-8] for e in elements) == sorted(e[:-8] for e in base_elements)
+
+
+def test_an_unchanged_kryo_state_is_written_as_flink_wrote_it(tmp_path):
+    out, result = kryo_fix(tmp_path, "value.f1")
+    assert result.returncode == 0, result.stderr
+    assert offset_elements(out) == offset_elements(BASE)
+
+
+def test_a_kryo_state_without_its_layout_is_refused_in_one_line(tmp_path):
+    """Without --classes the partition has no layout: its values stay bytes, which cannot be written
+    from rows, and the fix is refused before anything is written."""
+    (tmp_path / "fix.yaml").write_text(f"""
+operators:
+  - uid: legacy-offsets
+    parallelism: 2
+    operator_state:
+      - {{name: topic-partition-offset-states, kind: union, column: value, input: {{sql: "SELECT value FROM {OFFSETS}"}}}}
+""")
+    result = run("bootstrap", str(tmp_path / "out"), "--base", str(BASE), "--format", "flink", "--spec",
+                 str(tmp_path / "fix.yaml"))
+    assert error_line(result, BASE) == (
+        "error: operator 'legacy-offsets', state 'topic-partition-offset-states': its values (opaque "
+        "org.apache.flink.api.java.typeutils.runtime.TupleSerializer) cannot be written again (Kryo, type "
+        "flinkfixtures.RealWorldJob$TopicPartitionLike: no layout for flinkfixtures.RealWorldJob$TopicPartitionLike "
+        "(decodes with --classes)), and the spec, which replaces the "
+        "operator, gives it without its flink: type: they would be lost; leave the operator out of the spec to keep "
+        "it as it is")
+    assert not (tmp_path / "out").exists()

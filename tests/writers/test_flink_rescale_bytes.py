@@ -182,7 +182,10 @@ def test_a_fix_never_loses_a_state_the_writer_cannot_write(tmp_path, spec, how):
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
         "error: operator 'kryo-proc', state 'profile': its values (opaque "
-        "org.apache.flink.api.java.typeutils.runtime.PojoSerializer) cannot be written again, and the spec, "
+        "org.apache.flink.api.java.typeutils.runtime.PojoSerializer) cannot be written again (POJO "
+        "flinkfixtures.RealWorldJob$UserProfile has fields without a known serializer (field attribution: Kryo, type "
+        "flinkfixtures.RealWorldJob$Attribution: no layout for flinkfixtures.RealWorldJob$Attribution (decodes with "
+        "--classes))), and the spec, "
         f"which replaces the operator, {how}: they would be lost; leave the operator out of the spec to keep "
         "it as it is"]
     assert not (tmp_path / "out").exists() and digest(base) == before

@@ -21,6 +21,7 @@ from statectl.statefmt.flink.binding import key_java_type, parse_type, type_text
 from statectl.statefmt.flink.describe import FlinkOperatorInfo, FlinkSavepoint
 from statectl.statefmt.flink.rowdata import RowData
 from statectl.statefmt.flink.savepoint import read_split
+from statectl.statefmt.flink.types.kryo import classes_note, kryo_parts, writable
 from statectl.statefmt.flink.tables import key_fields, operator_list_schema, timer_service
 from statectl.statefmt.ids import OperatorRef
 from statectl.statefmt.model import TTL_SUFFIX
@@ -38,8 +39,17 @@ def _plain(t: T.FlinkType) -> tuple[T.FlinkType, bool]:
 
 
 def _bound(t: T.FlinkType) -> T.FlinkType:
-    """The serializer the writer writes for *t*: the one *t*'s binding names."""
-    return parse_type(type_text(t), "binding")
+    """The serializer the writer writes for *t*: the one *t*'s binding names; a type holding
+    Kryo values (no binding names Kryo's registrations) is written as read, the Kryo parts'
+    snapshots as the base holds them."""
+    kryos = kryo_parts(t)
+    if not kryos:
+        return parse_type(type_text(t), "binding")
+    for kryo in kryos:
+        why = writable(kryo)
+        if why is not None:
+            raise FlinkEncodeError(f"values of {kryo.describe()} cannot be written: {why}")
+    return t
 
 
 def _as_read(t: T.FlinkType) -> T.FlinkType:
@@ -263,9 +273,11 @@ def _refuse_lost_states(op: FlinkOperatorInfo, data: OperatorData) -> None:
             if meta.name in given and data.flink is not None and data.flink.state(meta.name).type is not None:
                 continue  # written with the type the spec declares for it
             how = "gives it without its flink: type" if meta.name in given else "leaves it out"
+            classes = classes_note(meta.value)
+            hint = f" ({classes.removeprefix('holds ')})" if classes else ""
             raise SpecError(f"{where}, state {meta.name!r}: its values ({meta.value.describe()}) cannot be "
-                            f"written again, and the spec, which replaces the operator, {how}: they would be "
-                            "lost; leave the operator out of the spec to keep it as it is") from None
+                            f"written again{hint}, and the spec, which replaces the operator, {how}: they would "
+                            "be lost; leave the operator out of the spec to keep it as it is") from None
 
 
 def _on_sql_base(op: FlinkOperatorInfo, data: OperatorData, known: FlinkBinding) -> OperatorData:
