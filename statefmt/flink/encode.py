@@ -23,8 +23,10 @@ from ..bytecolumns import (big_endian, binary, fixed, flat, flat_elements, group
                            spread, struct_fields, varints)
 from ..errors import FlinkEncodeError
 from . import types as T
+from .avro_encode import encode_avro
 from .kryo.encode import encode_fixed
 from .rowdata_encode import ENCODERS as ROWDATA_ENCODERS
+from .types.avro_composite import Avro
 from .types.kryo import NOT_FIXED
 
 LONG_MIN = T.LONG_MIN
@@ -373,5 +375,5 @@ _ENCODERS = {
     T.Row: _row, T.Nullable: _nullable, T.Ttl: _ttl, T.Epoch: _epoch, T.SecondsNanos: _seconds_nanos,
     T.LocalDate: _local_date, T.LocalTime: _local_time, T.LocalDateTime: _local_date_time,
     T.BigInteger: _big_integer, T.BigDecimal: _big_decimal, T.VoidNamespace: _void,
-    T.TimeWindow: _time_window, T.Kryo: _kryo, **ROWDATA_ENCODERS,
+    T.TimeWindow: _time_window, T.Kryo: _kryo, Avro: encode_avro, **ROWDATA_ENCODERS,
 }

@@ -22,6 +22,7 @@ from .kryo.snapshot import kryo_config, read_registration
 from .rowdata import NullValue, RowData, SizedBytes, SqlValue
 from .sqltypes import MAX_LENGTH, SqlType, logical_type
 from . import types as T
+from .types.avro_composite import Avro
 from .types.kryo import KRYO_SERIALIZER, KryoBytes, needs_classes
 
 COMPOSITE_MAGIC = 911108
@@ -227,7 +228,8 @@ def read_snapshot(r: Reader) -> T.FlinkType:
         t = _kryo(r)
         return dataclasses.replace(t, snapshot=bytes(r.data[at:r.pos])) if isinstance(t, T.Kryo) else t
     if cls == AVRO_SNAPSHOT:
-        return read_avro_snapshot(r, version)
+        t = read_avro_snapshot(r, version)
+        return dataclasses.replace(t, snapshot=bytes(r.data[at:r.pos])) if isinstance(t, Avro) else t
     if cls in (VALUE_SNAPSHOT, COPYABLE_SNAPSHOT):
         r.utf()  # value class
         return T.Opaque(_serializer_of(cls), "a Value type")

@@ -16,6 +16,8 @@ from ..vocabulary import KeyedTable
 from . import serializers as S
 from . import types as T
 from .binary_write import Writer
+from .types.avro_composite import Avro
+from .types.base import nested_types
 
 SNAPSHOT_VERSION = 3  # Simple and composite snapshots (Flink 1.x and 2.x)
 POJO_SNAPSHOT_VERSION = 2
@@ -41,6 +43,13 @@ _COMPOSITE_BY_SERIALIZER = {
         ("org.apache.flink.streaming.api.operators.TimerSerializerSnapshot", 2),
 }
 LONG = T.Scalar("long", S._BASE + "LongSerializer")
+# types whose snapshot is written as the savepoint holds it (no binding names what they carry)
+COPIED_SNAPSHOTS = (T.Kryo, Avro)
+
+
+def copied_parts(t: T.FlinkType) -> list[T.FlinkType]:
+    """The types in *t* whose snapshots are written as the savepoint holds them."""
+    return [part for part in nested_types(t) if isinstance(part, COPIED_SNAPSHOTS)]
 
 
 def top_snapshot(w: Writer, t: T.FlinkType) -> None:
@@ -51,7 +60,7 @@ def top_snapshot(w: Writer, t: T.FlinkType) -> None:
 
 def snapshot(w: Writer, t: T.FlinkType) -> None:
     """A nested snapshot: UTF class, int version, payload."""
-    if isinstance(t, T.Kryo) and t.snapshot:  # the base's own: its registrations are the job's
+    if isinstance(t, COPIED_SNAPSHOTS) and t.snapshot:  # as the base holds it: the job's registrations or schema
         w.bytes(t.snapshot)
     elif t.serializer in _SIMPLE_BY_SERIALIZER:
         w.utf(_SIMPLE_BY_SERIALIZER[t.serializer])

@@ -21,7 +21,8 @@ from statectl.statefmt.flink.binding import key_java_type, parse_type, type_text
 from statectl.statefmt.flink.describe import FlinkOperatorInfo, FlinkSavepoint
 from statectl.statefmt.flink.rowdata import RowData
 from statectl.statefmt.flink.savepoint import read_split
-from statectl.statefmt.flink.types.kryo import classes_note, kryo_parts, writable
+from statectl.statefmt.flink.snapshot_write import copied_parts
+from statectl.statefmt.flink.types.kryo import classes_note, writable
 from statectl.statefmt.flink.tables import key_fields, operator_list_schema, timer_service
 from statectl.statefmt.ids import OperatorRef
 from statectl.statefmt.model import TTL_SUFFIX
@@ -40,15 +41,16 @@ def _plain(t: T.FlinkType) -> tuple[T.FlinkType, bool]:
 
 def _bound(t: T.FlinkType) -> T.FlinkType:
     """The serializer the writer writes for *t*: the one *t*'s binding names; a type holding
-    Kryo values (no binding names Kryo's registrations) is written as read, the Kryo parts'
-    snapshots as the base holds them."""
-    kryos = kryo_parts(t)
-    if not kryos:
+    Kryo or Avro values (no binding names Kryo's registrations or an Avro schema) is written as
+    read, those parts' snapshots as the base holds them."""
+    copied = copied_parts(t)
+    if not copied:
         return parse_type(type_text(t), "binding")
-    for kryo in kryos:
-        why = writable(kryo)
+    for part in copied:
+        why = writable(part) if isinstance(part, T.Kryo) else \
+            (None if part.snapshot else "its serializer snapshot is not at hand")
         if why is not None:
-            raise FlinkEncodeError(f"values of {kryo.describe()} cannot be written: {why}")
+            raise FlinkEncodeError(f"values of {part.describe()} cannot be written: {why}")
     return t
 
 

@@ -12,7 +12,7 @@ the bytes its entry gives it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -259,6 +259,9 @@ class Avro(FlinkType):
     schema_name: str
     runtime_class: str = ""
     serializer: str = SERIALIZER
+    # the serializer snapshot as the savepoint holds it (class, version, payload): a rewrite
+    # writes it again as it was, writer schema and all
+    snapshot: bytes = field(default=b"", repr=False)
 
     @property
     def width(self):  # type: ignore[override]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pyarrow as pa
 
@@ -77,3 +79,14 @@ class FlinkType:
             values[i] = read(r)
             ends[i] = r.pos
         return pa.array(values, type=self.arrow()), ends
+
+
+def nested_types(t: "FlinkType"):
+    """*t* and every type inside it (a tuple's fields, a list's element, a POJO's fields...)."""
+    yield t
+    for f in dataclasses.fields(t) if dataclasses.is_dataclass(t) else ():
+        value = getattr(t, f.name)
+        for item in value if isinstance(value, tuple) else (value,):
+            for part in item if isinstance(item, tuple) else (item,):  # a POJO's (name, type) fields
+                if isinstance(part, FlinkType):
+                    yield from nested_types(part)

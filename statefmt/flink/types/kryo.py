@@ -8,7 +8,6 @@ class, a collection, a map) is a JSON string, an object with its class under ``"
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
 from dataclasses import dataclass, field
@@ -205,20 +204,6 @@ class KryoBytes(Opaque):
             out[i] = KryoIn(buf.data, int(name_starts[i]), len(buf.data), True).string()
         out[ids == -4] = None
         return pa.array(out, pa.string())
-
-
-def kryo_parts(t: FlinkType) -> list[Kryo]:
-    """The Kryo types in *t* (itself, or nested in a tuple, list, map, POJO...)."""
-    if isinstance(t, Kryo):
-        return [t]
-    found: list[Kryo] = []
-    for f in dataclasses.fields(t) if dataclasses.is_dataclass(t) else ():
-        value = getattr(t, f.name)
-        for item in value if isinstance(value, tuple) else (value,):
-            for part in item if isinstance(item, tuple) else (item,):  # a POJO's (name, type) fields
-                if isinstance(part, FlinkType):
-                    found += kryo_parts(part)
-    return found
 
 
 NOT_FIXED = "only a final class whose fields Kryo writes in a fixed layout (numbers, strings, enums, such classes) can be"
