@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from statectl.statefmt.errors import KeyTypeError
-from statectl.statefmt.model import DataFile
+from statectl.statefmt.model import NAMESPACE_COLUMN, DataFile
 from statectl.statefmt.vocabulary import Format
 
 from .files import Split, splits
@@ -41,6 +41,11 @@ class FlinkSource(TableSource):
         from statectl.statefmt.flink.model import flink_savepoint
 
         return flink_savepoint(self.savepoint).operator(self.operator_id)
+
+    def timer_namespace(self) -> list[str]:
+        """The timers' own namespace (an interval join's side, a window), whatever the states' is."""
+        schema = self.info.timers_schema
+        return [NAMESPACE_COLUMN] if schema is not None and NAMESPACE_COLUMN in schema.names else []
 
     def schema(self, table: str) -> pa.Schema:
         return self.info.table_schema(table)

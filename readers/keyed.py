@@ -9,10 +9,10 @@ from .resolve import KEYED, TIMERS, check_domain
 from .sources import table_source
 
 
-def _key_columns(op: Operator, include_key_group: bool) -> list[str]:
+def _key_columns(op: Operator, include_key_group: bool, namespace: bool = True) -> list[str]:
     cols = [KEY_GROUP_COLUMN] if include_key_group else []
     cols += op.keyed.key_names
-    if op.keyed.namespace_type is not None:
+    if namespace and op.keyed.namespace_type is not None:
         cols.append(NAMESPACE_COLUMN)
     return cols
 
@@ -86,4 +86,5 @@ def timers_table(spark, sp: Savepoint, op: Operator, domain: str | None = None,
     df, parts, source = _rows(spark, sp, op, TIMERS, key_groups, verify, keys)
     if domain is not None:
         df = df.filter(F.col("domain") == domain)
-    return df.select(*_key_columns(op, include_key_group), *source.timer_columns), parts
+    return df.select(*_key_columns(op, include_key_group, namespace=False), *source.timer_namespace(),
+                     *source.timer_columns), parts

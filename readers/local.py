@@ -78,9 +78,9 @@ def table_columns(source: TableSource, choice: TableChoice) -> list[str]:
     op = choice.operator
     if choice.kind == OPERATOR_STATE:
         return operator_state_columns(check_operator_state(op, choice.states[0]))
-    wanted = op.keyed.key_names + ([NAMESPACE_COLUMN] if op.keyed.namespace_type is not None else [])
     if choice.kind == TIMERS:
-        return wanted + list(source.timer_columns)
+        return op.keyed.key_names + source.timer_namespace() + list(source.timer_columns)
+    wanted = op.keyed.key_names + ([NAMESPACE_COLUMN] if op.keyed.namespace_type is not None else [])
     names = list(choice.states) or [s.name for s in op.keyed.states]
     return wanted + [c for n in names for c in op.keyed.state(n).columns]
 

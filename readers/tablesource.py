@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from statectl.statefmt.errors import UsageError
-from statectl.statefmt.model import KEY_GROUP_COLUMN, DataFile, Operator, OperatorState, Savepoint
+from statectl.statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, DataFile, Operator, OperatorState, Savepoint
 from statectl.statefmt.vocabulary import Format
 
 from .files import Split
@@ -195,6 +195,10 @@ class TableSource:
     @property
     def operator(self) -> Operator:
         return self._loaded()[1]
+
+    def timer_namespace(self) -> list[str]:
+        """The namespace column of the timers table, if it has one (the keyed states' by default)."""
+        return [NAMESPACE_COLUMN] if self.operator.keyed.namespace_type is not None else []
 
     def operator_state(self, name: str) -> OperatorState:
         return next(s for s in self.operator.operator_states if s.name == name)

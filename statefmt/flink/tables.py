@@ -37,8 +37,8 @@ def namespace_field(namespaces: list[T.FlinkType]) -> pa.Field | None:
     kinds = {n.describe() for n in namespaces}
     if not namespaces or kinds <= {"VoidNamespace", "GlobalWindow"}:
         return None
-    if len(kinds) == 1 and isinstance(namespaces[0], (T.TimeWindow, T.Scalar)):
-        return pa.field(NAMESPACE_COLUMN, namespaces[0].arrow())  # a SQL window slice's end: a Long
+    if len(kinds) == 1 and isinstance(namespaces[0], (T.TimeWindow, T.Scalar, T.String)):
+        return pa.field(NAMESPACE_COLUMN, namespaces[0].arrow())  # a SQL window slice's end, a join's side
     return pa.field(NAMESPACE_COLUMN, pa.binary())
 
 

@@ -124,10 +124,10 @@ def test_interval_join_buffers_and_cleanup_timers_are_the_models(name):
                     [(ts, kind, r["key"])]
                 assert [e["has_been_joined"] for e in entries] == [False]
     lower, upper = m["scenario"]["join_bounds_ms"]
-    cleanup = {(u, ts + upper) for u, es in want[LEFT].items() for ts, _ in es} | \
-        {(u, ts - lower) for u, es in want[RIGHT].items() for ts, _ in es}
-    got = timers(savepoint(name), JOIN)
-    assert {(t["key"], t["timestamp"]) for t in got} == cleanup and len(got) == len(cleanup)
+    cleanup = {(u, "CLEANUP_LEFT", ts + upper) for u, es in want[LEFT].items() for ts, _ in es} | \
+        {(u, "CLEANUP_RIGHT", ts - lower) for u, es in want[RIGHT].items() for ts, _ in es}
+    got = timers(savepoint(name), JOIN)  # each timer's namespace is its side
+    assert {(t["key"], t["namespace"], t["timestamp"]) for t in got} == cleanup and len(got) == len(cleanup)
     assert {(t["domain"], t["service"]) for t in got} == {("event", "CLEANUP_TIMER")}
 
 
