@@ -17,32 +17,37 @@ from support.flink_job import (JOB_DIR, JVM_FLAGS, QUICK_JVM_FLAGS, FlinkJobErro
 TESTS = Path(__file__).resolve().parents[1]
 
 
-def _hash(src: Path) -> str:
+def _hash(roots: list[Path]) -> str:
     h = hashlib.sha256()
-    for f in sorted(src.rglob("*.java")):
-        h.update(str(f.relative_to(src)).encode() + b"\0" + f.read_bytes())
+    for root in roots:
+        for f in sorted(root.rglob("*.java")):
+            h.update(str(f.relative_to(root.parent)).encode() + b"\0" + f.read_bytes())
     return h.hexdigest()[:16]
 
 
-def compiled(program: str, version: str = "2.3.0") -> Path:
-    """The classes of `tests/<program>/src` for Flink *version* (javac --release 11)."""
-    src = TESTS / program / "src"
-    classes = flink_home() / version / f"{program}-{_hash(src)}"
+def compiled(program: str, version: str = "2.3.0", parts: tuple[str, ...] = ("src",)) -> Path:
+    """The classes of `tests/<program>/<part>` for each of *parts* (one program's source trees, e.g.
+    a shared one and one version's), for Flink *version* (javac --release 11)."""
+    roots = [TESTS / program / part for part in parts]
+    name = program if parts == ("src",) else f"{program}-{'-'.join(parts)}"
+    classes = flink_home() / version / f"{name}-{_hash(roots)}"
     if not classes.exists():
         lib = require_jars(version)
         with _locked(flink_home()):
             if not classes.exists():
-                tmp = Path(tempfile.mkdtemp(dir=classes.parent, prefix=f"{program}-tmp-"))
-                run([_tool("javac"), "--release", "11", "-nowarn", "-cp", f"{lib}/*", "-d", str(tmp),
-                     *map(str, sorted(src.rglob("*.java")))], f"javac of {program}", cleanup=tmp)
+                tmp = Path(tempfile.mkdtemp(dir=classes.parent, prefix=f"{name}-tmp-"))
+                sources = sorted(str(f) for root in roots for f in root.rglob("*.java"))
+                run([_tool("javac"), "--release", "11", "-nowarn", "-cp", f"{lib}/*", "-d", str(tmp), *sources],
+                    f"javac of {name}", cleanup=tmp)
                 tmp.rename(classes)
     return classes
 
 
-def java(program: str, main: str, *args: str, version: str = "2.3.0", timeout: float = 600) -> str:
-    """Runs *main* of *program* with *args*; its output, or a FlinkJobError with it."""
+def java(program: str, main: str, *args: str, version: str = "2.3.0", timeout: float = 600,
+         parts: tuple[str, ...] = ("src",)) -> str:
+    """Runs *main* of *program* (its *parts*) with *args*; its output, or a FlinkJobError with it."""
     cmd = [_tool("java"), *JVM_FLAGS, *QUICK_JVM_FLAGS, f"-Dlog4j.configurationFile={JOB_DIR / 'log4j2.properties'}",
-           "-cp", f"{compiled(program, version)}:{lib_dir(version)}/*", main, *args]
+           "-cp", f"{compiled(program, version, parts)}:{lib_dir(version)}/*", main, *args]
     return run(cmd, f"{program} {' '.join(args[:1])}", timeout=timeout)
 
 
