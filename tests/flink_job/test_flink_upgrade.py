@@ -5,7 +5,7 @@
   each stateful operator by its states, remap writes OLD's state under NEW's ids, and the renamed
   job restores it without allowNonRestoredState, holding OLD's state (not NEW's: NEW's savepoint
   was made from other input);
-- the SQL job (Flink 2.3) with one more statement ahead of the others (extra_statement): every stateful
+- the SQL job (Flink 2.3, hashmap and RocksDB) with one more statement ahead of the others (extra_statement): every stateful
   operator's id and node number changes; check matches each by SQL node kind and state (the
   three deduplications and the two window aggregates in plan order), lists the new statement's
   aggregate as starting empty, and the changed job restores remap's output and continues each
@@ -99,16 +99,20 @@ def test_without_remap_the_renamed_job_refuses_old(renamed, tmp_path):
         flink_job.restore(version, old.path, tmp_path / "restored", **{**knobs, "uid_prefix": "v2-"})
 
 
-@pytest.fixture(scope="module")
-def sql_pair():
+@pytest.fixture(scope="module", params=["hashmap", "rocksdb"])
+def sql_pair(request):
+    """The SQL job (OLD) and with one more statement ahead of the others (NEW), canonical
+    savepoints of each backend; (OLD, NEW, backend)."""
+    shape = dict(SHAPE, backend=request.param)
     try:
-        return flink_job.make_sql_snapshots(VERSION, [dict(SHAPE), dict(SHAPE, extra_statement=True)])
+        return (*flink_job.make_sql_snapshots(VERSION, [dict(shape), dict(shape, extra_statement=True)]),
+                request.param)
     except flink_job.FlinkSetupError as e:
         pytest.fail(str(e), pytrace=False)
 
 
 def test_check_matches_the_sql_operators_by_node_kind_and_state(sql_pair):
-    old, new = sql_pair
+    old, new, _ = sql_pair
     doc = _check(old.path, new.path)
     statement = {o["operator_id"]: o["statement"] for o in old.expected["operators"].values()}
     statement_new = {o["operator_id"]: o["statement"] for o in new.expected["operators"].values()}
@@ -123,12 +127,12 @@ def test_check_matches_the_sql_operators_by_node_kind_and_state(sql_pair):
 
 
 def test_the_changed_sql_job_restores_remaps_output_and_continues(sql_pair, tmp_path):
-    old, new = sql_pair
+    old, new, backend = sql_pair
     out = tmp_path / "out"
     result = statectl("remap", str(old.path), str(out), "--against", str(new.path))
     assert result.returncode == 0, result.stderr
-    base, changed = flink_job.restore_sqls(VERSION, [(old, dict(backend=SHAPE["backend"])),
-                                                     (out, dict(backend=SHAPE["backend"], extra_statement=True))])
+    base, changed = flink_job.restore_sqls(VERSION, [(old, dict(backend=backend)),
+                                                     (out, dict(backend=backend, extra_statement=True))])
     assert set(changed["statements"]) == set(base["statements"]) | {"extra_agg"}
     _continues_alike(old, base, changed)
 
@@ -151,9 +155,9 @@ def _sorted(rows: list) -> list:
 
 
 def test_without_remap_the_changed_sql_job_refuses_old(sql_pair):
-    old, _ = sql_pair
+    old, _, backend = sql_pair
     with pytest.raises(flink_job.FlinkJobError, match="Cannot map checkpoint/savepoint state"):
-        flink_job.restore_sql(VERSION, old.path, backend=SHAPE["backend"], extra_statement=True)
+        flink_job.restore_sql(VERSION, old.path, backend=backend, extra_statement=True)
 
 
 @pytest.fixture(scope="module")
