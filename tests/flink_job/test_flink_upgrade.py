@@ -382,3 +382,33 @@ def test_a_changed_filter_restores_as_is_and_continues(version):
         return first
     got, want = first_retractions(changed), first_retractions(base)
     assert got and all(got[name] == want[name] for name in got), (got, want)
+
+
+def test_flink_1_sql_job_with_an_extra_statement_is_remapped_with_map(tmp_path):
+    """Flink 1.20's `_metadata` has no operator names: the two window aggregates (same node kind,
+    same states) are ambiguous by their states alone; `check` says so, `remap` refuses them in one
+    line, and with `--map` by operator id the changed 1.20 job restores remap's output and every
+    statement continues as OLD's own job restored from OLD does."""
+    version = "1.20.3"
+    try:
+        old, new = flink_job.make_sql_snapshots(version, [dict(SHAPE), dict(SHAPE, extra_statement=True)])
+    except flink_job.FlinkSetupError as e:
+        pytest.fail(str(e), pytrace=False)
+    ids = {side: {o["statement"]: o["operator_id"] for o in snap.expected["operators"].values()}
+           for side, snap in (("old", old), ("new", new))}
+    doc = _check(old.path, new.path)
+    ambiguous = {op["old_operator_id"] for op in doc["operators"] if op["status"] == "ambiguous"}
+    assert ambiguous == {ids["old"]["tumble"], ids["old"]["hop"]}
+    assert all(op["status"] == "matched" and ids["new"][st] == op["new_operator_id"]
+               for op in doc["operators"] for st, i in ids["old"].items() if op["old_operator_id"] == i
+               and i not in ambiguous)
+    out = tmp_path / "out"
+    refused = statectl("remap", str(old.path), str(out), "--against", str(new.path))
+    assert refused.returncode == 1 and "ambiguous" in refused.stderr and not out.exists()
+    maps = [arg for st in ("tumble", "hop") for arg in ("--map", f"{ids['old'][st]}={ids['new'][st]}")]
+    result = statectl("remap", str(old.path), str(out), "--against", str(new.path), *maps)
+    assert result.returncode == 0, result.stderr
+    base, changed = flink_job.restore_sqls(version, [(old, dict(backend=SHAPE["backend"])),
+                                                     (out, dict(backend=SHAPE["backend"], extra_statement=True))])
+    assert set(changed["statements"]) == set(base["statements"]) | {"extra_agg"}
+    _continues_alike(old, base, changed)
