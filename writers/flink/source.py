@@ -90,6 +90,11 @@ def _keyed_binding(where: str, header) -> dict:
     namespaces = [m.namespace for m in header.states if m.kind != KeyedTable.TIMERS]
     if namespaces and (sql or isinstance(namespaces[0], T.TimeWindow)):
         found["namespace"] = bound(namespaces[0])
+    states_ns = {n.describe() for n in namespaces} or {"VoidNamespace"}
+    timers_ns = {m.namespace.describe() for m in header.states if m.kind == KeyedTable.TIMERS}
+    if timers_ns - states_ns:  # e.g. an interval join's cleanup timers, in the side's String namespace
+        raise FlinkEncodeError(f"{where}: timers in a namespace of their own ({', '.join(sorted(timers_ns))}) "
+                               "cannot be written to a Flink savepoint yet")
     for meta in header.states:
         if meta.kind != KeyedTable.TIMERS:
             found["states"][meta.name] = _keyed_state_binding(where, meta, bound)

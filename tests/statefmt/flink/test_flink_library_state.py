@@ -324,3 +324,19 @@ def test_damaged_hand_made_values_are_refused_both_ways(data, what):
         t.column(T.Buf(data + bytes(8), "hand-made"), [0], [len(data) + 8])
     with pytest.raises(StatectlError):
         t.read(Reader(data + bytes(8), "hand-made"))
+
+
+def test_timers_in_a_namespace_of_their_own_are_refused_by_a_write_in_one_line():
+    """An interval join's cleanup timers are in the side's String namespace, its buffers in none:
+    a write that would decode and encode the operator (a fix replacing it) says so in one line
+    rather than write them in another namespace (rescale moves them as their bytes)."""
+    from statectl.statefmt.errors import UsageError
+    from statectl.statefmt.flink.savepoint import open_flink_savepoint
+    from statectl.writers.flink.source import operator_binding
+
+    op = open_flink_savepoint(str(savepoint(NAMES[0]))).operator(JOIN)
+    with pytest.raises(UsageError) as e:
+        operator_binding(op)
+    assert str(e.value) == ("operator 'interval-join': timers in a namespace of their own (String) cannot be "
+                            "written to a Flink savepoint yet")
+    operator_binding(op, keyed_bytes=True)  # moved as their bytes, they keep their namespace
