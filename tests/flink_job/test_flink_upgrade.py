@@ -160,19 +160,20 @@ def test_without_remap_the_changed_sql_job_refuses_old(sql_pair):
         flink_job.restore_sql(VERSION, old.path, backend=backend, extra_statement=True)
 
 
-@pytest.fixture(scope="module")
-def typed_pair():
+@pytest.fixture(scope="module", params=flink_job.SQL_VERSIONS)
+def typed_pair(request):
     """The SQL job with the extra statement grouping by CAST(name AS VARCHAR(64)) (OLD) and by
-    name, a STRING (NEW): the key's type is longer, its bytes the same."""
+    name, a STRING (NEW): the key's type is longer, its bytes the same; each SQL release."""
     try:
-        return flink_job.make_sql_snapshots(VERSION, [dict(SHAPE, extra_statement=True, name_type="VARCHAR(64)"),
-                                                      dict(SHAPE, extra_statement=True)])
+        return (*flink_job.make_sql_snapshots(request.param, [
+            dict(SHAPE, extra_statement=True, name_type="VARCHAR(64)"), dict(SHAPE, extra_statement=True)]),
+            request.param)
     except flink_job.FlinkSetupError as e:
         pytest.fail(str(e), pytrace=False)
 
 
 def test_a_longer_varchar_key_is_converted_by_its_serializer_snapshot(typed_pair, tmp_path):
-    old, new = typed_pair
+    old, new, version = typed_pair
     doc = _check(old.path, new.path)
     changed = {op["old"]: op for op in doc["operators"] if op["level"] != "identical"}
     assert len(doc["operators"]) == 12 and len(changed) == 1, changed
@@ -188,8 +189,8 @@ def test_a_longer_varchar_key_is_converted_by_its_serializer_snapshot(typed_pair
     assert digest(old.path) == before
     assert statectl("check", str(out), "--against", str(new.path)).returncode == 0
     with pytest.raises(flink_job.FlinkJobError):  # the new job refuses OLD's key serializer itself
-        flink_job.restore_sql(VERSION, old.path, backend=SHAPE["backend"], extra_statement=True)
-    base, remapped = flink_job.restore_sqls(VERSION, [
+        flink_job.restore_sql(version, old.path, backend=SHAPE["backend"], extra_statement=True)
+    base, remapped = flink_job.restore_sqls(version, [
         (old, dict(backend=SHAPE["backend"])), (out, dict(backend=SHAPE["backend"], extra_statement=True))])
     assert set(base["statements"]) == set(remapped["statements"])
     _continues_alike(old, base, remapped)
