@@ -47,6 +47,10 @@ def stats(
     from .output import print_json
     from .snapshots import opened
 
+    if html is not None:
+        from .stats_html import check_report_path
+
+        check_report_path(html)
     moment = None if now is None else parse_time(now, "--now")
     ttls = parse_ttls(ttl or [], "--ttl")
     with _no_cycle_collection():

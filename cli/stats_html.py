@@ -45,6 +45,18 @@ def chart_html(chart: Chart) -> str:
     return f"<h3>{escape(chart.title)}</h3>\n<table>\n" + "\n".join(rows) + "\n</table>"
 
 
+def check_report_path(path: str) -> None:
+    """Refuse, before any work, a report path whose folder does not exist or that is a folder."""
+    import os
+
+    from statectl.statefmt.errors import UsageError
+
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or not os.path.isdir(folder):
+        what = "is a folder" if os.path.isdir(path) else f"its folder {folder} does not exist"
+        raise UsageError(f"--html {path}: cannot write the report: {what}")
+
+
 def write_report(stats: SavepointStats, path: str) -> None:
     """The report written to *path* (a local file), replacing one there."""
     from statectl.statefmt.errors import UsageError
