@@ -92,6 +92,12 @@ class FlinkSource(TableSource):
             return stream_share(handle, split.key_groups), True
         return handle.meta.size + sum(s.size for _, s in handle.files), True
 
+    def inline_bytes(self) -> int:
+        """Streams below Flink's memory threshold, held inline in `_metadata`."""
+        from statectl.statefmt.flink.describe import inline_bytes
+
+        return inline_bytes(self.info)
+
     def measure(self, split, table: str, counted=None) -> Measure:
         """A keyed stream's split: bytes per key group from the handle's offsets (exact)."""
         from statectl.statefmt.flink.describe import key_group_bytes

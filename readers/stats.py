@@ -23,10 +23,10 @@ from statectl.statefmt.expiry import Ttls
 from statectl.statefmt.keygroups import key_group_range
 from statectl.statefmt.locations import METADATA_FILE
 from statectl.statefmt.model import KEYED_PART, Operator, Savepoint
-from statectl.statefmt.vocabulary import Format
 
 from .questions import StateQuestions
 from .resolve import KEYED, TIMERS, find_operator
+from .sources import table_source
 from .tablesource import key_group_table
 from .tally import Bucket, KeyFigure, StateTally, TimerTally, buckets
 
@@ -195,7 +195,7 @@ def operator_stats(sp: Savepoint, op: Operator, now: int, ttls: Ttls, parallelis
             unreadable.append(UnreadableFigure(state.name, str(e)))
     size = (keyed.bytes if keyed else 0) + sum(s.bytes for s in states)
     return OperatorFigures(op.uid, op.operator_id, op.name, str(op.format), op.parallelism, op.max_parallelism,
-                           size, _inline_bytes(sp, op), keyed, states, unreadable)
+                           size, table_source(sp, op).inline_bytes(), keyed, states, unreadable)
 
 
 def keyed_stats(sp: Savepoint, op: Operator, now: int, ttls: Ttls, parallelism: int | None,
@@ -265,17 +265,6 @@ def _metadata_bytes(sp: Savepoint) -> int:
     from statectl.statefmt.fs import Location
 
     return Location.of(sp.location).child(METADATA_FILE).size()
-
-
-def _inline_bytes(sp: Savepoint, op: Operator) -> int:
-    """Bytes of *op*'s state held in `_metadata` itself (Flink's small streams; none in
-    statectl's own formats, which keep every value in files)."""
-    if op.format != Format.FLINK:
-        return 0
-    from statectl.statefmt.flink.describe import inline_bytes
-    from statectl.statefmt.flink.model import flink_savepoint
-
-    return inline_bytes(flink_savepoint(sp).operator(op.operator_id))
 
 
 __all__ = ["savepoint_stats", "SavepointStats", "OperatorFigures", "KeyedFigures", "StateFigures",

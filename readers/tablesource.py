@@ -254,6 +254,11 @@ class TableSource:
         return schema
 
     # --- the shape of a table: sizes per split and key group, pages ------------------
+    def inline_bytes(self) -> int:
+        """Bytes of the operator's state held in `_metadata` itself (none by default: the
+        format keeps every value in files)."""
+        return 0
+
     def split_key_groups(self, split) -> tuple[int, int] | None:
         """The inclusive key-group range of a keyed *split* (None for an operator state's)."""
         raise NotImplementedError

@@ -35,6 +35,7 @@ FLINK = (sorted(FIXTURES.glob("flink-dev/*/savepoint"))
          + sorted(FIXTURES.glob("flink-avro-dev/*/savepoint"))
          + sorted(FIXTURES.glob("flink-realworld-dev/*/savepoint"))
          + [Path(__file__).parents[2] / "examples" / "flink" / "savepoint"])
+GOLDEN = sorted(FIXTURES.glob("golden/*/savepoint"))  # statectl's own formats, as committed
 TTL_FIXTURES = [FIXTURES / "flink-dev" / n / "savepoint"
                 for n in ("pojo-hashmap-canonical", "pojo-rocksdb-canonical", "tuple-rocksdb-native")]
 NOW = 1_795_346_176_410  # among the TTL fixtures' last-access times: some entries expired, some not
@@ -238,11 +239,21 @@ def assert_stats(path, ttls=Ttls(), now=NOW, parallelism=3):
             assert state.bytes == sum(StateQuestions(sp, op).split_sizes(state.name)["bytes"].to_pylist())
         assert figures.bytes == (figures.keyed.bytes if figures.keyed else 0) + sum(
             s.bytes for s in figures.operator_states)
+        if not any(op.data_files()):  # every byte of its state, if any, lies in _metadata
+            assert figures.inline_bytes >= figures.bytes
+        if op.format != "flink":
+            assert figures.inline_bytes == 0
+    assert found.inline_bytes < found.metadata_bytes
     return found, measured
 
 
 def test_stats_of_statectl_canonical_and_rocksdb(own):
     assert sum(assert_stats(path)[1] for path in own) > 50
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=fixture_id)
+def test_stats_of_statectl_golden_savepoints(path):
+    assert assert_stats(path)[1] > 0
 
 
 @pytest.mark.parametrize("path", FLINK, ids=fixture_id)
