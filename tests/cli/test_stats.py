@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,25 @@ def test_bad_input_is_one_error_line(args, line, tmp_path):
     assert result.returncode == 1
     assert result.stdout == "" and result.stderr.strip() == line
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_damaged_flink_stream_is_reported_and_the_rest_measured(tmp_path):
+    copy = tmp_path / "damaged"
+    shutil.copytree(POJO.parents[1] / "long-hashmap-canonical" / "savepoint", copy)
+    sp = load(str(copy))
+    proc = sp.operator("lk-proc")
+    stream = copy / Path(proc.keyed.files[0].ref.path).name
+    data = stream.read_bytes()
+    stream.write_bytes(data[:len(data) // 2] + bytes(len(data) - len(data) // 2))  # same size, zeros
+    doc = run_json(str(copy))
+    ops = {o["uid"]: o for o in doc["operators"]}
+    assert ops["lk-proc"]["keyed"] is None
+    (part,) = ops["lk-proc"]["unreadable"]
+    assert set(part) == FIELDS["unreadable"] and part["part"] == "keyed state"
+    assert part["reason"].startswith(f"{stream}: stream ends early in key group")
+    whole = {o.uid: o for o in savepoint_stats(load(str(POJO.parents[1] / "long-hashmap-canonical" / "savepoint"))
+                                               ).operators}
+    for uid in ("lk-win", "lk-union-op", "lk-src", "lk-bcast"):
+        assert ops[uid]["unreadable"] == [] and ops[uid]["bytes"] == whole[uid].bytes > 0
+    charts = statectl("stats", str(copy))
+    assert charts.returncode == 0 and "unreadable: keyed state: " in charts.stdout
