@@ -17,10 +17,8 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -28,15 +26,8 @@ sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "tests"))
 
 from bench_flink_read import flink_savepoints  # noqa: E402
+from bench_validate_deep import timed  # noqa: E402
 from common import load_average  # noqa: E402
-
-
-def timed(cmd: list[str]) -> float:
-    t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stdout}{proc.stderr}")
-    return time.perf_counter() - t
 
 
 def main() -> None:
