@@ -14,6 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from statectl.statefmt.errors import StatectlError
+
 
 def value_bytes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """The bytes of each value of *values* (int64, one per row)."""
@@ -41,7 +43,7 @@ def value_bytes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
         for child in values.flatten():  # each field as its rows see it (the struct's nulls null)
             out += value_bytes(child)
         return out
-    raise TypeError(f"no size is known for values of type {t}")
+    raise StatectlError(f"no size is known for values of type {t}")
 
 
 def value_elements(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
