@@ -7,6 +7,7 @@ from html import escape
 
 from statectl.readers.stats import SavepointStats
 
+from .output import printable
 from .stats_charts import Chart, sections
 
 BAR_PX = 320  # the longest bar's width
@@ -23,13 +24,18 @@ rect{fill:#4682b4}"""
 def render(stats: SavepointStats) -> str:
     """The whole report as HTML text."""
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             f"<title>statectl stats: {escape(stats.location)}</title>", f"<style>{STYLE}</style></head><body>"]
+             f"<title>statectl stats: {text(stats.location)}</title>", f"<style>{STYLE}</style></head><body>"]
     for i, section in enumerate(sections(stats)):
-        parts.append(f"<h{1 if i == 0 else 2}>{escape(section.heading)}</h{1 if i == 0 else 2}>")
-        parts += [f"<p>{escape(note)}</p>" for note in section.notes]
+        parts.append(f"<h{1 if i == 0 else 2}>{text(section.heading)}</h{1 if i == 0 else 2}>")
+        parts += [f"<p>{text(note)}</p>" for note in section.notes]
         parts += [chart_html(chart) for chart in section.charts]
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def text(value: str) -> str:
+    """*value* as HTML text: escaped, control characters shown as ``\\xNN``."""
+    return escape(printable(value))
 
 
 def chart_html(chart: Chart) -> str:
@@ -38,11 +44,11 @@ def chart_html(chart: Chart) -> str:
     rows = []
     for b in chart.bars:
         width = 0 if top <= 0 else max(round(b.value * BAR_PX / top), 1 if b.value > 0 else 0)
-        svg = (f'<svg width="{BAR_PX}" height="{ROW_PX - 4}" role="img" aria-label="{escape(b.text)}">'
+        svg = (f'<svg width="{BAR_PX}" height="{ROW_PX - 4}" role="img" aria-label="{text(b.text)}">'
                f'<rect x="0" y="0" width="{width}" height="{ROW_PX - 4}"/></svg>')
-        rows.append(f'<tr><td class="label" title="{escape(b.label)}">{escape(b.label)}</td>'
-                    f"<td>{svg}</td><td>{escape(b.text)}</td></tr>")
-    return f"<h3>{escape(chart.title)}</h3>\n<table>\n" + "\n".join(rows) + "\n</table>"
+        rows.append(f'<tr><td class="label" title="{text(b.label)}">{text(b.label)}</td>'
+                    f"<td>{svg}</td><td>{text(b.text)}</td></tr>")
+    return f"<h3>{text(chart.title)}</h3>\n<table>\n" + "\n".join(rows) + "\n</table>"
 
 
 def check_report_path(path: str) -> None:

@@ -167,6 +167,7 @@ def savepoint_stats(sp: Savepoint, uids: list[str] | None = None, *, now: int | 
     operators = [find_operator(sp, u) for u in dict.fromkeys(uids)] if uids else list(sp.operators)
     if parallelism is not None:
         _check_rescale(operators, parallelism)
+    _check_ttls(operators, ttls)
     now = int(time.time() * 1000) if now is None else now
     found = [operator_stats(sp, op, now, ttls, parallelism, top) for op in operators]
     return SavepointStats(str(sp.location), now, top, parallelism, _metadata_bytes(sp),
@@ -259,6 +260,15 @@ def _check_rescale(operators: list[Operator], parallelism: int) -> None:
         if op.keyed is not None and parallelism > op.max_parallelism:
             raise UsageError(f"--parallelism {parallelism} exceeds the max parallelism {op.max_parallelism} "
                              f"of operator {op.label}")
+
+
+def _check_ttls(operators: list[Operator], ttls: Ttls) -> None:
+    """Every state named by ``--ttl STATE=DURATION`` is a TTL state of an operator measured."""
+    named = sorted({s.name for op in operators if op.keyed is not None for s in op.keyed.states if s.ttl})
+    for state in ttls.per_state:
+        if state not in named:
+            raise UsageError(f"--ttl {state}=...: no TTL state {state!r} in the operators measured; "
+                             f"TTL states: {', '.join(named) if named else 'none'}")
 
 
 def _metadata_bytes(sp: Savepoint) -> int:
