@@ -26,8 +26,6 @@ from statectl.statefmt.model import KEYED_PART, Operator, Savepoint
 
 from .questions import StateQuestions
 from .resolve import KEYED, TIMERS, find_operator
-from .sources import table_source
-from .tablesource import key_group_table
 from .tally import Bucket, KeyFigure, StateTally, TimerTally, buckets
 
 DEFAULT_TOP = 5
@@ -196,30 +194,27 @@ def operator_stats(sp: Savepoint, op: Operator, now: int, ttls: Ttls, parallelis
             unreadable.append(UnreadableFigure(state.name, str(e)))
     size = (keyed.bytes if keyed else 0) + sum(s.bytes for s in states)
     return OperatorFigures(op.uid, op.operator_id, op.name, str(op.format), op.parallelism, op.max_parallelism,
-                           size, table_source(sp, op).inline_bytes(), keyed, states, unreadable)
+                           size, StateQuestions(sp, op).inline_bytes(), keyed, states, unreadable)
 
 
 def keyed_stats(sp: Savepoint, op: Operator, now: int, ttls: Ttls, parallelism: int | None,
                 top: int) -> KeyedFigures:
     """The keyed table's figures (each split decoded once) and the timers'."""
     questions = StateQuestions(sp, op)
-    source, keyed = questions.source, op.keyed
+    keyed = op.keyed
     namespace = keyed.namespace_type is not None
     tallies = [StateTally(s, keyed.key_names, namespace, top) for s in keyed.states]
 
     def visit(batch):
         for tally in tallies:
             tally.add(batch)
-    measures = [source.measure_decoding(split, KEYED, visit) for split in source.splits(KEYED)]
-    sizes = key_group_table(measures)
+    splits, sizes = questions.sizes_visiting(KEYED, visit)
     groups = [KeyGroupFigure(g, r, b) for g, r, b in zip(
         sizes["key_group"].to_pylist(), sizes["rows"].to_pylist(), sizes["bytes"].to_pylist())]
     timers = TimerTally()
-    for split in source.splits(TIMERS):
-        for batch in source.decode(split, TIMERS):
-            timers.add(batch)
+    questions.sizes_visiting(TIMERS, timers.add)
     return KeyedFigures(
-        sum(m.rows for m in measures), sum(m.bytes for m in measures), all(m.bytes_exact for m in measures),
+        sum(splits["rows"].to_pylist()), sum(splits["bytes"].to_pylist()), all(splits["bytes_exact"].to_pylist()),
         [_state_figures(t, ttls, now) for t in tallies], groups,
         spread(groups, op.max_parallelism, op.parallelism),
         None if parallelism is None else spread(groups, op.max_parallelism, parallelism),

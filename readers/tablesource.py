@@ -162,6 +162,16 @@ def in_span(batch: pa.RecordBatch, span: tuple[int, int]) -> pa.RecordBatch:
     return batch.filter(span_mask(batch, span))
 
 
+def split_table(measures: list[Measure]) -> pa.Table:
+    """:data:`SPLIT_SIZES` of the splits *measures*, in their order."""
+    ranges = [m.key_groups or (None, None) for m in measures]
+    return pa.Table.from_pydict({
+        "split": list(range(len(measures))), "subtask": [m.subtask for m in measures],
+        "first_key_group": [r[0] for r in ranges], "last_key_group": [r[1] for r in ranges],
+        "rows": [m.rows for m in measures], "bytes": [m.bytes for m in measures],
+        "bytes_exact": [m.bytes_exact for m in measures]}, schema=SPLIT_SIZES)
+
+
 def key_group_table(measures: list[Measure], span: tuple[int, int] | None = None) -> pa.Table:
     """:data:`KEY_GROUP_SIZES` of the splits *measures* (within *span*): a key group held by
     several splits (files) summed, exact only if every split's figure is."""
@@ -304,13 +314,7 @@ class TableSource:
 
     def split_sizes(self, table: str, span: tuple[int, int] | None = None) -> pa.Table:
         """One row per split of *table* (those meeting *span*): columns :data:`SPLIT_SIZES`."""
-        found = self.measures(table, span)
-        ranges = [m.key_groups or (None, None) for m in found]
-        return pa.Table.from_pydict({
-            "split": list(range(len(found))), "subtask": [m.subtask for m in found],
-            "first_key_group": [r[0] for r in ranges], "last_key_group": [r[1] for r in ranges],
-            "rows": [m.rows for m in found], "bytes": [m.bytes for m in found],
-            "bytes_exact": [m.bytes_exact for m in found]}, schema=SPLIT_SIZES)
+        return split_table(self.measures(table, span))
 
     def key_group_sizes(self, table: str, span: tuple[int, int] | None = None) -> pa.Table:
         """One row per key group of a keyed *table* (or timers) holding rows or bytes, within
