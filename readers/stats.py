@@ -20,7 +20,7 @@ import numpy as np
 
 from statectl.statefmt.errors import StatectlError, UsageError
 from statectl.statefmt.expiry import Ttls
-from statectl.statefmt.keygroups import key_group_range
+from statectl.statefmt.keygroups import key_group_range, subtask_for_key_group
 from statectl.statefmt.locations import METADATA_FILE
 from statectl.statefmt.model import KEYED_PART, Operator, Savepoint
 
@@ -175,11 +175,12 @@ def savepoint_stats(sp: Savepoint, uids: list[str] | None = None, *, now: int | 
 def operator_stats(sp: Savepoint, op: Operator, now: int, ttls: Ttls, parallelism: int | None,
                    top: int) -> OperatorFigures:
     """One operator's figures; a part that cannot be read is listed in ``unreadable``."""
+    questions = StateQuestions(sp, op)
     unreadable = [UnreadableFigure(u.part, u.reason) for u in op.unreadable]
     keyed = None
     if op.keyed is not None and op.unreadable_part(KEYED_PART) is None:
         try:
-            keyed = keyed_stats(sp, op, now, ttls, parallelism, top)
+            keyed = keyed_stats(questions, now, ttls, parallelism, top)
         except StatectlError as e:
             unreadable.append(UnreadableFigure(KEYED_PART, str(e)))
     states = []
@@ -187,20 +188,20 @@ def operator_stats(sp: Savepoint, op: Operator, now: int, ttls: Ttls, parallelis
         if op.unreadable_part(state.name) is not None:
             continue
         try:
-            sizes = StateQuestions(sp, op).split_sizes(state.name)
+            sizes = questions.split_sizes(state.name)
             states.append(OperatorStateFigure(state.name, str(state.kind), sum(sizes["rows"].to_pylist()),
                                               sum(sizes["bytes"].to_pylist())))
         except StatectlError as e:
             unreadable.append(UnreadableFigure(state.name, str(e)))
     size = (keyed.bytes if keyed else 0) + sum(s.bytes for s in states)
     return OperatorFigures(op.uid, op.operator_id, op.name, str(op.format), op.parallelism, op.max_parallelism,
-                           size, StateQuestions(sp, op).inline_bytes(), keyed, states, unreadable)
+                           size, questions.inline_bytes(), keyed, states, unreadable)
 
 
-def keyed_stats(sp: Savepoint, op: Operator, now: int, ttls: Ttls, parallelism: int | None,
+def keyed_stats(questions: StateQuestions, now: int, ttls: Ttls, parallelism: int | None,
                 top: int) -> KeyedFigures:
     """The keyed table's figures (each split decoded once) and the timers'."""
-    questions = StateQuestions(sp, op)
+    op = questions.operator
     keyed = op.keyed
     namespace = keyed.namespace_type is not None
     tallies = [StateTally(s, keyed.key_names, namespace, top) for s in keyed.states]
@@ -237,11 +238,10 @@ def _state_figures(tally: StateTally, ttls: Ttls, now: int) -> StateFigures:
 def spread(groups: list[KeyGroupFigure], max_parallelism: int, parallelism: int) -> Spread:
     """Rows and bytes per subtask of *parallelism* from the key groups' (the key-group ranges
     of `statefmt.keygroups`)."""
-    rows, size = np.zeros(parallelism, dtype=np.int64), np.zeros(parallelism, dtype=np.int64)
-    for g in groups:
-        subtask = g.key_group * parallelism // max_parallelism
-        rows[subtask] += g.rows
-        size[subtask] += g.bytes
+    owner = subtask_for_key_group(np.array([g.key_group for g in groups], dtype=np.int64), max_parallelism,
+                                  parallelism)
+    rows = np.bincount(owner, [g.rows for g in groups], parallelism).astype(np.int64)
+    size = np.bincount(owner, [g.bytes for g in groups], parallelism).astype(np.int64)
     subtasks = [SubtaskFigure(i, *key_group_range(max_parallelism, parallelism, i), int(rows[i]), int(size[i]))
                 for i in range(parallelism)]
     total = int(size.sum())
