@@ -22,8 +22,8 @@ def register(app: typer.Typer) -> None:
 def stats(
     savepoint: str = typer.Argument(..., help="Savepoint directory (a path or URI), or a folder of "
                                     "snapshots (the newest is measured)."),
-    uid: Optional[list[str]] = typer.Option(None, "--uid", metavar="UID", help="Only this operator (uid or operator id). "
-                                            "Repeatable; default: every operator."),
+    uid: Optional[list[str]] = typer.Option(None, "--uid", metavar="UID", help="Only this operator (uid or "
+                                            "operator id). Repeatable; default: every operator."),
     now: Optional[str] = typer.Option(None, "--now", metavar="TIME", help="When TTL entries are judged "
                                       "expired: epoch milliseconds or ISO 8601 (default: now)."),
     ttl: Optional[list[str]] = typer.Option(None, "--ttl", metavar="[STATE=]DURATION", help="The time to "
