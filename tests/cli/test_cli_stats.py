@@ -5,6 +5,7 @@ columns; a self-contained HTML report with the figures; one error line for bad i
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 from rich.cells import cell_len
 
 from support import REPO
-from support.cli_runner import statectl
+from support.cli_runner import statectl, statectl_process
 from support.readers_savepoints import build_own_family
 from statectl.cli.output import human_bytes
 from statectl.readers.stats import savepoint_stats
@@ -180,3 +181,13 @@ def test_a_damaged_flink_stream_is_reported_and_the_rest_measured(tmp_path):
         assert ops[uid]["unreadable"] == [] and ops[uid]["bytes"] == whole[uid].bytes > 0
     charts = statectl("stats", str(copy))
     assert charts.returncode == 0 and "unreadable: keyed state: " in charts.stdout
+
+
+def test_stats_needs_no_java(tmp_path):
+    """A process of its own with no Java anywhere: every figure still comes (no JVM, no Spark)."""
+    no_java = {"JAVA_HOME": str(tmp_path / "no-java"),
+               "PATH": os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                                       if not os.path.exists(os.path.join(p, "java")))}
+    done = statectl_process("stats", str(POJO), "--json", "--now", NOW, env=no_java)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert json.loads(done.stdout) == run_json(str(POJO), "--now", NOW)
