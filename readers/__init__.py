@@ -16,11 +16,27 @@ every split by that local engine. Both name tables through `readers.naming.Named
 Importing this package does not import or start Spark.
 """
 
-from .catalogue import CATALOGUE_VIEW
-from .diff import SavepointDiff, diff_savepoints
-from .local_reader import LocalSavepointReader, SparkRequiredError
-from .reader import SavepointReader, open_savepoint
-from .resolve import TableChoice, choose_table, find_operator
+from importlib import import_module
 
-__all__ = ["open_savepoint", "SavepointReader", "LocalSavepointReader", "SparkRequiredError", "TableChoice",
-           "choose_table", "find_operator", "CATALOGUE_VIEW", "diff_savepoints", "SavepointDiff"]
+# Each name and the module it is taken from, imported on first use (PEP 562): a command that
+# needs one reader module (`stats`, a local `read`) does not import the others (`diff`'s pandas).
+_EXPORTS = {
+    "open_savepoint": ".reader", "SavepointReader": ".reader",
+    "LocalSavepointReader": ".local_reader", "SparkRequiredError": ".local_reader",
+    "TableChoice": ".resolve", "choose_table": ".resolve", "find_operator": ".resolve",
+    "CATALOGUE_VIEW": ".catalogue", "diff_savepoints": ".diff", "SavepointDiff": ".diff",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(_EXPORTS[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

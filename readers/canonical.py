@@ -77,12 +77,12 @@ class CanonicalSource(TableSource):
     def split_bytes(self, split: Split, table: str) -> tuple[int, bool]:
         return split.file.size, True
 
-    def measure(self, split, table: str) -> Measure:
+    def measure(self, split, table: str, counted=None) -> Measure:
         """A file's rows from `_metadata` (operator state) or its footer and ``_key_group``
         column (keyed, timers), checked against `_metadata` (rows, key-group range; the
-        checksum is not computed: no value is read)."""
+        checksum is not computed: no value is read; *counted* is not needed)."""
         if not isinstance(split, Split):  # another layout's split (a subclass's)
-            return super().measure(split, table)
+            return super().measure(split, table, counted)
         size, rng = split.file.size, split.file.key_groups
         if rng is None:
             empty = np.zeros(0, dtype=np.int64)

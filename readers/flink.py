@@ -97,15 +97,21 @@ class FlinkSource(TableSource):
             return stream_share(handle, split.key_groups), True
         return handle.meta.size + sum(s.size for _, s in handle.files), True
 
-    def measure(self, split, table: str) -> Measure:
+    def inline_bytes(self) -> int:
+        """Streams below Flink's memory threshold, held inline in `_metadata`."""
+        from statectl.statefmt.flink.describe import inline_bytes
+
+        return inline_bytes(self.info)
+
+    def measure(self, split, table: str, counted=None) -> Measure:
         """A keyed stream's split: bytes per key group from the handle's offsets (exact)."""
         from statectl.statefmt.flink.describe import key_group_bytes
         from statectl.statefmt.flink.handles import KeyGroupsStream
 
         if split.key_groups is None or not isinstance(split.handle, KeyGroupsStream):
-            return super().measure(split, table)
+            return super().measure(split, table, counted)
         size, _ = self.split_bytes(split, table)
-        counted, rows = count_groups(self.decode(split, table), self.operator.max_parallelism)
+        counted, rows = counted or count_groups(self.decode(split, table), self.operator.max_parallelism)
         groups, stored = key_group_bytes(split.handle, split.key_groups)
         groups, stored = groups[stored > 0], stored[stored > 0]
         union = np.union1d(groups, counted)

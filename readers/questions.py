@@ -11,6 +11,10 @@ its keyed table a page at a time. The front `statectl stats` and an explorer cal
 - :meth:`StateQuestions.key_group_sizes`: one row per key group of the keyed table or the
   timers, rows and bytes (:data:`KEY_GROUP_SIZES`); rows are exact, bytes exact or
   apportioned as ``bytes_exact`` says (each table source's module says which);
+- :meth:`StateQuestions.sizes_visiting`: both tables above for the keyed table or the timers,
+  while every decoded batch is handed to a caller's function, each split decoded once: a
+  question about the values (`readers.stats`) and the sizes share one decode;
+- :meth:`StateQuestions.inline_bytes`: the operator's bytes held in `_metadata` itself;
 - :meth:`StateQuestions.page`: rows of the keyed table or the timers in key-group order from
   a :class:`Cursor`, with the next one, decoding only the splits from the cursor's key group
   on, in this process (no Spark). Its columns are those a read with ``include_key_group``
@@ -23,7 +27,7 @@ Nothing here starts Spark; every figure is computed columnar (numpy, pyarrow).
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pyarrow as pa
 
@@ -34,7 +38,7 @@ from statectl.statefmt.model import KEY_GROUP_COLUMN, Operator, Savepoint
 from .local import spark_types, table_columns
 from .resolve import KEYED, TIMERS, TableChoice, check_keyed, check_operator_state, describe_states, find_operator
 from .sources import table_source
-from .tablesource import KEY_GROUP_SIZES, SPLIT_SIZES, Cursor, Page, keyed_part
+from .tablesource import KEY_GROUP_SIZES, SPLIT_SIZES, Cursor, Page, key_group_table, keyed_part, split_table
 
 __all__ = ["StateQuestions", "Cursor", "Page", "KEY_GROUP_SIZES", "SPLIT_SIZES"]
 
@@ -57,6 +61,18 @@ class StateQuestions:
         """Per key group of the keyed table or the timers (within *span*): :data:`KEY_GROUP_SIZES`."""
         self._check_keyed(table)
         return self.source.key_group_sizes(table, self._span(table, span))
+
+    def sizes_visiting(self, table: str, visit: Callable[[pa.RecordBatch], None]) -> tuple[pa.Table, pa.Table]:
+        """(:data:`SPLIT_SIZES`, :data:`KEY_GROUP_SIZES`) of the keyed table or the timers, each
+        split decoded once and every non-empty batch (``_key_group`` and the format's columns, as
+        it decodes them) handed to *visit* first."""
+        self._check_keyed(table)
+        found = [self.source.measure_decoding(split, table, visit) for split in self.source.splits(table)]
+        return split_table(found), key_group_table(found)
+
+    def inline_bytes(self) -> int:
+        """Bytes of the operator's state held in `_metadata` itself (Flink's small streams)."""
+        return self.source.inline_bytes()
 
     def page(self, table: str = KEYED, cursor: Cursor | None = None, size: int = 1000) -> Page:
         """At most *size* rows of the keyed table or the timers from *cursor* (None: the first

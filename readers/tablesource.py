@@ -21,7 +21,7 @@ of :meth:`decode` in key-group order (each format stores them so), which paging 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Iterator
+from typing import Callable, ClassVar, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -162,6 +162,36 @@ def in_span(batch: pa.RecordBatch, span: tuple[int, int]) -> pa.RecordBatch:
     return batch.filter(span_mask(batch, span))
 
 
+def split_table(measures: list[Measure]) -> pa.Table:
+    """:data:`SPLIT_SIZES` of the splits *measures*, in their order."""
+    ranges = [m.key_groups or (None, None) for m in measures]
+    return pa.Table.from_pydict({
+        "split": list(range(len(measures))), "subtask": [m.subtask for m in measures],
+        "first_key_group": [r[0] for r in ranges], "last_key_group": [r[1] for r in ranges],
+        "rows": [m.rows for m in measures], "bytes": [m.bytes for m in measures],
+        "bytes_exact": [m.bytes_exact for m in measures]}, schema=SPLIT_SIZES)
+
+
+def key_group_table(measures: list[Measure], span: tuple[int, int] | None = None) -> pa.Table:
+    """:data:`KEY_GROUP_SIZES` of the splits *measures* (within *span*): a key group held by
+    several splits (files) summed, exact only if every split's figure is."""
+    found = [m for m in measures if len(m.groups)]
+    if not found:
+        return KEY_GROUP_SIZES.empty_table()
+    groups = np.concatenate([m.groups for m in found])
+    rows = np.concatenate([m.group_rows for m in found])
+    size = np.concatenate([m.group_bytes for m in found])
+    exact = np.concatenate([np.full(len(m.groups), m.group_bytes_exact) for m in found])
+    keep = (groups >= span[0]) & (groups <= span[1]) if span is not None else np.ones(len(groups), bool)
+    keys, where = np.unique(groups[keep], return_inverse=True)
+    return pa.Table.from_arrays([
+        pa.array(keys.astype(np.int32)),
+        pa.array(np.bincount(where, rows[keep], len(keys)).astype(np.int64)),
+        pa.array(np.bincount(where, size[keep], len(keys)).astype(np.int64)),
+        pa.array(np.bincount(where, (~exact[keep]).astype(np.float64), len(keys)) == 0)],
+        schema=KEY_GROUP_SIZES)
+
+
 class TableSource:
     """The tables of one operator, named by its savepoint's location and its id.
 
@@ -238,6 +268,11 @@ class TableSource:
         return schema
 
     # --- the shape of a table: sizes per split and key group, pages ------------------
+    def inline_bytes(self) -> int:
+        """Bytes of the operator's state held in `_metadata` itself (none by default: the
+        format keeps every value in files)."""
+        return 0
+
     def split_key_groups(self, split) -> tuple[int, int] | None:
         """The inclusive key-group range of a keyed *split* (None for an operator state's)."""
         raise NotImplementedError
@@ -250,18 +285,32 @@ class TableSource:
         """(bytes of *split*'s files, whether the figure is exact)."""
         raise NotImplementedError
 
-    def measure(self, split, table: str) -> Measure:
+    def measure(self, split, table: str, counted: tuple[np.ndarray, np.ndarray] | None = None) -> Measure:
         """What *split* of *table* holds. Shared default: rows per key group counted from the
-        decoded ``_key_group`` column (exact); the split's bytes apportioned to its key
-        groups by rows (an estimate). A format that knows more overrides it."""
+        decoded ``_key_group`` column (exact; *counted*: ``(key groups, rows)`` a caller has
+        already counted from its own decode of the split, so it is not decoded again); the
+        split's bytes apportioned to its key groups by rows (an estimate). A format that
+        knows more overrides it."""
         rng, (size, exact) = self.split_key_groups(split), self.split_bytes(split, table)
         if rng is None:  # an operator state: rows counted, no key groups
             rows = sum(b.num_rows for b in self.decode(split, table))
             empty = np.zeros(0, dtype=np.int64)
             return Measure(None, self.split_subtask(split), rows, size, exact, empty, empty, empty, False)
-        groups, rows = count_groups(self.decode(split, table), self.operator.max_parallelism)
+        groups, rows = counted or count_groups(self.decode(split, table), self.operator.max_parallelism)
         return Measure(rng, self.split_subtask(split), int(rows.sum()), size, exact, groups, rows,
                        apportion(size, rows), False)
+
+    def measure_decoding(self, split, table: str, visit: Callable[[pa.RecordBatch], None]) -> Measure:
+        """:meth:`measure` of a keyed *split* while every batch of its one decode is handed to
+        *visit*: a question that looks at the rows (`readers.stats`) and the sizes share it."""
+        counts = np.zeros(self.operator.max_parallelism, dtype=np.int64)
+        for batch in self.decode(split, table):
+            if batch.num_rows:
+                visit(batch)
+                groups = batch.column(KEY_GROUP_COLUMN).to_numpy(zero_copy_only=False)
+                counts += np.bincount(groups, minlength=len(counts))[:len(counts)]
+        present = np.flatnonzero(counts)
+        return self.measure(split, table, (present, counts[present]))
 
     def measures(self, table: str, span: tuple[int, int] | None = None) -> list[Measure]:
         """:meth:`measure` of every split of *table* (those meeting *span*)."""
@@ -269,33 +318,13 @@ class TableSource:
 
     def split_sizes(self, table: str, span: tuple[int, int] | None = None) -> pa.Table:
         """One row per split of *table* (those meeting *span*): columns :data:`SPLIT_SIZES`."""
-        found = self.measures(table, span)
-        ranges = [m.key_groups or (None, None) for m in found]
-        return pa.Table.from_pydict({
-            "split": list(range(len(found))), "subtask": [m.subtask for m in found],
-            "first_key_group": [r[0] for r in ranges], "last_key_group": [r[1] for r in ranges],
-            "rows": [m.rows for m in found], "bytes": [m.bytes for m in found],
-            "bytes_exact": [m.bytes_exact for m in found]}, schema=SPLIT_SIZES)
+        return split_table(self.measures(table, span))
 
     def key_group_sizes(self, table: str, span: tuple[int, int] | None = None) -> pa.Table:
         """One row per key group of a keyed *table* (or timers) holding rows or bytes, within
         *span* if given: columns :data:`KEY_GROUP_SIZES`. A key group held by several splits
         (files) is summed; it is exact only if every split's figure is."""
-        found = [m for m in self.measures(table, span) if len(m.groups)]
-        if not found:
-            return KEY_GROUP_SIZES.empty_table()
-        groups = np.concatenate([m.groups for m in found])
-        rows = np.concatenate([m.group_rows for m in found])
-        size = np.concatenate([m.group_bytes for m in found])
-        exact = np.concatenate([np.full(len(m.groups), m.group_bytes_exact) for m in found])
-        keep = (groups >= span[0]) & (groups <= span[1]) if span is not None else np.ones(len(groups), bool)
-        keys, where = np.unique(groups[keep], return_inverse=True)
-        return pa.Table.from_arrays([
-            pa.array(keys.astype(np.int32)),
-            pa.array(np.bincount(where, rows[keep], len(keys)).astype(np.int64)),
-            pa.array(np.bincount(where, size[keep], len(keys)).astype(np.int64)),
-            pa.array(np.bincount(where, (~exact[keep]).astype(np.float64), len(keys)) == 0)],
-            schema=KEY_GROUP_SIZES)
+        return key_group_table(self.measures(table, span), span)
 
     def decode_span(self, split, table: str, span: tuple[int, int]) -> Iterator[pa.RecordBatch]:
         """The batches of *split* whose rows lie in the key groups of *span*, in key-group

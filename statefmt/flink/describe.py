@@ -321,6 +321,19 @@ def _read_keyed_header(found: _Gathered, base: Location, handle, stream: StreamH
     return header
 
 
+def inline_bytes(op: FlinkOperatorInfo) -> int:
+    """The bytes of *op*'s state held inline in `_metadata` (streams below Flink's
+    ``state.storage.fs.memory-threshold``), each stream counted once."""
+    handles = {id(s.handle): s.handle for s in op.keyed_splits + op.operator_splits}
+    if op.coordinator is not None:
+        handles[id(op.coordinator.split.handle)] = op.coordinator.split.handle
+    streams = []
+    for h in handles.values():
+        streams += [h.stream] if isinstance(h, OperatorStream) else \
+            [h] if not isinstance(h, (KeyGroupsStream, IncrementalRocksDB)) else _handle_streams(h)
+    return sum(s.size for s in streams if isinstance(s, InlineStream))
+
+
 def _handle_streams(handle) -> list[StreamHandle]:
     return [handle.stream] if isinstance(handle, KeyGroupsStream) else \
         [handle.meta] + [s for _, s in handle.files]

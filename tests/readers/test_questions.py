@@ -257,3 +257,20 @@ def test_a_page_decodes_only_the_splits_it_meets(own, tmp_path):
     assert later.rows.equals(expected.filter(keep))
     with pytest.raises(IntegrityError, match=files[0].ref.path.rsplit("/", 1)[-1]):
         q.page(KEYED, Cursor(0, 0), size=1000)
+
+
+def test_sizes_visiting_sees_every_row_once_and_gives_the_sizes(own):
+    """One decode serves a question about the rows and the sizes: the batches handed over are
+    the full read's rows, and the tables those of `split_sizes` and `key_group_sizes`."""
+    for path in own + [FLINK[0]]:
+        sp = load(str(path))
+        for op in keyed_operators(sp):
+            for table in (KEYED, TIMERS):
+                seen = []
+                q = StateQuestions(sp, op)
+                splits, sizes = q.sizes_visiting(table, seen.append)
+                assert splits.equals(q.split_sizes(table)) and sizes.equals(q.key_group_sizes(table))
+                rows = full_read(sp, op, table)
+                got = sorted(pa.Table.from_batches(seen).column("_key_group").to_pylist()) if seen else []
+                assert got == rows["_key_group"].to_pylist()
+                assert all(b.num_rows for b in seen)
