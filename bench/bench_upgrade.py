@@ -7,6 +7,12 @@
 
     python bench/bench_upgrade.py DIR [--operators 1000]
     farm-bench -- statectl check DIR/old --against DIR/new-renamed
+
+`remap` with only ids changed against `modify --rename` (both write shallow copies), on the 1M-key
+Flink savepoint (`bench_flink_read.flink_savepoints`) and NEW = :func:`renamed` of it with "v2-":
+
+    farm-bench --vs "statectl modify OLD M --rename proc=v2-proc --rename src=v2-src --overwrite" \
+        -- statectl remap OLD R --against NEW --overwrite
 """
 
 from __future__ import annotations
