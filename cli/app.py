@@ -97,6 +97,7 @@ def validate(
 from .diffing import register as _register_diffing  # noqa: E402
 from .engine_cmd import register as _register_engine  # noqa: E402
 from .listing import register as _register_listing  # noqa: E402
+from .pruning import register as _register_pruning  # noqa: E402
 from .reading import register as _register_reading  # noqa: E402
 from .rescaling import register as _register_rescaling  # noqa: E402
 from .upgrading import register as _register_upgrading  # noqa: E402
@@ -105,6 +106,7 @@ from .writing import register as _register_writing  # noqa: E402
 _register_reading(app)
 _register_writing(app)
 _register_rescaling(app)
+_register_pruning(app)
 _register_diffing(app)
 _register_listing(app)
 _register_upgrading(app)
