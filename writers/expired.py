@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from statectl.statefmt.expiry import expired
 from statectl.statefmt.model import TTL_SUFFIX
