@@ -154,7 +154,7 @@ def choose_operators(sp: Savepoint, operators: list | None, now: int | None, ttl
             raise UnknownStateError(f"operator {op.label} has no keyed state to prune")
         if where is None and not _ttl_states(op):
             raise UnknownStateError(f"operator {op.label} has no TTL state to prune")
-    ops = list(dict.fromkeys(named)) if named else \
+    ops = [op for i, op in enumerate(named) if op.operator_id not in {o.operator_id for o in named[:i]}] if named else \
         [op for op in sp.operators if op.keyed is not None and (where is not None or _ttl_states(op))]
     if not ops:
         raise UnknownStateError(f"{sp.location} has no {'keyed' if where is not None else 'TTL'} state to prune")

@@ -54,10 +54,10 @@ def pruned_rows(table: pa.Table, ttls: dict[str, tuple[str, int]], now: int, sta
             value, stamps = row[name], row[f"{name}_ttl_ts"]
             if value is None:
                 continue
-            if kind == "map":
-                at = dict(stamps)
-                kept = [(k, v) for k, v in value if not expired(at[k], ttl, now)]
-                kept_ts = [(k, at[k]) for k, _ in kept]
+            if kind == "map":  # the timestamps' map has the same keys in the same order
+                assert [k for k, _ in value] == [k for k, _ in stamps]
+                pairs = [(entry, at) for entry, at in zip(value, stamps) if not expired(at[1], ttl, now)]
+                kept, kept_ts = [e for e, _ in pairs], [t for _, t in pairs]
             elif kind == "list":
                 pairs = [(v, t) for v, t in zip(value, stamps) if not expired(t, ttl, now)]
                 kept, kept_ts = [v for v, _ in pairs], [t for _, t in pairs]
@@ -146,19 +146,21 @@ def test_a_condition_removes_its_rows_and_their_timers(spark, flink_bases, tmp_p
 
 @pytest.mark.slow
 def test_the_sql_jobs_ttl_state(spark, tmp_path):
+    """Every operator of the SQL job with table.exec.state.ttl (RowData keys and values) at once."""
     snap = flink_job.make_sql_snapshots("2.3.0", [flink_job.SQL_SHAPES["hashmap-canonical-ttl"]])[0]
     sp = load(str(snap.path))
     ops = [op for op in sp.operators if op.keyed is not None and any(s.ttl for s in op.keyed.states)]
-    assert ops
-    op = ops[0]
-    table = keyed_of(snap.path, op.label)
-    ttl_states = {s.name: (str(s.kind) if str(s.kind) in ("list", "map") else "value", 1000)
-                  for s in op.keyed.states if s.ttl}
-    now = midpoint(table, [f"{n}_ttl_ts" for n in ttl_states]) + 1000
-    prune(spark, str(snap.path), str(tmp_path / "out"), operators=[op.ref], expired_at=now, ttl="1s")
-    expected = pruned_rows(table, ttl_states, now, [s.name for s in op.keyed.states])
-    assert 0 < expected.num_rows < table.num_rows or expected.num_rows < table.num_rows
-    assert_only_changed(snap.path, tmp_path / "out", {(op.label, "keyed"): _rows(expected)})
+    tables = {op.label: keyed_of(snap.path, op.label) for op in ops}
+    ttls = {op.label: {s.name: (str(s.kind) if str(s.kind) in ("list", "map") else "value", 1000)
+                       for s in op.keyed.states if s.ttl} for op in ops}
+    first = ops[0].label
+    now = midpoint(tables[first], [f"{n}_ttl_ts" for n in ttls[first]]) + 1000
+    report = prune(spark, str(snap.path), str(tmp_path / "out"), expired_at=now, ttl="1s")
+    assert sorted(o.operator_id for o in report.operators) == sorted(op.operator_id for op in ops)
+    changed = {(op.label, "keyed"): _rows(pruned_rows(tables[op.label], ttls[op.label], now,
+                                                      [s.name for s in op.keyed.states])) for op in ops}
+    assert len(changed[(first, "keyed")]) < tables[first].num_rows
+    assert_only_changed(snap.path, tmp_path / "out", changed)
 
 
 @pytest.fixture(scope="module")
