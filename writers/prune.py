@@ -26,23 +26,49 @@ from .report import WriteReport
 from .savepoint_writer import SavepointWriter
 
 
+MARK = "_statectl_removed"  # the column of the rows that carry a batch's counts, not state
+
+
 @dataclass(frozen=True)
 class PruneRule:
     """What a prune removes from one keyed operator: the TTL entries *expiry* says are
-    expired, or the rows of its keyed table *where* selects, with their timers."""
+    expired, or the rows of its keyed table *where* selects, with their timers.
+
+    By expiry, the keyed table is decoded and pruned once: each task's batches pass through
+    :func:`.expired.prune_batch`, each followed by one row counting what it removed, and the
+    result is persisted, so the writer's several reads of the table (one per state) and the
+    counts (:meth:`counts`) read it again without decoding; :meth:`release` drops it."""
 
     key_columns: tuple[str, ...]  # the key columns, and namespace if any
     states: tuple[tuple[str, str], ...]  # (name, kind) of every keyed state
     expiry: ExpiryRule | None = None
     where: str | None = None
+    persisted: list = field(default_factory=list, compare=False, hash=False)  # by expiry: the pruned tables
 
     def keyed(self, table):
         """The keyed table *table* without what the rule removes."""
+        from pyspark.sql import functions as F
+
         from statectl.readers.conditions import not_selected
 
         if self.where is not None:
             return not_selected(table, self.where)
-        return table.mapInArrow(ExpiryTask(self.expiry), table.schema)
+        marked = self._marked(table)
+        return marked.where(F.col(MARK).isNull()).drop(MARK)
+
+    def _marked(self, table):
+        from pyspark import StorageLevel
+        from pyspark.sql import types as T
+
+        schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in table.schema] +
+                              [T.StructField(MARK, T.ArrayType(T.LongType()), True)])
+        marked = table.mapInArrow(ExpiryTask(self.expiry, self._count_names()), schema)
+        marked = marked.persist(StorageLevel.MEMORY_AND_DISK)
+        self.persisted.append(marked)
+        return marked
+
+    def _count_names(self) -> tuple[str, ...]:
+        return ("rows", *(s.name for s in self.expiry.states))
 
     def timers(self, timers, table):
         """The timers without those of the (key, namespace) rows of *table* the condition
@@ -60,14 +86,24 @@ class PruneRule:
         return selected(table, self.where).select(*self._timer_keys(timers)).distinct()
 
     def counts(self, table, timers) -> dict[str, int]:
-        """Entries the rule removes per state, ``rows`` (keyed rows gone) and ``timers``: one
-        Spark job over the base's keyed table (and one over its timers, for a condition)."""
+        """Entries the rule removes per state, ``rows`` (keyed rows gone) and ``timers``. By
+        expiry, from the counting rows of the table the write pruned (none: it had no rows);
+        for a condition, one Spark job over the base's keyed table (*table*; and *timers*)."""
         if self.where is None:
-            names = ["rows", *(s.name for s in self.expiry.states)]
-            ddl = ", ".join(f"n{i} BIGINT" for i in range(len(names)))
-            row = table.mapInArrow(ExpiryCount(self.expiry, tuple(names)), ddl).groupBy().sum().first()
-            return {**{name: int(row[i] or 0) for i, name in enumerate(names)}, "timers": 0}
+            from pyspark.sql import functions as F
+
+            names, found = self._count_names(), dict.fromkeys(self._count_names(), 0)
+            for marked in self.persisted:
+                for row in marked.where(F.col(MARK).isNotNull()).select(MARK).collect():
+                    for name, n in zip(names, row[0]):
+                        found[name] += n
+            return {**found, "timers": 0}
         return self._where_counts(table, timers)
+
+    def release(self) -> None:
+        """Drop the persisted pruned tables."""
+        while self.persisted:
+            self.persisted.pop().unpersist()
 
     def _where_counts(self, table, timers) -> dict[str, int]:
         from pyspark.sql import functions as F
@@ -90,20 +126,8 @@ class PruneRule:
 
 @dataclass(frozen=True)
 class ExpiryTask:
-    """mapInArrow: the batches without their expired entries (picklable)."""
-
-    rule: ExpiryRule
-
-    def __call__(self, batches):
-        for batch in batches:
-            pruned, _ = prune_batch(batch, self.rule)
-            if pruned.num_rows:
-                yield pruned
-
-
-@dataclass(frozen=True)
-class ExpiryCount:
-    """mapInArrow: per batch, one row of the entries removed (``n0``: rows, then per state)."""
+    """mapInArrow: each batch without its expired entries, then one row (every column null but
+    :data:`MARK`) with the entries it removed, in the order of *names* (picklable)."""
 
     rule: ExpiryRule
     names: tuple[str, ...]
@@ -111,10 +135,14 @@ class ExpiryCount:
     def __call__(self, batches):
         import pyarrow as pa
 
+        mark = pa.list_(pa.int64())
         for batch in batches:
-            _, removed = prune_batch(batch, self.rule)
-            yield pa.RecordBatch.from_pydict({f"n{i}": pa.array([removed[n]], pa.int64())
-                                              for i, n in enumerate(self.names)})
+            pruned, removed = prune_batch(batch, self.rule)
+            names = [*batch.schema.names, MARK]
+            if pruned.num_rows:
+                yield pa.RecordBatch.from_arrays([*pruned.columns, pa.nulls(pruned.num_rows, mark)], names=names)
+            counts = pa.array([[removed[n] for n in self.names]], mark)
+            yield pa.RecordBatch.from_arrays([*(pa.nulls(1, f.type) for f in batch.schema), counts], names=names)
 
 
 # --- choosing ---------------------------------------------------------------------------------
@@ -247,20 +275,26 @@ class Prune:
 
     def write(self, spark, output: str, self_contained: bool = False, on_job=None,
               overwrite: bool = False) -> PruneReport:
-        """Count what goes, then write the pruned savepoint to *output*; the base is only read."""
+        """Write the pruned savepoint to *output* and count what went (a condition's before the
+        write, expiry's from the tables it pruned); the base is only read."""
         from statectl.readers import open_savepoint
 
         self.writer.check(output, overwrite)
         reader = open_savepoint(spark, self.base)
         counts = {}
-        for choice in self.choices:
-            ref = OperatorRef(operator_id=choice.operator.operator_id)
-            timers = reader.timers(ref) if choice.prune.where is not None else None
-            if on_job is not None:
-                on_job(f"counting what is pruned of {choice.operator.label}")
-            counts[choice.operator.operator_id] = choice.prune.counts(reader.keyed(ref), timers)
-        written = self.writer.write(output, spark=spark, self_contained=self_contained, on_job=on_job,
-                                    overwrite=overwrite)
+        try:
+            for choice in self.choices:  # a condition: counted first (one that does not resolve fails here)
+                if choice.prune.where is not None:
+                    ref = OperatorRef(operator_id=choice.operator.operator_id)
+                    counts[choice.operator.operator_id] = choice.prune.counts(reader.keyed(ref), reader.timers(ref))
+            written = self.writer.write(output, spark=spark, self_contained=self_contained, on_job=on_job,
+                                        overwrite=overwrite)
+            for choice in self.choices:
+                if choice.prune.where is None:
+                    counts[choice.operator.operator_id] = choice.prune.counts(None, None)
+        finally:
+            for choice in self.choices:
+                choice.prune.release()
         after = {op.operator_id: op for op in written.savepoint.operators}
         return PruneReport(written, [_pruned(c.operator, after[c.operator.operator_id], counts[c.operator.operator_id])
                                      for c in self.choices])
