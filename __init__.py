@@ -1,4 +1,4 @@
-"""statectl: read, bootstrap, modify and rescale stream-processing savepoints.
+"""statectl: read, bootstrap, modify, rescale and prune stream-processing savepoints.
 
 The public Python API is this package's ``__all__``: import it from ``statectl`` only.
 
@@ -41,6 +41,7 @@ _EXPORTS = {
     **dict.fromkeys(_ERRORS, ".statefmt.errors"),
     **dict.fromkeys(_WRITING, ".writers"),
     **dict.fromkeys(("rescale", "Rescale"), ".writers.rescale"),
+    **dict.fromkeys(("prune", "Prune", "PruneReport"), ".writers.prune"),
     **dict.fromkeys(("check_upgrade", "UpgradeCheck"), ".statefmt.flink.upgrade"),
     "remap_savepoint": ".writers.flink.remap",
     **dict.fromkeys(("HeapBackend", "RocksDBBackend", "commit_snapshots"), ".backends"),

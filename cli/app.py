@@ -97,6 +97,7 @@ def validate(
 from .diffing import register as _register_diffing  # noqa: E402
 from .engine_cmd import register as _register_engine  # noqa: E402
 from .listing import register as _register_listing  # noqa: E402
+from .pruning import register as _register_pruning  # noqa: E402
 from .reading import register as _register_reading  # noqa: E402
 from .rescaling import register as _register_rescaling  # noqa: E402
 from .stats import register as _register_stats  # noqa: E402
@@ -107,6 +108,7 @@ _register_reading(app)
 _register_writing(app)
 _register_rescaling(app)
 _register_stats(app)
+_register_pruning(app)
 _register_diffing(app)
 _register_listing(app)
 _register_upgrading(app)

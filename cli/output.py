@@ -272,8 +272,26 @@ class RichOutput:
                     "that did not finish")
 
 
+    def pruned(self, doc: dict) -> None:
+        """The summary of a prune (see :func:`statectl.cli.summary.prune_summary`)."""
+        self.written(doc)
+        rows = []
+        for o in doc["pruned"]:
+            label = o["uid"] if o["uid"] is not None else o["operator_id"]
+            rows.append([label, "(keyed rows)", str(o["rows_removed"]), "", ""])
+            rows += [[label, s["name"], str(s["entries_removed"]), "", ""] for s in o["states"]]
+            rows.append([label, "(timers)", str(o["timers_removed"]), "", ""])
+            rows.append([label, "(keyed files)", "", human_bytes(o["keyed_bytes_before"]),
+                         human_bytes(o["keyed_bytes_after"])])
+        self.table("Pruned", ["operator", "state", "removed", "bytes before", "bytes after"], rows,
+                   right={2, 3, 4})
+
+
 class JsonOutput:
     """One JSON document on standard output, for scripts."""
+
+    def pruned(self, doc: dict) -> None:
+        print_json(doc)
 
     def savepoint_info(self, info: dict) -> None:
         print_json(info)

@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.statefmt.errors import UsageError, first_line
+from statectl.statefmt.errors import UsageError
 
 from .classes import Classes, use_classes
 from .listing import Checkpoint
@@ -203,12 +203,9 @@ def sql(
 
 def filtered(df, where: str):
     """*df* filtered by a SQL condition; a condition Spark cannot parse or resolve is a UsageError."""
-    from pyspark.errors import PySparkException
+    from statectl.readers.conditions import selected
 
-    try:
-        return df.filter(where)
-    except PySparkException as e:
-        raise UsageError(f"--where {where!r}: {first_line(e)}") from None
+    return selected(df, where)
 
 
 def with_keys(sp, choice, texts: list[str]):

@@ -119,6 +119,14 @@ def write_summary(report) -> dict:
     }
 
 
+def prune_summary(report) -> dict:
+    """What a prune did (:class:`writers.prune.PruneReport`): the write's summary and, per pruned
+    operator, what went (docs/PRUNE.md describes each field)."""
+    return {**write_summary(report.write),
+            "pruned": [{**{k: v for k, v in vars(o).items() if k != "states"},
+                        "states": [vars(s) for s in o.states]} for o in report.operators]}
+
+
 def diff_summary(d) -> dict:
     """What :func:`statectl.readers.diff.diff_savepoints` found, as plain data."""
     return {

@@ -30,7 +30,7 @@ PUBLIC = [
     "KeyContext", "StateDescriptor", "ValueState", "ListState", "MapState", "ReducingState",
     "AggregatingState", "Timers", "OperatorListState", "UnionListState", "BroadcastState",
     "SpecError", "InputError", "NullKeyError", "StateValueError", "WriteFailedError",
-    "rescale", "Rescale",
+    "rescale", "Rescale", "prune", "Prune", "PruneReport",
     # job upgrades
     "check_upgrade", "UpgradeCheck", "remap_savepoint",
     # job-side state backends

@@ -1,4 +1,5 @@
-"""What a write rebuilds: an operator of its base written again at new limits (a rescale),
+"""What a write rebuilds: an operator of its base written again at new limits (a rescale) or
+without some of its keyed entries (a prune),
 the files it does not rewrite kept as shallow copies. One shape for every family: each
 family's write kind plans it (`writers/own/rescale.py`, `writers/flink/rescale.py`)."""
 
@@ -17,6 +18,12 @@ class Rebuild:
     max_parallelism: int
     parallelism: int
     action: str = "rescaled"  # what the report calls it
+    prune: object | None = None  # a prune's `writers.prune.PruneRule`: what the rewrite leaves out
+
+    @property
+    def verb(self) -> str:
+        """How a refusal names the rebuild ("rescale", "prune")."""
+        return "prune" if self.prune is not None else "rescale"
 
     @property
     def rekeys(self) -> bool:

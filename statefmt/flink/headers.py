@@ -39,7 +39,9 @@ class StateMeta:
 
     @property
     def ttl(self) -> bool:
-        v = self.value.value if isinstance(self.value, T.Map) else self.value
+        """Whether the state has a TTL: its value (a map's values, a list's elements) TTL-wrapped."""
+        v = self.value.value if isinstance(self.value, T.Map) else \
+            self.value.element if isinstance(self.value, T.List) else self.value
         return isinstance(v, T.Ttl)
 
     @property

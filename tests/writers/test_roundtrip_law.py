@@ -19,7 +19,6 @@ import json
 import shutil
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -27,9 +26,10 @@ from hypothesis import strategies as st
 from support import flink_job
 from support.cli_runner import statectl
 from statectl.readers.local import local_table
-from statectl.readers.resolve import KEYED, OPERATOR_STATE, TIMERS, TableChoice
+from statectl.readers.resolve import KEYED, TableChoice
 from statectl.statefmt.flink.metadata import parse_metadata
 from statectl.statefmt.formats import load
+from support.full_read import full_read
 from support.savepoint_rows import digest
 
 pytestmark = pytest.mark.slow  # rescales every savepoint of the suite there and back
@@ -44,45 +44,6 @@ FLINK = {"2.3.0": FLINK_23, **{name.split("-")[0]: {name: shape} for name, shape
 OWN = {"own-canonical": "canonical", "own-rocksdb": "rocksdb"}
 CASES = sorted([*FLINK_23, *FLINK_1X, *OWN])
 M1 = {**{name: 300 for name in FLINK_23}, **{name: 1000 for name in FLINK_1X}, **{name: 256 for name in OWN}}
-
-
-def _plain(value, t: pa.DataType):
-    """*value* of Arrow type *t* as JSON can hold it, a map as an object (its entries' order
-    is the stream's, not content)."""
-    if value is None:
-        return None
-    if pa.types.is_map(t):
-        return {json.dumps(_plain(k, t.key_type), default=str): _plain(v, t.item_type) for k, v in value}
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return [_plain(v, t.value_type) for v in value]
-    if pa.types.is_struct(t):
-        return {f.name: _plain(value[f.name], f.type) for f in t}
-    return value
-
-
-def _rows(table: pa.Table) -> list[str]:
-    types = {f.name: f.type for f in table.schema}
-    return sorted(json.dumps({k: _plain(v, types[k]) for k, v in row.items()}, sort_keys=True, default=str)
-                  for row in table.to_pylist())
-
-
-def full_read(path: Path, rename: dict[str, str] | None = None) -> dict:
-    """{(operator, table): sorted rows} of every keyed table (every column and `_key_group`),
-    every timer table and every operator state of the savepoint at *path*, as the local engine
-    reads them (`test_local_engine`: the rows Spark reads); *rename* maps an operator's label
-    (uid, else operator id) here to the label its rows are filed under."""
-    sp = load(str(path))
-    rename = rename or {}
-    out = {}
-    for op in sp.operators:
-        label = rename.get(op.label, op.label)
-        if op.keyed is not None:
-            for kind in (KEYED, TIMERS):
-                out[(label, kind)] = _rows(local_table(sp, TableChoice(op, kind), include_key_group=True))
-        for state in op.operator_states:
-            out[(label, "operator_state", state.name)] = _rows(
-                local_table(sp, TableChoice(op, OPERATOR_STATE, (state.name,))))
-    return out
 
 
 def without_key_groups(read: dict) -> dict:

@@ -160,12 +160,14 @@ def _ref(op: FlinkOperatorInfo) -> OperatorRef:
     return OperatorRef(operator_id=op.operator_id)
 
 
-def _keyed_data(reader, op: FlinkOperatorInfo, timers: bool) -> KeyedData | None:
-    """*op*'s keyed states and (with *timers*) its timers as column states over its tables."""
+def _keyed_data(reader, op: FlinkOperatorInfo, timers: bool, prune=None) -> KeyedData | None:
+    """*op*'s keyed states and (with *timers*) its timers as column states over its tables,
+    passed through a prune's rule (`writers/prune.py`) when given."""
     from pyspark.sql import functions as F
 
     header = op.keyed_header
-    table = reader.keyed(_ref(op))
+    base_table = reader.keyed(_ref(op))
+    table = base_table if prune is None else prune.keyed(base_table)
     key = tuple(f.name for f in key_fields(header.key))
     namespace = "namespace" if "namespace" in table.columns else None
     keys = [*key, *([namespace] if namespace else [])]  # every input's key columns
@@ -185,6 +187,8 @@ def _keyed_data(reader, op: FlinkOperatorInfo, timers: bool) -> KeyedData | None
     timer_data = ()
     if timers:
         all_timers = reader.timers(_ref(op))
+        if prune is not None:
+            all_timers = prune.timers(all_timers, base_table)
         timer_data = tuple(Timers(domain, "timestamp",
                                   all_timers.where(F.col("domain") == domain).select(*keys, "timestamp"))
                            for domain in TimerDomain.words())
@@ -215,15 +219,16 @@ def _operator_states(spark, reader, op: FlinkOperatorInfo, parallelism: int | No
 
 
 def operator_data(reader, op: FlinkOperatorInfo, parallelism: int | None = None,
-                  max_parallelism: int | None = None, keyed=None) -> OperatorData | None:
+                  max_parallelism: int | None = None, keyed=None, prune=None) -> OperatorData | None:
     """*op* of the Flink savepoint *reader* reads (a `SavepointReader`) as an operator over its
     tables (None when it holds no state), written with *parallelism* and *max_parallelism*
     (default: its own); *keyed*: its keyed state given otherwise than as its tables (a
-    rescale's :class:`~.regroup.RegroupedKeyed`)."""
+    rescale's :class:`~.regroup.RegroupedKeyed`); *prune*: a prune's rule its keyed tables pass
+    through."""
     binding = operator_binding(op, keyed_bytes=keyed is not None)
     if keyed is None and op.keyed_header is not None:
         has_timers = any(m.kind == KeyedTable.TIMERS for m in op.keyed_header.states)
-        keyed = _keyed_data(reader, op, has_timers)
+        keyed = _keyed_data(reader, op, has_timers, prune)
     states = _operator_states(reader.spark, reader, op, parallelism)
     if keyed is None and not states:
         return None

@@ -1,4 +1,7 @@
-"""`rescale` of a savepoint of statectl's own format: the plan of one rebuilt operator.
+"""`rescale` (and `prune`) of a savepoint of statectl's own format: the plan of one rebuilt operator.
+
+A prune rewrites the keyed table and timers as a new max parallelism does, its rule
+(`writers/prune.py`) applied to the tables read; the key groups stay.
 
 A new max parallelism changes every key's group: the keyed table and the timers are read by
 Spark, given the group the new max parallelism assigns (``pmod(xxhash64(key), maxP)`` in the
@@ -33,10 +36,11 @@ def plan_rescaled(reader, rebuild: Rebuild, copy: Operator, output: OperatorOutp
     """The plan writing *rebuild*'s operator again: *copy* is its shallow copy, whose files the
     plan's jobs may replace (those not rewritten stay shallow copies); *reader* reads the base."""
     op = copy.replace(max_parallelism=rebuild.max_parallelism, parallelism=rebuild.parallelism)
-    if rebuild.rekeys:  # rewritten keyed state is canonical, whatever it was before
+    rewrites = rebuild.rekeys or rebuild.prune is not None
+    if rewrites:  # rewritten keyed state is canonical, whatever it was before
         op = op.replace(format=Format.CANONICAL)
     plan = OperatorPlan(op, replaced=set())
-    if rebuild.rekeys:
+    if rewrites:
         _rekey_jobs(reader, rebuild, output, plan)
     if rebuild.redistributes:
         for state in op.operator_states:
@@ -54,10 +58,15 @@ def _rekey_jobs(reader, choice: Rebuild, output: OperatorOutput, plan: OperatorP
     regroup = key_group_sql(section.key_names, choice.max_parallelism)
     ref = OperatorRef(operator_id=op.operator_id)
     tables = []
-    if section.files:
-        tables.append(("keyed", reader.keyed(ref), keyed_schema(section)))
+    keyed = reader.keyed(ref) if section.files else None
+    if keyed is not None:
+        pruned = keyed if choice.prune is None else choice.prune.keyed(keyed)
+        tables.append(("keyed", pruned, keyed_schema(section)))
     if section.timers or op.format != Format.CANONICAL:  # native databases hold their timers
-        tables.append(("timers", reader.timers(ref), timers_schema(section)))
+        timers = reader.timers(ref)
+        if choice.prune is not None and keyed is not None:
+            timers = choice.prune.timers(timers, keyed)
+        tables.append(("timers", timers, timers_schema(section)))
     for kind, df, schema in tables:
         moved = chunks.distribute(df.selectExpr(f"{regroup} AS {KEY_GROUP_COLUMN}", *map(quote_identifier, df.columns)),
                                   sort_by=(KEY_GROUP_COLUMN, *section.key_names))
