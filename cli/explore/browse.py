@@ -43,15 +43,22 @@ class StateEntry:
 
 
 def operator_kind(op: Operator) -> str:
-    parts = (["keyed"] if op.keyed is not None else []) + (["operator"] if op.operator_states else [])
+    """keyed, operator (state), both, or stateless; a keyed state that cannot be read counts."""
+    keyed = op.keyed is not None or op.unreadable_part(KEYED_PART) is not None
+    parts = (["keyed"] if keyed else []) + (["operator"] if op.operator_states else [])
     return " + ".join(parts) or "stateless"
+
+
+def unreadable_text(op: Operator) -> str:
+    """The parts of *op* that cannot be read, each with its reason."""
+    return "; ".join(f"{u.part}: {u.reason}" for u in op.unreadable)
 
 
 def operator_rows(sp: Savepoint) -> list[list[str]]:
     """One row per operator (:data:`OPERATOR_COLUMNS`); the id last, as it is the widest."""
     return [[op.uid or "", op.name or "", operator_kind(op), f"{op.parallelism}/{op.max_parallelism}",
              human_bytes(sum(f.size for f in op.data_files())),
-             "; ".join(f"{u.part}: {u.reason}" for u in op.unreadable), op.operator_id] for op in sp.operators]
+             unreadable_text(op), op.operator_id] for op in sp.operators]
 
 
 OPERATOR_COLUMNS = ["uid", "name", "kind", "parallelism", "size", "unreadable", "id"]
@@ -63,6 +70,8 @@ def state_entries(op: Operator) -> list[StateEntry]:
     keyed_bad = op.unreadable_part(KEYED_PART)
     if op.keyed is not None and keyed_bad is None:
         files = human_bytes(sum(f.size for f in op.keyed.files))
+        out.append(StateEntry("(keyed table)", "keyed", "every state", ", ".join(op.keyed.key_names) + " -> "
+                              + ", ".join(s.name for s in op.keyed.states), "", files, KEYED))
         for s in op.keyed.states:
             out.append(StateEntry(s.name, "keyed", s.kind, type_str(s.column_type), "yes" if s.ttl else "",
                                   human_bytes(s.size) if s.size is not None else f"({files} table)", KEYED, s.name))
@@ -199,6 +208,8 @@ class TableView:
         while at is not None and at.key_group == group:
             page = self.questions.page(self.entry.table, at, 4096)
             rows = page.rows.filter(pc.equal(page.rows[KEY_GROUP_COLUMN], group))
+            if not rows.num_rows:
+                break
             hits = pc.indices_nonzero(keep(rows)).to_pylist()
             if hits:
                 if self.cursor is not None:

@@ -16,7 +16,7 @@ from statectl.statefmt.errors import StatectlError
 from statectl.statefmt.model import Operator
 
 from ..output import human_bytes, printable
-from .browse import OPERATOR_COLUMNS, StateEntry, TableView, operator_rows, state_entries
+from .browse import OPERATOR_COLUMNS, StateEntry, TableView, operator_rows, state_entries, unreadable_text
 from .values import row_json, row_tree
 from .widgets import Prompt, RowsTable, value_tree
 
@@ -31,7 +31,7 @@ class Page(Screen):
         self.title_text = title
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(printable(self.title_text), style="bold"), id="title")
+        yield Static(Text(printable(self.title_text), style="bold", no_wrap=True, overflow="ellipsis"), id="title")
         yield from self.body()
         yield Static("", id="status")
         yield Footer()
@@ -70,6 +70,12 @@ class OperatorsScreen(Page):
     def on_data_table_row_selected(self, event) -> None:
         self.action_open()
 
+    def on_data_table_row_highlighted(self, event) -> None:
+        """An operator with unreadable parts: their reasons on the status line (the column is cut)."""
+        op = self.app.savepoint.operators[event.cursor_row]
+        self.status(f"unreadable: {unreadable_text(op)}" if op.unreadable
+                    else f"{len(self.app.savepoint.operators)} operator(s); Enter opens one")
+
 
 class StatesScreen(Page):
     BINDINGS = [Binding("enter", "open", "Open"), Binding("z", "sizes", "Sizes")]
@@ -97,6 +103,11 @@ class StatesScreen(Page):
     def on_data_table_row_selected(self, event) -> None:
         self.action_open()
 
+    def on_data_table_row_highlighted(self, event) -> None:
+        entry = self.entries[event.cursor_row]
+        self.status(f"unreadable: {entry.name}: {entry.reason}" if entry.reason
+                    else f"{len(self.entries)} state(s); Enter opens one, z shows sizes")
+
     def action_sizes(self) -> None:
         self.app.push_screen(SizesScreen(self.op, self.entries))
 
@@ -105,7 +116,7 @@ class TableScreen(Page):
     BINDINGS = [
         Binding("enter", "open", "Value"),
         Binding("n,pagedown", "next", "Next page"), Binding("p,pageup", "previous", "Prev page"),
-        Binding("home", "first", "First", show=False),
+        Binding("g", "first", "First page", show=False),
         Binding("slash", "filter", "Filter", key_display="/"), Binding("k", "key", "Key"),
         Binding("c", "copy_key", "Copy key"), Binding("y", "copy_row", "Copy value"),
         Binding("s", "save", "Save"),
@@ -140,7 +151,7 @@ class TableScreen(Page):
         self._run(self.view.first)
 
     def action_filter(self) -> None:
-        self.app.push_screen(Prompt("Show keys containing (empty: every key):", self.view.filter),
+        self.app.push_screen(Prompt("Show keys containing (empty: every key):"),
                              lambda text: text is not None and self._run(lambda: self.view.set_filter(text)))
 
     def action_key(self) -> None:
@@ -210,7 +221,7 @@ class ValueScreen(Page):
     def body(self) -> ComposeResult:
         with VerticalScroll():
             yield value_tree("value", row_tree(self.row, self.view.rows.schema), id="value")
-            if self.view.keyed and self.view.entry.table != "timers" and self.view.operator.keyed.timers:
+            if self.view.keyed and self.view.entry.table != "timers":
                 yield Static(Text("timers of this key", style="bold"))
                 yield RowsTable(id="rows")
 
@@ -282,7 +293,7 @@ Browse a savepoint; nothing is ever written into it.
 |---|---|
 | Enter | open the operator, state or row under the cursor |
 | Escape | back |
-| n / PageDown, p / PageUp, Home | next, previous, first page |
+| n / PageDown, p / PageUp, g | next, previous, first page |
 | k | jump to a key (only its key group is read) |
 | / | show keys containing a text |
 | c, y | copy the key, the row as JSON |

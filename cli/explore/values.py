@@ -47,7 +47,7 @@ def value_node(name: str, value, t: pa.DataType, ttl: bool = False) -> Node:
 
 def _entry(key, value, key_type, value_type, ttl) -> Node:
     simple = not (pa.types.is_nested(key_type))
-    label = _scalar(key, key_type, False) if simple else json.dumps(_json_value(key, key_type), ensure_ascii=False)
+    label = _scalar(key, key_type, False) if simple else json.dumps(_json_value(key, key_type), ensure_ascii=False, separators=(",", ":"))
     node = value_node(label, value, value_type, ttl)
     if not simple:  # a RowData key: its fields under it too
         node.children.insert(0, value_node("key", key, key_type))
