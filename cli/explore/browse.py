@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -23,6 +24,7 @@ from statectl.statefmt.types import type_str
 from ..output import human_bytes
 
 PAGE_ROWS = 100
+CHUNK_ROWS = 2000  # rows read at once and cut into pages
 FILTER_SCAN_ROWS = 50_000  # rows a filtered page looks through before it shows what it found
 
 
@@ -107,6 +109,7 @@ class TableView:
     history: list = field(default_factory=list)
     _whole: pa.Table | None = None  # an operator state, read whole
     _questions: StateQuestions | None = None
+    _chunk: dict = field(default_factory=dict)  # pages cut from the last chunk read (see _page)
 
     @property
     def keyed(self) -> bool:
@@ -160,8 +163,8 @@ class TableView:
             return self._load_slice(cursor)
         wanted = self.columns()
         if not self.filter:
-            page = self.questions.page(self.entry.table, cursor, self.size)
-            return self._show(page.rows.select(wanted), cursor, page.next)
+            rows, following = self._page(cursor)
+            return self._show(rows.select(wanted), cursor, following)
         found, scanned, at = [], 0, cursor
         while at is not None and scanned < FILTER_SCAN_ROWS and sum(t.num_rows for t in found) < self.size:
             page = self.questions.page(self.entry.table, at, max(self.size, 2000))
@@ -169,6 +172,32 @@ class TableView:
             found.append(page.rows.filter(self._matches(page.rows)).select(wanted))
             at = page.next
         return self._show(pa.concat_tables(found), cursor, at)
+
+    def _page(self, cursor: Cursor) -> tuple[pa.Table, Cursor | None]:
+        """(rows, next cursor) of the page at *cursor*: cut from a chunk of :data:`CHUNK_ROWS`
+        rows read once, so the next pages of a chunk decode nothing (a page's decoding starts
+        at its key group, and grows with the rows before it there)."""
+        key = (cursor, self.size)
+        if key not in self._chunk:
+            self._chunk = self._cut(self.questions.page(self.entry.table, cursor, CHUNK_ROWS))
+        return self._chunk[key]
+
+    def _cut(self, chunk) -> dict:
+        """The pages of *chunk* (a :class:`Page`) by (cursor, page size)."""
+        groups = chunk.rows.column(KEY_GROUP_COLUMN).to_numpy()
+        first = chunk.cursor
+
+        def cursor_at(i: int) -> Cursor:
+            group = int(groups[i])
+            before = i - int(np.searchsorted(groups, group))  # rows of its key group before row i
+            return Cursor(group, before + (first.offset if group == first.key_group else 0))
+
+        pages, total = {}, len(groups)
+        for start in range(0, max(total, 1), self.size):
+            end = min(start + self.size, total)
+            at = first if start == 0 else cursor_at(start)
+            pages[(at, self.size)] = (chunk.rows.slice(start, end - start), cursor_at(end) if end < total else chunk.next)
+        return pages
 
     def _load_slice(self, cursor: Cursor) -> pa.Table:
         """A page of an operator state (read whole; a cursor's offset is its first row)."""

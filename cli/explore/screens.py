@@ -62,6 +62,7 @@ class OperatorsScreen(Page):
         sp = self.app.savepoint
         self.table.show_rows(OPERATOR_COLUMNS, operator_rows(sp))
         self.status(f"{len(sp.operators)} operator(s); Enter opens one")
+        self.run_worker(lambda: warm_up(sp), thread=True, exit_on_error=False)
 
     def action_open(self) -> None:
         if self.table.row_count:
@@ -75,6 +76,20 @@ class OperatorsScreen(Page):
         op = self.app.savepoint.operators[event.cursor_row]
         self.status(f"unreadable: {unreadable_text(op)}" if op.unreadable
                     else f"{len(self.app.savepoint.operators)} operator(s); Enter opens one")
+
+
+def warm_up(sp) -> None:
+    """Read one row of the first readable keyed table while the operators are looked at: the
+    decoders' imports and compiled kernels load then (about a second), not on the first page."""
+    from statectl.readers.questions import StateQuestions
+
+    for op in sp.operators:
+        if op.keyed is not None and op.keyed.states and not op.unreadable:
+            try:
+                StateQuestions(sp, op).page("keyed", None, 1)
+            except StatectlError:  # a damaged part says so when it is opened
+                pass
+            return
 
 
 class StatesScreen(Page):
