@@ -101,8 +101,8 @@ class StatesScreen(Page):
         self.entries = state_entries(op)
 
     def on_mount(self) -> None:
-        self.table.show_rows(["state", "scope", "kind", "type", "TTL", "size", "unreadable"],
-                             [[e.name, e.scope, e.kind, e.type, e.ttl, e.size, e.reason] for e in self.entries])
+        self.table.show_rows(["state", "scope", "kind", "TTL", "size", "type", "unreadable"],
+                             [[e.name, e.scope, e.kind, e.ttl, e.size, e.type, e.reason] for e in self.entries])
         self.status(f"{len(self.entries)} state(s); Enter opens one, z shows sizes" if self.entries
                     else "no state")
 

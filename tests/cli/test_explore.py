@@ -380,7 +380,7 @@ def test_a_damaged_flink_savepoint_shows_the_damage_and_the_rest(tmp_path):
     assert " lk-proc       lk-proc               keyed      3/256        54.9 KiB  keyed sta" in first
     assert highlighted == f"unreadable: keyed state: {why}"
     assert ("lk-bcast", "rules", 7) in opened and not any(op == "lk-proc" for op, _, _ in opened)
-    assert " keyed state  unreadable  unreadable" in states
+    assert " keyed state  unreadable  unreadable       54.9 KiB" in states
     assert said == f"unreadable: keyed state: {why}"
 
 
