@@ -21,8 +21,11 @@ class RowsTable(DataTable):
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
 
     def show_rows(self, columns: list[str], rows: list[list[str]]) -> None:
-        self.clear(columns=True)
-        self.add_columns(*(Text(printable(c)) for c in columns))
+        """*rows* under *columns* (kept, with their widths, when they are those shown)."""
+        same = [str(c.label) for c in self.ordered_columns] == [printable(c) for c in columns]
+        self.clear(columns=not same)
+        if not same:
+            self.add_columns(*(Text(printable(c)) for c in columns))
         self.add_rows([[Text(printable(str(v))) for v in row] for row in rows])
 
     def show_table(self, table: pa.Table) -> None:
