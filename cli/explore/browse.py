@@ -145,14 +145,18 @@ class TableView:
         """The next page (None after the last one)."""
         if self.following is None:
             return None
-        self.history.append(self.cursor)
-        return self._load(self.following)
+        here = self.cursor
+        rows = self._load(self.following)  # a page that cannot be read leaves the history as it was
+        self.history.append(here)
+        return rows
 
     def previous(self) -> pa.Table | None:
         """The page shown before this one (None on the first)."""
         if not self.history:
             return None
-        return self._load(self.history.pop())
+        rows = self._load(self.history[-1])
+        self.history.pop()
+        return rows
 
     def set_filter(self, text: str) -> pa.Table:
         self.filter = text
