@@ -462,3 +462,38 @@ def test_other_commands_do_not_import_textual():
     probe = "import sys, statectl.cli.app; print('textual' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+@pytest.mark.slow  # a process of its own, in a terminal
+def test_the_command_runs_in_a_terminal_and_q_quits():
+    """`statectl explore` in a pseudo-terminal of 80x24: it draws the operators, and q ends it
+    with exit code 0 and the terminal's screen given back."""
+    import os
+    import pty
+    import select
+    import time
+
+    example = Path(__file__).parents[2] / "examples" / "flink" / "savepoint"
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the console script's entry point, as a user runs it
+        os.environ.update(TERM="xterm-256color", COLUMNS="80", LINES="24")
+        os.execv(sys.executable, [sys.executable, "-m", "statectl.cli.main", "explore", str(example)])
+    shown = b""
+
+    def read(seconds: float, until: bytes) -> None:
+        nonlocal shown
+        end = time.monotonic() + seconds
+        while time.monotonic() < end and until not in shown:
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    shown += os.read(fd, 65536)
+                except OSError:  # the child has ended
+                    return
+
+    read(30, b"Enter opens one")
+    assert b"pj-proc" in shown and b"operator(s); Enter opens one" in shown
+    os.write(fd, b"q")
+    read(10, b"\x1b[?1049l")
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert b"\x1b[?1049l" in shown  # the alternate screen left: the terminal as it was
