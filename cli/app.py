@@ -96,6 +96,7 @@ def validate(
 
 from .diffing import register as _register_diffing  # noqa: E402
 from .engine_cmd import register as _register_engine  # noqa: E402
+from .explore import register as _register_explore  # noqa: E402
 from .listing import register as _register_listing  # noqa: E402
 from .pruning import register as _register_pruning  # noqa: E402
 from .reading import register as _register_reading  # noqa: E402
@@ -113,6 +114,7 @@ _register_diffing(app)
 _register_listing(app)
 _register_upgrading(app)
 _register_engine(app)
+_register_explore(app)
 
 
 def run_app() -> int:

@@ -1,0 +1,499 @@
+"""`statectl explore` driven headless by Textual's pilot: every operator, state and value of
+statectl's own, Flink DataStream and Flink SQL savepoints browsed; pages concatenated equal a
+full read; a key found through its key group; the key filter; the value tree (RowData row
+kinds, TTL times); copy and save; a damaged savepoint browsed around its damage; what the
+main screens show at 80x24 (the text of Textual's SVG capture); and no file written into the
+savepoint."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import re
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from support.readers_savepoints import build_own_family
+from support.untrusted_helpers import snapshot
+from statectl.cli.explore.app import ExploreApp
+from statectl.cli.explore.browse import state_entries
+from statectl.cli.explore.screens import (HelpScreen, OperatorsScreen, SizesScreen, StatesScreen, TableScreen,
+                                          ValueScreen)
+from statectl.readers.local import local_table
+from statectl.readers.questions import StateQuestions
+from statectl.readers.resolve import KEYED, TIMERS, TableChoice
+from statectl.statefmt.formats import load
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+FLINK_DEV = FIXTURES / "flink-dev"
+DATASTREAM = [FLINK_DEV / n / "savepoint" for n in ("long-hashmap-canonical", "pojo-hashmap-canonical",
+                                                    "tuple-rocksdb-native", "int-hashmap-native")]
+SQL = [FIXTURES / "flink-sql-probe" / n for n in ("hashmap-canonical", "rocksdb-native")]
+SIZE = (80, 24)
+
+
+@pytest.fixture(scope="module")
+def own(tmp_path_factory):
+    family = build_own_family(tmp_path_factory.mktemp("own"))
+    return {name: Path(sp.location) for name, sp in family.items()}
+
+
+def drive(path, script, size=SIZE):
+    """Run the explorer on *path* headless and ``await script(app, pilot)``; the savepoint's
+    files are byte-identical afterwards."""
+    before = snapshot(path)
+
+    async def main():
+        app = ExploreApp(load(str(path)))
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            return await script(app, pilot)
+
+    result = asyncio.run(main())
+    assert snapshot(path) == before, "the explorer wrote into the savepoint"
+    return result
+
+
+def screen_text(app) -> str:
+    """The visible text of the screen, line by line, from Textual's SVG capture."""
+    svg = app.export_screenshot()
+    lines: dict[float, list[str]] = {}
+    for y, text in re.findall(r'<text[^>]*\by="([\d.]+)"[^>]*clip-path="url\(#terminal-[^"]*-line-[^>]*>(.*?)</text>', svg):
+        lines.setdefault(float(y), []).append(html.unescape(text).replace("\xa0", " "))
+    return "\n".join("".join(parts) for _, parts in sorted(lines.items()))
+
+
+def status(app) -> str:
+    return str(app.screen.query_one("#status").render())
+
+
+async def choose(pilot, row: int) -> None:
+    """Put the cursor of the screen's table on *row* and press Enter."""
+    pilot.app.screen.table.move_cursor(row=row)
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+async def browse_everything(app, pilot):
+    """Open every operator, every state with a table, its first row's value; back each time."""
+    opened = []
+    for i, op in enumerate(app.savepoint.operators):
+        await choose(pilot, i)
+        assert isinstance(app.screen, StatesScreen) and app.screen.op is op
+        for j, entry in enumerate(app.screen.entries):
+            await choose(pilot, j)
+            if entry.table is None:  # unreadable: said so, and the screen stays
+                assert isinstance(app.screen, StatesScreen) and "unreadable" in status(app)
+                continue
+            assert isinstance(app.screen, TableScreen), status(app)
+            rows = app.screen.view.rows
+            assert rows is not None, status(app)
+            if rows.num_rows:
+                await pilot.press("enter")
+                await pilot.pause()
+                assert isinstance(app.screen, ValueScreen)
+                assert len(app.screen.query_one("#value").root.children) == rows.num_columns
+                await pilot.press("escape")
+            opened.append((op.label, entry.name, rows.num_rows))
+            await pilot.press("escape")
+            await pilot.pause()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, OperatorsScreen)
+    return opened
+
+
+@pytest.mark.slow  # seconds of Textual rendering per savepoint
+@pytest.mark.parametrize("name", ["canonical", "source", "native"])
+def test_every_state_and_value_of_statectl_savepoints(own, name):
+    opened = drive(own[name], browse_everything)
+    assert opened and any(rows for _, _, rows in opened)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", DATASTREAM + SQL, ids=lambda p: p.parent.name if p.name == "savepoint" else p.name)
+def test_every_state_and_value_of_flink_savepoints(path):
+    opened = drive(path, browse_everything)
+    sp = load(str(path))
+    expected = [(op.label, e.name) for op in sp.operators for e in state_entries(op) if e.table is not None]
+    assert [(op, state) for op, state, _ in opened] == expected
+    assert sum(rows for _, _, rows in opened) > 0
+
+
+def full_read(sp, op, table, columns):
+    rows = local_table(sp, TableChoice(op, table), include_key_group=True)
+    return rows.take(pc.sort_indices(rows, [("_key_group", "ascending")])).select(columns)
+
+
+async def all_pages(app, pilot):
+    """Every page of the screen's table, Next pressed until the last; then Previous back."""
+    pages = [app.screen.view.rows]
+    while app.screen.view.following is not None:
+        await pilot.press("n")
+        await pilot.pause()
+        pages.append(app.screen.view.rows)
+    await pilot.press("n")  # past the last page: nothing changes
+    assert app.screen.view.rows is pages[-1] and "last page" in status(app)
+    back = [pages[-1]]
+    for _ in pages[1:]:
+        await pilot.press("p")
+        await pilot.pause()
+        back.append(app.screen.view.rows)
+    return pages, back[::-1]
+
+
+@pytest.mark.parametrize("where, uid, table", [
+    ("source", "proc", KEYED), ("native", "proc", KEYED), ("source", "proc", TIMERS),
+    (FLINK_DEV / "long-hashmap-canonical" / "savepoint", "lk-win", KEYED),
+    (FIXTURES / "flink-sql-probe" / "rocksdb-native", "Join[62]", KEYED),
+])
+def test_pages_concatenated_equal_the_full_read(own, where, uid, table):
+    path = own[where] if isinstance(where, str) else where
+    sp = load(str(path))
+    op = next(o for o in sp.operators if uid in (o.uid, o.name))
+    entry = next(i for i, e in enumerate(state_entries(op)) if e.table == table)
+    size = max(3, local_table(sp, TableChoice(op, table)).num_rows // 10)  # about ten pages
+
+    async def script(app, pilot):
+        await choose(pilot, sp.operators.index(op))
+        app.screen.table.move_cursor(row=entry)
+        await pilot.press("enter")
+        await pilot.pause()
+        app.screen.view.size = size
+        await pilot.press("g")
+        await pilot.pause()
+        return app.screen.view.columns(), await all_pages(app, pilot)
+
+    columns, (pages, back) = drive(path, script)
+    full = full_read(sp, op, table, columns)
+    assert len(pages) > 2
+    assert pa.concat_tables(pages).equals(full)
+    assert all(a.equals(b) for a, b in zip(pages, back))
+
+
+def first_keyed(sp, name):
+    return next(o for o in sp.operators if name in (o.uid, o.name))
+
+
+async def open_keyed(app, pilot, op, state=None):
+    await choose(pilot, app.savepoint.operators.index(op))
+    entries = app.screen.entries
+    await choose(pilot, next(i for i, e in enumerate(entries) if e.table == KEYED and e.state == (state or e.state)))
+
+
+KEY_NAMES = {" ": "space", "/": "slash", "-": "minus", '"': "quotation_mark", "[": "left_square_bracket",
+             "]": "right_square_bracket", ",": "comma", ":": "colon", "@": "at"}
+
+
+async def type_into_prompt(pilot, key: str, text: str) -> None:
+    """Press *key*, type *text* into the prompt it opens, press Enter."""
+    await pilot.press(key)
+    await pilot.pause()
+    for ch in text:
+        await pilot.press(KEY_NAMES.get(ch, ch))
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("path, uid, key, column, value", [
+    (FLINK_DEV / "long-hashmap-canonical" / "savepoint", "lk-proc", "9007199254740993", "key", 9007199254740993),
+    (FLINK_DEV / "pojo-hashmap-canonical" / "savepoint", "pj-proc", "user-016", "key", "user-016"),
+    (FIXTURES / "flink-sql-probe" / "hashmap-canonical", "Join[62]", "857", "f0", 857),
+])
+def test_a_key_is_found_through_its_key_group(path, uid, key, column, value):
+    sp = load(str(path))
+    op = first_keyed(sp, uid)
+
+    async def script(app, pilot):
+        await open_keyed(app, pilot, op)
+        await type_into_prompt(pilot, "k", key)
+        view, table = app.screen.view, app.screen.table
+        found = view.rows.slice(table.cursor_row, 1).to_pylist()[0]
+        await type_into_prompt(pilot, "k", "4242424")
+        missing = status(app)
+        await pilot.press("p")  # back to the page before the jump: the first
+        await pilot.pause()
+        return found, missing, view.cursor
+
+    found, missing, back = drive(path, script)
+    assert found[column] == value
+    full = full_read(sp, op, KEYED, list(found))
+    assert found == full.filter(pc.equal(full[column], value)).to_pylist()[0]
+    assert missing.startswith("no key 4242424")
+    assert (back.key_group, back.offset) == (0, 0)
+
+
+def test_the_filter_shows_keys_containing_the_text():
+    path = FLINK_DEV / "pojo-hashmap-canonical" / "savepoint"
+    sp = load(str(path))
+    op = first_keyed(sp, "pj-proc")
+
+    async def script(app, pilot):
+        await open_keyed(app, pilot, op)
+        await type_into_prompt(pilot, "slash", "00")
+        shown = app.screen.view.rows
+        text = status(app)
+        await type_into_prompt(pilot, "slash", "")
+        return shown, text, app.screen.view.rows.num_rows
+
+    shown, text, unfiltered = drive(path, script)
+    full = full_read(sp, op, KEYED, shown.column_names)
+    assert shown.equals(full.filter(pc.match_substring(full["key"], "00")))
+    assert 0 < shown.num_rows < unfiltered and "key contains '00'" in text
+
+
+def tree_labels(node, depth=0):
+    yield "  " * depth + str(node.label)
+    for child in node.children:
+        yield from tree_labels(child, depth + 1)
+
+
+def test_the_value_tree_shows_ttl_times_maps_and_the_keys_timers():
+    path = FLINK_DEV / "pojo-hashmap-canonical" / "savepoint"
+    sp = load(str(path))
+    op = first_keyed(sp, "pj-proc")
+
+    async def script(app, pilot):
+        await open_keyed(app, pilot, op)
+        await type_into_prompt(pilot, "k", "user-016")
+        await pilot.press("enter")
+        await pilot.pause()
+        labels = list(tree_labels(app.screen.query_one("#value").root))
+        timers = app.screen.table
+        await pilot.press("y")
+        value = app.clipboard
+        await pilot.press("c")
+        return labels, timers.row_count, value, app.clipboard, screen_text(app)
+
+    labels, timers, value, key, text = drive(path, script)
+    assert "  ttl_last_ttl_ts: 2026-11-22T11:16:16.419+00:00 (1795346176419)" in labels
+    assert "  ttl_seen_ttl_ts: map of 3" in labels
+    assert '    "view": 2026-11-22T11:16:16.418+00:00 (1795346176418)' in labels
+    assert "  avg: struct" in labels and "    f0: 4578" in labels
+    assert "  key: \"user-016\"" in labels
+    expected = local_table(sp, TableChoice(op, TIMERS, keys=(("user-016",),)))
+    assert timers == expected.num_rows > 0
+    assert json.loads(value)["ttl_last"] == "revenue@344" and json.loads(key) == {"key": "user-016"}
+    assert "pj-proc / " in text and "timers of this key" in text
+
+
+def test_rowdata_shows_its_row_kind():
+    from statectl.cli.explore.values import row_tree
+
+    t = pa.struct([("f0", pa.int64()), ("_rowkind", pa.string())])
+    schema = pa.schema([("s", pa.map_(t, pa.int32()))])
+    [node] = row_tree({"s": [({"f0": 1, "_rowkind": "-U"}, 2)]}, schema)
+    assert [c.label for c in node.children] == ['{"f0":1,"_rowkind":"-U"}: 2']
+    assert [c.label for c in node.children[0].children] == ["key: row (-U)"]
+    assert [c.label for c in node.children[0].children[0].children] == ["f0: 1"]
+
+
+def test_operator_state_and_sizes():
+    path = FLINK_DEV / "long-hashmap-canonical" / "savepoint"
+    sp = load(str(path))
+    bcast = first_keyed(sp, "lk-bcast")
+    proc = first_keyed(sp, "lk-proc")
+
+    async def script(app, pilot):
+        await choose(pilot, sp.operators.index(bcast))
+        await choose(pilot, 0)
+        rows = app.screen.view.rows
+        table_text = screen_text(app)
+        for _ in range(2):
+            await pilot.press("escape")
+        await choose(pilot, sp.operators.index(proc))
+        await pilot.press("z")
+        await pilot.pause()
+        assert isinstance(app.screen, SizesScreen)
+        return rows, table_text, screen_text(app), status(app)
+
+    rows, table_text, sizes_text, sizes_status = drive(path, script)
+    assert rows.equals(local_table(sp, TableChoice(bcast, "operator", ("rules",))))
+    assert "lk-bcast / operator state rules" in table_text
+    assert "key group" in sizes_text and "avg" in sizes_text
+    total = sum(StateQuestions(sp, proc).key_group_sizes()["rows"].to_pylist())
+    assert f"hold {total:,} row(s)" in sizes_status
+
+
+def test_save_writes_the_rows_shown_and_never_into_the_savepoint(tmp_path):
+    path = tmp_path / "sp"
+    shutil.copytree(FLINK_DEV / "long-hashmap-canonical" / "savepoint", path)
+    sp = load(str(path))
+    op = first_keyed(sp, "lk-proc")
+    out = tmp_path / "out"
+    out.mkdir()
+
+    async def script(app, pilot):
+        await open_keyed(app, pilot, op)
+        saved = []
+        for name in ("rows.csv", "rows.jsonl", "rows.parquet"):
+            app.screen.save(str(out / name))
+            saved.append(status(app))
+        app.screen.save(str(path / "inside.csv"))
+        inside = status(app)
+        app.screen.save(str(out / "rows.txt"))
+        return app.screen.view.rows, saved, inside, status(app)
+
+    rows, saved, inside, bad = drive(path, script)
+    assert saved == [f"{rows.num_rows} row(s) saved to {out / n}" for n in ("rows.csv", "rows.jsonl", "rows.parquet")]
+    assert pq.read_table(out / "rows.parquet").equals(rows)
+    lines = (out / "rows.jsonl").read_text().splitlines()
+    assert len(lines) == rows.num_rows and json.loads(lines[0])["key"] == rows["key"][0].as_py()
+    assert (out / "rows.csv").read_text().splitlines()[0] == ",".join(rows.column_names)
+    assert inside.startswith("unreadable: output ") and "which this command reads" in inside
+    assert bad == f"unreadable: {out / 'rows.txt'}: name a .csv, .jsonl or .parquet file"
+    assert not (path / "inside.csv").exists() and sorted(p.name for p in out.iterdir()) == \
+        ["rows.csv", "rows.jsonl", "rows.parquet"]
+
+
+OFFSETS_AT = 0xCA + 9  # lk-proc subtask 0's key-group offsets in _metadata (test_flink_damaged.py)
+
+
+@pytest.mark.slow  # browses every operator
+def test_a_damaged_flink_savepoint_shows_the_damage_and_the_rest(tmp_path):
+    path = tmp_path / "sp"
+    shutil.copytree(FLINK_DEV / "long-hashmap-canonical" / "savepoint", path)
+    data = bytearray((path / "_metadata").read_bytes())
+    struct.pack_into(">q", data, OFFSETS_AT + 8 * 3, 1 << 40)
+    (path / "_metadata").write_bytes(bytes(data))
+    sp = load(str(path))
+
+    proc = sp.operators.index(first_keyed(sp, "lk-proc"))
+    why = f"{path}/_metadata: operator lk-proc subtask 0: key group 3's offset {1 << 40} lies outside " \
+          "its stream of 17835 bytes"
+
+    async def script(app, pilot):
+        opened = await browse_everything(app, pilot)
+        app.screen.table.move_cursor(row=proc)
+        await pilot.pause()
+        first = screen_text(app), status(app)
+        await choose(pilot, proc)
+        states = screen_text(app)
+        await choose(pilot, 0)
+        return first, opened, states, status(app)
+
+    (first, highlighted), opened, states, said = drive(path, script)
+    assert " lk-proc       lk-proc               keyed      3/256        54.9 KiB  keyed sta" in first
+    assert highlighted == f"unreadable: keyed state: {why}"
+    assert ("lk-bcast", "rules", 7) in opened and not any(op == "lk-proc" for op, _, _ in opened)
+    assert " keyed state  unreadable  unreadable" in states and "54.9 KiB" in states
+    assert said == f"unreadable: keyed state: {why}"
+
+
+def test_a_damaged_file_of_statectl_stops_its_page_only(own, tmp_path):
+    path = tmp_path / "copy"
+    shutil.copytree(own["source"], path)
+    sp = load(str(path))
+    op = next(o for o in sp.operators if o.keyed is not None)
+    first = sorted(op.keyed.files, key=lambda f: f.key_groups)[0]
+    damaged = path / first.ref.path
+    damaged.write_bytes(damaged.read_bytes()[:-10])
+
+    async def script(app, pilot):
+        await open_keyed(app, pilot, op)
+        said = status(app)
+        still = type(app.screen).__name__
+        await pilot.press("escape")
+        await pilot.pause()
+        timers = next(i for i, e in enumerate(app.screen.entries) if e.table == TIMERS)
+        await choose(pilot, timers)
+        return said, still, app.screen.view.rows
+
+    said, still, timers = drive(path, script)
+    assert said.startswith("unreadable: ") and first.ref.path.rsplit("/", 1)[-1] in said
+    assert still == "TableScreen"
+    assert timers.num_rows == local_table(sp, TableChoice(op, TIMERS)).num_rows > 0
+
+
+@pytest.mark.parametrize("path", [FLINK_DEV / "long-hashmap-canonical" / "savepoint",
+                                  FIXTURES / "flink-sql-probe" / "hashmap-canonical"],
+                         ids=["datastream", "sql"])
+def test_the_main_screens_at_80x24(path):
+    sp = load(str(path))
+    keyed = next(o for o in sp.operators if o.keyed is not None and o.keyed.states)
+
+    async def script(app, pilot):
+        shots = [screen_text(app)]
+        await choose(pilot, sp.operators.index(keyed))
+        shots.append(screen_text(app))
+        await choose(pilot, 0)
+        shots.append(screen_text(app))
+        await pilot.press("enter")
+        await pilot.pause()
+        shots.append(screen_text(app))
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        shots.append(screen_text(app))
+        return shots
+
+    operators, states, table, value, help_ = drive(path, script)
+    for shot in (operators, states, table, value):
+        assert len(shot.splitlines()) <= 24 and all(len(line) <= 80 for line in shot.splitlines())
+    assert " uid " in operators and "name" in operators and "kind" in operators
+    assert f"{len(sp.operators)} operator(s); Enter opens one" in operators
+    for op in sp.operators[:15]:
+        assert (op.uid or op.name)[:12] in operators
+    state = keyed.keyed.states[0]
+    assert f"operator {keyed.label}" in states and state.name[:15] in states and state.kind in states
+    assert "row(s) from key group 0+0" in table and "Next page" in table
+    assert f"{keyed.label} / (keyed table)" in table and state.name[:15] in table
+    assert "value" in value and "_key_group: " in value
+    assert "jump to a key" in help_ and "nothing is ever written" in help_
+
+
+def test_explore_of_no_savepoint_is_one_error_line(cli, tmp_path):
+    missing = str(tmp_path / "nope")
+    result = cli("explore", missing)
+    assert (result.returncode, result.stdout, result.stderr) == \
+        (1, "", f"error: {missing}: no such savepoint directory\n")
+
+
+def test_other_commands_do_not_import_textual():
+    probe = "import sys, statectl.cli.app; print('textual' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
+@pytest.mark.slow  # a process of its own, in a terminal
+def test_the_command_runs_in_a_terminal_and_q_quits():
+    """`statectl explore` in a pseudo-terminal of 80x24: it draws the operators, and q ends it
+    with exit code 0 and the terminal's screen given back."""
+    import os
+    import pty
+    import select
+    import time
+
+    example = Path(__file__).parents[2] / "examples" / "flink" / "savepoint"
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the console script's entry point, as a user runs it
+        os.environ.update(TERM="xterm-256color", COLUMNS="80", LINES="24")
+        os.execv(sys.executable, [sys.executable, "-m", "statectl.cli.main", "explore", str(example)])
+    shown = b""
+
+    def read(seconds: float, until: bytes) -> None:
+        nonlocal shown
+        end = time.monotonic() + seconds
+        while time.monotonic() < end and until not in shown:
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    shown += os.read(fd, 65536)
+                except OSError:  # the child has ended
+                    return
+
+    read(30, b"Enter opens one")
+    assert b"pj-proc" in shown and b"operator(s); Enter opens one" in shown
+    os.write(fd, b"q")
+    read(10, b"\x1b[?1049l")
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert b"\x1b[?1049l" in shown  # the alternate screen left: the terminal as it was
