@@ -263,11 +263,7 @@ class Prune:
         now = None if expired_at is None else \
             (expired_at if isinstance(expired_at, int) else parse_time(str(expired_at), "--expired-at"))
         choices = tuple(choose_operators(base, operators, now, _ttls(ttl), where))
-        writer = SavepointWriter(base)
-        writer.base_family.check_rebuilds(base, choices)
-        for choice in choices:
-            writer.with_rebuilt(choice)
-        return cls(base, choices, writer)
+        return cls(base, choices, SavepointWriter.rebuilding(base, choices))
 
     def check(self, output: str, overwrite: bool = False) -> None:
         """Check, before Spark starts, that *output* can take the pruned savepoint."""

@@ -92,11 +92,7 @@ class Rescale:
         or unknown operators fail here."""
         base = source if isinstance(source, Savepoint) else load(source)
         choices = tuple(choose_operators(base, max_parallelism, parallelism, operators))
-        writer = SavepointWriter(base)  # the base's own format family
-        writer.base_family.check_rebuilds(base, choices)
-        for choice in choices:
-            writer.with_rebuilt(choice)
-        return cls(base, choices, writer)
+        return cls(base, choices, SavepointWriter.rebuilding(base, choices))
 
     def check(self, output: str, overwrite: bool = False) -> None:
         """Check, before Spark starts, that *output* can take the rescaled savepoint."""

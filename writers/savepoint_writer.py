@@ -70,6 +70,16 @@ class SavepointWriter:
         """A savepoint derived from the one at *location*, which is only ever read."""
         return cls(load(location), max_parallelism, format)
 
+    @classmethod
+    def rebuilding(cls, base: Savepoint, rebuilds) -> "SavepointWriter":
+        """*base* (its own format family) with each of *rebuilds* written again (a rescale's, a
+        prune's; checked first), every other operator a shallow copy."""
+        writer = cls(base)
+        writer.base_family.check_rebuilds(base, rebuilds)
+        for rebuild in rebuilds:
+            writer.with_rebuilt(rebuild)
+        return writer
+
     # --- building -----------------------------------------------------------------
     def with_operator(self, operator: OperatorData) -> "SavepointWriter":
         """Add *operator*, or replace the base's operator with the same uid."""
