@@ -36,7 +36,7 @@ def write_batches(schema, batches, fmt: str, output: str | None = None, limit: i
         _table_parquet(schema, batches, output)
     elif fmt == "jsonl":
         fields = list(schema)
-        write_lines((json.dumps({f.name: _json_value(v, f.type) for f, v in zip(fields, row)},
+        write_lines((json.dumps({f.name: json_value(v, f.type) for f, v in zip(fields, row)},
                                  ensure_ascii=False, separators=(",", ":")) + "\n"
                       for batch in batches for row in _rows(batch)), output)
     else:
@@ -64,7 +64,7 @@ def _rows(table):
     return zip(*columns) if columns else iter(())
 
 
-def _json_value(v, t):
+def json_value(v, t):
     """A value of Arrow type *t* as Spark's to_json writes it: maps as objects (keys as text),
     binary as base64, timestamps as ISO 8601."""
     import base64
@@ -76,11 +76,11 @@ def _json_value(v, t):
     if v is None:
         return None
     if pa.types.is_map(t):
-        return {_key_text(k, t.key_type): _json_value(x, t.item_type) for k, x in v}
+        return {_key_text(k, t.key_type): json_value(x, t.item_type) for k, x in v}
     if pa.types.is_struct(t):
-        return {f.name: _json_value(v[f.name], f.type) for f in t}
+        return {f.name: json_value(v[f.name], f.type) for f in t}
     if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return [_json_value(x, t.value_type) for x in v]
+        return [json_value(x, t.value_type) for x in v]
     if isinstance(v, bytes):
         return base64.b64encode(v).decode()
     if isinstance(v, datetime.datetime):
@@ -98,17 +98,17 @@ def _json_value(v, t):
 def _key_text(k, t) -> str:
     if isinstance(k, str):
         return k
-    value = _json_value(k, t)
+    value = json_value(k, t)
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")) if isinstance(value, (dict, list)) \
-        else _text(value, None)
+        else cell_text(value, None)
 
 
-def _text(v, t) -> str | None:
+def cell_text(v, t) -> str | None:
     """A value as one cell of text (the terminal table, CSV)."""
     if v is None:
         return None
     if t is not None:
-        v = _json_value(v, t)
+        v = json_value(v, t)
     if isinstance(v, (dict, list)):
         return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
     if isinstance(v, bool):
@@ -118,7 +118,7 @@ def _text(v, t) -> str | None:
 
 def _table_csv_lines(schema, batches):
     types = [f.type for f in schema]
-    rows = ([_text(v, t) for v, t in zip(row, types)] for batch in batches for row in _rows(batch))
+    rows = ([cell_text(v, t) for v, t in zip(row, types)] for batch in batches for row in _rows(batch))
     yield from csv_lines(itertools.chain([schema.names], rows))
 
 
@@ -148,7 +148,7 @@ def _table_table(table, shown: int) -> None:
     rows = list(_rows(table.slice(0, shown)))
     types = [f.type for f in table.schema]
     for row in rows:
-        t.add_row(*(Text("null", style="dim") if v is None else Text(_text(v, ty)) for v, ty in zip(row, types)))
+        t.add_row(*(Text("null", style="dim") if v is None else Text(cell_text(v, ty)) for v, ty in zip(row, types)))
     console = make_console()
     console.print(t)
     more = table.num_rows > shown

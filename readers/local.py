@@ -44,7 +44,7 @@ def local_batches(sp: Savepoint, choice: TableChoice, limit: int | None = None,
     batch at a time, whatever the table's size."""
     source = table_source(sp, choice.operator)
     keys, groups, span = key_filter(source, choice.keys, key_groups)
-    keep = _row_filter(choice.operator, keys, groups, choice.states if choice.kind == KEYED else (),
+    keep = row_filter(choice.operator, keys, groups, choice.states if choice.kind == KEYED else (),
                        span if choice.kind != OPERATOR_STATE else None)
     wanted = table_columns(source, choice)
     if include_key_group and choice.kind != OPERATOR_STATE:
@@ -85,7 +85,7 @@ def table_columns(source: TableSource, choice: TableChoice) -> list[str]:
     return wanted + [c for n in names for c in op.keyed.state(n).columns]
 
 
-def _row_filter(op: Operator, keys, groups, states, span=None):
+def row_filter(op: Operator, keys, groups, states, span=None):
     """A batch's mask: the key filter's keys exactly; with chosen states, rows holding one;
     with a *span* ``(first, last)``, rows of those key groups."""
     if keys is None and not states and span is None:

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from statectl.readers.local import _row_filter, local_table
+from statectl.readers.local import row_filter, local_table
 from statectl.readers.questions import Cursor, StateQuestions
 from statectl.readers.resolve import KEYED, OPERATOR_STATE, TIMERS, TableChoice
 from statectl.statefmt.model import KEY_GROUP_COLUMN, KEYED_PART, NAMESPACE_COLUMN, Operator, Savepoint
@@ -236,7 +236,7 @@ class TableView:
         from statectl.readers.keys import KeyFilter, parse_key
 
         wanted = KeyFilter.of(self.questions.source, [parse_key(self.operator, text)])
-        keep = _row_filter(self.operator, list(wanted.keys), list(wanted.groups), ())
+        keep = row_filter(self.operator, list(wanted.keys), list(wanted.groups), ())
         group, at, seen = wanted.groups[0], Cursor(wanted.groups[0], 0), 0
         while at is not None and at.key_group == group:
             page = self.questions.page(self.entry.table, at, 4096)
@@ -280,6 +280,6 @@ def _as_text(column) -> pa.Array:
     try:
         return pc.cast(column, pa.string())
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
-        from ..arrow_tables import _text
+        from ..arrow_tables import cell_text
 
-        return pa.array([_text(v, column.type) for v in column.to_pylist()], pa.string())
+        return pa.array([cell_text(v, column.type) for v in column.to_pylist()], pa.string())

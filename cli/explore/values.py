@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from statectl.statefmt.model import TTL_SUFFIX
 
-from ..arrow_tables import _json_value, _text
+from ..arrow_tables import cell_text, json_value
 
 ROW_KIND = "_rowkind"
 SHOWN_CHILDREN = 500  # a longer list or map shows its first entries and says how many more
@@ -47,7 +47,7 @@ def value_node(name: str, value, t: pa.DataType, ttl: bool = False) -> Node:
 
 def _entry(key, value, key_type, value_type, ttl) -> Node:
     simple = not (pa.types.is_nested(key_type))
-    label = _scalar(key, key_type, False) if simple else json.dumps(_json_value(key, key_type), ensure_ascii=False, separators=(",", ":"))
+    label = _scalar(key, key_type, False) if simple else json.dumps(json_value(key, key_type), ensure_ascii=False, separators=(",", ":"))
     node = value_node(label, value, value_type, ttl)
     if not simple:  # a RowData key: its fields under it too
         node.children.insert(0, value_node("key", key, key_type))
@@ -63,16 +63,16 @@ def _scalar(value, t: pa.DataType, ttl: bool) -> str:
         when = datetime.datetime.fromtimestamp(value / 1000, datetime.timezone.utc)
         return f"{when.isoformat(timespec='milliseconds')} ({value})"
     if isinstance(value, datetime.datetime):
-        return _json_value(value, t) + ("Z" if value.tzinfo is None and ttl else "")
+        return json_value(value, t) + ("Z" if value.tzinfo is None and ttl else "")
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
-    return _text(value, t)
+    return cell_text(value, t)
 
 
 def row_json(row: dict, schema: pa.Schema, columns: list[str] | None = None) -> str:
     """The columns *columns* (all: None) of *row* as one JSON object, as `read --format jsonl`."""
     names = columns if columns is not None else schema.names
-    return json.dumps({n: _json_value(row[n], schema.field(n).type) for n in names},
+    return json.dumps({n: json_value(row[n], schema.field(n).type) for n in names},
                       ensure_ascii=False, separators=(",", ":"))
 
 
@@ -80,5 +80,5 @@ def cell(value, t: pa.DataType, width: int = 40) -> str:
     """A value as one short cell of a table (the text `read` prints, cut at *width*)."""
     if value is None:
         return "null"
-    text = _text(value, t).replace("\n", " ")
+    text = cell_text(value, t).replace("\n", " ")
     return text if len(text) <= width else text[:width - 1] + "…"
