@@ -35,7 +35,7 @@ _ONE_BYTE = {K.BOOL, K.BYTE, K.BOXED_BOOL, K.BOXED_BYTE}
 def encode_fixed(plan: Plan, class_name: str, values: pa.Array, generation: int, where: str) -> pa.Array:
     """Each row of *values* (a struct column typed as the class's layout, null for a null
     value) as one Kryo value of *class_name*, as a binary column."""
-    writer = _Writer(generation, where)
+    writer = _Writer(generation)
     valid = np.asarray(values.is_valid())
     class_id = int(plan.steps[0, 2])
     head = varints(np.full(len(values), class_id + 2)) if class_id >= 0 else \
@@ -46,10 +46,9 @@ def encode_fixed(plan: Plan, class_name: str, values: pa.Array, generation: int,
 
 
 class _Writer:
-    def __init__(self, generation: int, where: str):
+    def __init__(self, generation: int):
         self.little = generation == KRYO5
         self.ascii_max = ASCII_MAX[KRYO5 if self.little else 2]
-        self.where = where
 
     def node(self, node: Node, column: pa.Array, rows: np.ndarray, where: str) -> pa.Array:
         """The bytes of *node* for the *rows* written (null elsewhere: no bytes)."""
