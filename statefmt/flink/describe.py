@@ -104,6 +104,11 @@ class FlinkOperatorInfo:
     def label(self) -> str:
         return self.uid or self.operator_id
 
+    @property
+    def keyed_native(self) -> bool:
+        """Whether its keyed state is a native RocksDB snapshot (Flink's RocksDB or ForSt backend)."""
+        return any(isinstance(s.handle, IncrementalRocksDB) for s in self.keyed_splits)
+
     @cached_property
     def keyed_schema(self) -> pa.Schema | None:
         h = self.keyed_header

@@ -9,16 +9,23 @@ same for every one (:data:`CANONICAL_TRAILER`, as Flink 2.3 writes it, and Flink
 1.17 and 1.20 too). A savepoint derived from a Flink 1.x one keeps its metadata
 version (4, which names operators by OperatorID alone: no names, no uids), so the
 release that wrote the base restores it.
+
+A native operator's subtasks hold an `IncrementalRemoteKeyedStateHandle` instead
+(:class:`KeyedNativeFiles`, written by `native_write`): its keyed header as the
+meta information stream, its RocksDB files by their local names, all private, as
+Flink's own native savepoints hold them. When every keyed operator is native, the
+trailer names the NATIVE format (:data:`NATIVE_TRAILER`), as Flink's does.
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 from ..errors import FlinkFormatError
 from ..fs import Location
 from ..ids import operator_id_for_uid
-from .handles import KeyGroupsStream, OperatorStateInfo, OperatorStream, RelativeFile
+from .handles import IncrementalRocksDB, KeyGroupsStream, OperatorStateInfo, OperatorStream, RelativeFile
 from .metadata import FlinkMetadata, FlinkOperator, SubtaskState
 from .metadata_write import encode_metadata
 from .streamio import METADATA
@@ -46,6 +53,9 @@ CANONICAL_TRAILER = bytes.fromhex(
     "6e00000000000000001200007871007e00097400044e4f4e45"
 )
 
+# The same properties with the format type NATIVE (a Java string of 6 characters, not 9).
+NATIVE_TRAILER = CANONICAL_TRAILER.replace(b"\x74\x00\x09CANONICAL", b"\x74\x00\x06NATIVE")
+
 
 @dataclass(frozen=True)
 class KeyedStreamFile:
@@ -59,6 +69,30 @@ class KeyedStreamFile:
 
 
 @dataclass(frozen=True)
+class KeyedNativeFiles:
+    """One subtask's native RocksDB snapshot: its key-group range, its meta information stream
+    (the keyed header) and its database files, each (RocksDB name, file, size)."""
+    subtask: int
+    start: int
+    count: int
+    meta: tuple[str, int]
+    files: tuple[tuple[str, str, int], ...]
+    entries: int = 0
+
+    @property
+    def size(self) -> int:
+        return self.meta[1] + sum(size for _, _, size in self.files)
+
+    def handle(self) -> IncrementalRocksDB:
+        """Flink's handle of it, as a native savepoint holds one: every file private, a new
+        backend id and handle id."""
+        return IncrementalRocksDB(
+            CHECKPOINT_ID, str(uuid.uuid4()), self.start, self.count, RelativeFile(*self.meta), (),
+            tuple((name, RelativeFile(file, size)) for name, file, size in self.files), self.size,
+            str(uuid.uuid4()))
+
+
+@dataclass(frozen=True)
 class OperatorStreamFile:
     """One subtask's operator state stream: (name, mode, offsets) per state, its file."""
     subtask: int
@@ -69,7 +103,7 @@ class OperatorStreamFile:
 
 
 def flink_operator(uid: str | None, parallelism: int, max_parallelism: int,
-                   keyed: list[KeyedStreamFile], operator: list[OperatorStreamFile],
+                   keyed: list[KeyedStreamFile | KeyedNativeFiles], operator: list[OperatorStreamFile],
                    operator_id: str | None = None) -> FlinkOperator:
     """The operator's record: every subtask, with the streams written for it (or none). It is
     named by its *uid*, or by *operator_id* alone (uid None: an operator Flink knows by id only)."""
@@ -78,8 +112,8 @@ def flink_operator(uid: str | None, parallelism: int, max_parallelism: int,
     subtasks = []
     for i in range(parallelism):
         k, o = keyed_of.get(i), op_of.get(i)
-        managed_keyed = None if k is None else KeyGroupsStream(
-            "canonical", k.start, k.offsets, RelativeFile(k.file, k.size))
+        managed_keyed = None if k is None else k.handle() if isinstance(k, KeyedNativeFiles) else \
+            KeyGroupsStream("canonical", k.start, k.offsets, RelativeFile(k.file, k.size))
         managed_operator = () if o is None else (OperatorStream(
             tuple(OperatorStateInfo(n, m, offs) for n, m, offs in o.states), RelativeFile(o.file, o.size)),)
         subtasks.append(SubtaskState(i, managed_operator, (), managed_keyed, None))
@@ -92,7 +126,10 @@ def metadata_bytes(operators: list[FlinkOperator], version: int = METADATA_VERSI
     if version < OLDEST_WRITTEN_VERSION:
         raise FlinkFormatError(f"cannot write Flink _metadata version {version}: statectl writes "
                                f"versions {OLDEST_WRITTEN_VERSION} to {METADATA_VERSION}")
-    return encode_metadata(FlinkMetadata(version, CHECKPOINT_ID, tuple(operators), (), CANONICAL_TRAILER))
+    keyed = [s.managed_keyed for op in operators for s in op.subtasks if s.managed_keyed is not None]
+    native = bool(keyed) and all(isinstance(h, IncrementalRocksDB) for h in keyed)
+    return encode_metadata(FlinkMetadata(version, CHECKPOINT_ID, tuple(operators), (),
+                                         NATIVE_TRAILER if native else CANONICAL_TRAILER))
 
 
 def commit_flink(out: Location, operators: list[FlinkOperator]) -> None:

@@ -75,47 +75,50 @@ def row_ddl(schema: pa.Schema) -> str:
     return ", ".join(f"{f.name} {_SPARK_TYPES[f.type]}" for f in schema)
 
 
-class KeyedStreamBuilder:
-    """One subtask's canonical keyed stream, fed sorted entry rows (see the module doc)."""
+@dataclass(frozen=True)
+class Entries:
+    """Assembled entries, one per (state, key): a list's elements joined. In stream order (key
+    group, state id, key); *keys* are without the key-group prefix."""
+    key_groups: np.ndarray
+    state_ids: np.ndarray
+    keys: pa.Array
+    values: pa.Array
 
-    def __init__(self, header: bytes, states: list[StreamState], key: T.FlinkType,
-                 max_parallelism: int, key_groups: tuple[int, int]):
-        self.header = header
+    def __len__(self) -> int:
+        return len(self.key_groups)
+
+
+class EntryAssembler:
+    """Sorted entry rows in, :class:`Entries` out, whole key groups at a time: the last key group
+    of a batch is held back until the next batch (or :meth:`finish`) completes it. Both layouts
+    are fed from it: the canonical stream (:class:`KeyedStreamBuilder`) and the native
+    snapshot (`native_write.NativeSnapshotBuilder`)."""
+
+    def __init__(self, states: list[StreamState], key: T.FlinkType, key_groups: tuple[int, int]):
         self.states = states
         self.key = key
-        self.prefix = prefix_bytes(max_parallelism)
         self.first, self.last = key_groups
-        self.offsets = np.zeros(self.last - self.first + 1, dtype=np.int64)
-        self.size = len(header)
-        self.entries = 0  # entries written (a list state's elements count as one)
         self._carry: pa.Table | None = None
         self._previous = -1
 
-    def start(self) -> bytes:
-        return self.header
-
-    def add(self, table: pa.Table) -> bytes:
-        """The stream bytes of the complete key groups in *table* (the last is held back)."""
+    def add(self, table: pa.Table) -> Entries | None:
+        """The entries of the complete key groups in *table* (None: none complete yet)."""
         if self._carry is not None:
             table = pa.concat_tables([self._carry, table])
         if not table.num_rows:
-            return b""
+            return None
         groups = table.column(KEY_GROUP).to_numpy()
         cut = int(np.searchsorted(groups, groups[-1], side="left"))
         self._carry = table.slice(cut)
-        return self._key_groups(table.slice(0, cut))
+        return self._assembled(table.slice(0, cut))
 
-    def finish(self) -> bytes:
+    def finish(self) -> Entries | None:
         carry, self._carry = self._carry, None
-        return self._key_groups(carry) if carry is not None else b""
+        return self._assembled(carry) if carry is not None else None
 
-    def key_group_offsets(self) -> tuple[int, ...]:
-        return tuple(int(o) for o in self.offsets)
-
-    # --- assembling ------------------------------------------------------------------------
-    def _key_groups(self, rows: pa.Table) -> bytes:
+    def _assembled(self, rows: pa.Table) -> Entries | None:
         if not rows.num_rows:
-            return b""
+            return None
         rows = rows.combine_chunks()
         kg = rows.column(KEY_GROUP).to_numpy().astype(np.int64)
         if kg.min() < self.first or kg.max() > self.last:
@@ -127,7 +130,7 @@ class KeyedStreamBuilder:
         kg, sid, keys, values = self._entries(kg, rows)
         n = len(kg)
         if not n:
-            return b""
+            return None
         same = np.zeros(n, dtype=bool)
         if n > 1:
             same[1:] = (kg[1:] == kg[:-1]) & (sid[1:] == sid[:-1]) & \
@@ -139,40 +142,12 @@ class KeyedStreamBuilder:
         if single.any():
             self._repeated(int(heads[np.flatnonzero(single)[0]]), sid, keys, kg)
         # one entry per run: a list's elements joined, anything else its one value
-        run_offsets = np.append(heads, n)
         joined = values.take(pa.array(heads))  # a repeated timer is kept once
         is_list = kinds == StateKind.LIST
         if is_list.any():
-            lists = delimited(values, run_offsets, LIST_DELIMITER)
+            lists = delimited(values, np.append(heads, n), LIST_DELIMITER)
             joined = pc.if_else(pa.array(is_list), lists, joined)
-        entry_kg, entry_sid = kg[heads], sid[heads]
-        entry_keys = keys.take(pa.array(heads))
-        m = len(heads)
-        last_of_state = np.ones(m, dtype=bool)
-        last_of_state[:-1] = (entry_kg[1:] != entry_kg[:-1]) | (entry_sid[1:] != entry_sid[:-1])
-        first_of_state = np.ones(m, dtype=bool)
-        first_of_state[1:] = last_of_state[:-1]
-        last_of_group = np.ones(m, dtype=bool)
-        last_of_group[:-1] = entry_kg[1:] != entry_kg[:-1]
-        prefix = big_endian(entry_kg, ">i2")[:, 2 - self.prefix:].copy() if self.prefix == 2 \
-            else entry_kg.astype(np.uint8).reshape(-1, 1).copy()
-        prefix[last_of_state, 0] |= META_FOLLOWS
-        key_data, key_offsets = parts_of(entry_keys)
-        value_data, value_offsets = parts_of(joined)
-        key_lens = np.diff(key_offsets) + self.prefix
-        value_lens = np.diff(value_offsets)
-        ids = binary(big_endian(entry_sid[first_of_state], ">i2").ravel(),
-                     np.concatenate([[0], np.cumsum(first_of_state * 2)]))
-        ends = binary(big_endian(np.full(int(last_of_group.sum()), END_OF_KEY_GROUP), ">u2").ravel(),
-                      np.concatenate([[0], np.cumsum(last_of_group * 2)]))
-        body = join_rows([ids, fixed(big_endian(key_lens, ">i4")), fixed(prefix), entry_keys,
-                          fixed(big_endian(value_lens, ">i4")), joined, ends])
-        data, offsets = parts_of(body)
-        group_heads = np.flatnonzero(np.concatenate([[True], entry_kg[1:] != entry_kg[:-1]]))
-        self.offsets[entry_kg[group_heads] - self.first] = self.size + offsets[group_heads]
-        self.size += int(offsets[-1])
-        self.entries += m
-        return data.tobytes()
+        return Entries(kg[heads], sid[heads], keys.take(pa.array(heads)), joined)
 
     def _entries(self, kg: np.ndarray, rows: pa.Table):
         """The entries of *rows* (sorted by key group and key) in stream order: by key group,
@@ -219,6 +194,72 @@ class KeyedStreamBuilder:
         what = "a map key appears twice for key" if state.kind == StateKind.MAP else "two rows for key"
         raise FlinkEncodeError(f"{state.what}: {what} {shown} (key group {int(kg[row])}); "
                                f"a {state.kind} state holds one value per key")
+
+
+class KeyedStreamBuilder:
+    """One subtask's canonical keyed stream, fed sorted entry rows (see the module doc)."""
+
+    def __init__(self, header: bytes, states: list[StreamState], key: T.FlinkType,
+                 max_parallelism: int, key_groups: tuple[int, int]):
+        self.header = header
+        self.assembler = EntryAssembler(states, key, key_groups)
+        self.prefix = prefix_bytes(max_parallelism)
+        self.first, last = key_groups
+        self.offsets = np.zeros(last - self.first + 1, dtype=np.int64)
+        self.size = len(header)
+        self.entries = 0  # entries written (a list state's elements count as one)
+
+    def start(self) -> bytes:
+        return self.header
+
+    def add(self, table: pa.Table) -> bytes:
+        """The stream bytes of the complete key groups in *table* (the last is held back)."""
+        return self._framed(self.assembler.add(table))
+
+    def finish(self) -> bytes:
+        return self._framed(self.assembler.finish())
+
+    def key_group_offsets(self) -> tuple[int, ...]:
+        return tuple(int(o) for o in self.offsets)
+
+    def _framed(self, entries: Entries | None) -> bytes:
+        """*entries* as stream bytes: state ids, length-prefixed keys (with their key-group
+        prefix) and values, the end marks; the offset of each key group noted."""
+        if entries is None:
+            return b""
+        entry_kg, entry_sid, entry_keys, joined = entries.key_groups, entries.state_ids, entries.keys, entries.values
+        m = len(entries)
+        last_of_state = np.ones(m, dtype=bool)
+        last_of_state[:-1] = (entry_kg[1:] != entry_kg[:-1]) | (entry_sid[1:] != entry_sid[:-1])
+        first_of_state = np.ones(m, dtype=bool)
+        first_of_state[1:] = last_of_state[:-1]
+        last_of_group = np.ones(m, dtype=bool)
+        last_of_group[:-1] = entry_kg[1:] != entry_kg[:-1]
+        prefix = key_group_prefixes(entry_kg, self.prefix)
+        prefix[last_of_state, 0] |= META_FOLLOWS
+        key_data, key_offsets = parts_of(entry_keys)
+        value_data, value_offsets = parts_of(joined)
+        key_lens = np.diff(key_offsets) + self.prefix
+        value_lens = np.diff(value_offsets)
+        ids = binary(big_endian(entry_sid[first_of_state], ">i2").ravel(),
+                     np.concatenate([[0], np.cumsum(first_of_state * 2)]))
+        ends = binary(big_endian(np.full(int(last_of_group.sum()), END_OF_KEY_GROUP), ">u2").ravel(),
+                      np.concatenate([[0], np.cumsum(last_of_group * 2)]))
+        body = join_rows([ids, fixed(big_endian(key_lens, ">i4")), fixed(prefix), entry_keys,
+                          fixed(big_endian(value_lens, ">i4")), joined, ends])
+        data, offsets = parts_of(body)
+        group_heads = np.flatnonzero(np.concatenate([[True], entry_kg[1:] != entry_kg[:-1]]))
+        self.offsets[entry_kg[group_heads] - self.first] = self.size + offsets[group_heads]
+        self.size += int(offsets[-1])
+        self.entries += m
+        return data.tobytes()
+
+
+def key_group_prefixes(key_groups: np.ndarray, width: int) -> np.ndarray:
+    """Each key group as Flink's big-endian key prefix of *width* bytes (one row each, writable)."""
+    if width == 2:
+        return big_endian(key_groups, ">i2").copy()
+    return key_groups.astype(np.uint8).reshape(-1, 1).copy()
 
 
 def run_ids(groups: np.ndarray, keys: pa.Array) -> np.ndarray:

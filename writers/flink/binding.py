@@ -53,20 +53,23 @@ class FlinkBinding:
     """An operator's serializers. *header*: the base's keyed header, copied as it is, when the
     types are a SQL operator's (RowData, which has no binding text) or a rescale moves the
     keyed entries as their bytes: its states keep the base's order, and no serializer snapshot
-    is written from a type."""
+    is written from a type. *native*: the keyed state is written as a native RocksDB snapshot
+    (the files Flink's RocksDB and ForSt backends restore as their own), not as canonical
+    streams."""
 
     key: T.FlinkType | None = None
     namespace: T.FlinkType | None = None
     timer_service: str = DEFAULT_TIMER_SERVICE
     states: dict[str, StateBinding] = field(default_factory=dict)
     header: bytes | None = None
+    native: bool = False
 
     def state(self, name: str) -> StateBinding:
         return self.states.get(name, StateBinding())
 
     def __hash__(self):  # frozen with a dict: hash by its items
         return hash((self.key, self.namespace, self.timer_service, tuple(sorted(self.states.items())),
-                     self.header))
+                     self.header, self.native))
 
 
 def _type(value: Any, where: str) -> T.FlinkType:

@@ -17,7 +17,7 @@ from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.binding import LIST_SERIALIZER, MAP_SERIALIZER, NAMED, VOID, key_java_type
 from statectl.statefmt.flink.headers import StateMeta, read_keyed_header
 from statectl.statefmt.flink.rowdata import RowData
-from statectl.statefmt.flink.savepoint_write import KeyedStreamFile, OperatorStreamFile, flink_operator
+from statectl.statefmt.flink.savepoint_write import KeyedNativeFiles, KeyedStreamFile, OperatorStreamFile, flink_operator
 from statectl.statefmt.flink.snapshot_write import copied_keyed_header, keyed_header, operator_header
 from statectl.statefmt.flink.stream_write import (KEY, KEY_GROUP, OperatorStreamPart, StreamState,
                                                   operator_stream, row_ddl, row_schema)
@@ -35,6 +35,7 @@ from .binding import FlinkBinding
 from .columns import check_columns, connector_layout, order_sql, ttl_input, ttl_wrapped, written_type
 from .encoding import (OP_ENTRY_DDL, STREAM_HANDLE_DDL, EntryEncoder, KeyedStreamTask, OperatorEntryEncoder,
                        StateEncoding, stream_file_name)
+from .native import NATIVE_HANDLE_DDL, NativeKeyedTask, native_files
 from .regroup import RegroupedKeyed
 
 TIMER_STATE = "_timer_state/{domain}_{service}"
@@ -118,9 +119,31 @@ class FlinkOperatorPlan:
         chunks = Chunks(self.max_parallelism, self.data.parallelism, 1)
         rows = chunks.distribute(entry_rows, sort_by=(KEY_GROUP, KEY))
         self.key = key
-        task = KeyedStreamTask(self.session.out.uri, self.session.token, self.keyed_header, self.stream_states,
-                               key, self.max_parallelism, self.data.parallelism)
-        self.keyed_job = rows.mapInArrow(task, STREAM_HANDLE_DDL)
+        self.keyed_job = rows.mapInArrow(self._keyed_task(), NATIVE_HANDLE_DDL if self.binding.native
+                                         else STREAM_HANDLE_DDL)
+
+    def _keyed_task(self):
+        """The task writing one subtask's keyed state: a native snapshot or a canonical stream."""
+        task = NativeKeyedTask if self.binding.native else KeyedStreamTask
+        return task(self.session.out.uri, self.session.token, self.keyed_header, self.stream_states,
+                    self.key, self.max_parallelism, self.data.parallelism)
+
+    def _keyed_files(self, rows) -> list:
+        """The subtasks' keyed files, from the tasks' *rows*; an empty one for each subtask no
+        task wrote (it holds no keyed entries)."""
+        files = [self._keyed_file(r) for r in rows]
+        done = {f.subtask for f in files}
+        if len(done) != len(files):
+            raise StatectlError(f"{self.where}: two tasks wrote one subtask's keyed state")
+        for subtask in sorted(set(range(self.data.parallelism)) - done):
+            files.append(self._keyed_file(self._keyed_task().write(subtask, iter(())).to_pylist()[0]))
+        return files
+
+    def _keyed_file(self, row):
+        if self.binding.native:
+            return native_files(row)
+        return KeyedStreamFile(row["subtask"], row["start"], tuple(row["offsets"]), row["file"], row["size"],
+                               row["entries"])
 
     def _key_type(self, keyed: KeyedData, first) -> tuple:
         """The key's Flink type (the binding's, or its columns') and its Java type."""
@@ -293,20 +316,9 @@ class FlinkOperatorPlan:
         """Run the jobs: the operator written and its report."""
         keyed_files = []
         if self.keyed_job is not None:
-            rows = self.session.collect(self.keyed_job, f"keyed state of {self.label} (Flink)")
-            keyed_files = [KeyedStreamFile(r["subtask"], r["start"], tuple(r["offsets"]), r["file"], r["size"],
-                                           r["entries"]) for r in rows]
-            done = {f.subtask for f in keyed_files}
-            if len(done) != len(keyed_files):
-                raise StatectlError(f"{self.where}: two tasks wrote one subtask's keyed stream")
-            for subtask in range(self.data.parallelism):  # subtasks no task wrote: no keyed entries
-                if subtask not in done:
-                    task = KeyedStreamTask(self.session.out.uri, self.session.token, self.keyed_header,
-                                           self.stream_states, self.key, self.max_parallelism,
-                                           self.data.parallelism)
-                    row = task.write(subtask, iter(())).to_pylist()[0]
-                    keyed_files.append(KeyedStreamFile(subtask, row["start"], tuple(row["offsets"]),
-                                                       row["file"], row["size"]))
+            rows = self.session.collect(self.keyed_job, f"keyed state of {self.label} (Flink"
+                                        f"{', native' if self.binding.native else ''})")
+            keyed_files = self._keyed_files(rows)
         op_files = self._operator_streams() if self.operator_job is not None else []
         op = flink_operator(self.data.uid, self.data.parallelism, self.max_parallelism, keyed_files, op_files,
                             self.data.resolved_id)
@@ -314,7 +326,8 @@ class FlinkOperatorPlan:
         keyed = self.data.keyed
         keyed_names = [s.name for s in keyed.states] if isinstance(keyed, KeyedData) else \
             list(keyed.states) if isinstance(keyed, RegroupedKeyed) else []
-        report = OperatorReport(self.data.uid, self.data.resolved_id, action, len(files),
+        count = sum(1 + len(f.files) if isinstance(f, KeyedNativeFiles) else 1 for f in files)
+        report = OperatorReport(self.data.uid, self.data.resolved_id, action, count,
                                      sum(f.entries for f in files),
                                      sum(f.size for f in files),
                                      keyed_names + [s.name for s in self.data.operator_states])

@@ -130,7 +130,8 @@ def operator_binding(op: FlinkOperatorInfo, keyed_bytes: bool = False) -> FlinkB
     except FlinkEncodeError as e:
         raise UsageError(str(e)) from None
     return FlinkBinding(found.get("key"), found.get("namespace"),
-                        found.get("timer_service", DEFAULT_TIMER_SERVICE), found["states"], found.get("header"))
+                        found.get("timer_service", DEFAULT_TIMER_SERVICE), found["states"], found.get("header"),
+                        op.keyed_native)
 
 
 # --- the data ------------------------------------------------------------------------------------
@@ -262,7 +263,8 @@ def on_flink_base(fsp: FlinkSavepoint, data: OperatorData) -> OperatorData:
         states[name] = StateBinding(mine.type or theirs.type, mine.ttl or theirs.ttl, mine.kind or theirs.kind,
                                     mine.key or theirs.key)
     binding = FlinkBinding((given and given.key) or known.key, (given and given.namespace) or known.namespace,
-                           given.timer_service if given else known.timer_service, states)
+                           given.timer_service if given else known.timer_service, states,
+                           native=op.keyed_native)
     return dataclasses.replace(data, flink=binding, max_parallelism=data.max_parallelism or op.max_parallelism)
 
 

@@ -1,0 +1,99 @@
+"""The task side of a native Flink operator: one subtask's sorted entry rows into the RocksDB
+database Flink's RocksDB and ForSt backends restore as their own (`statefmt.flink.native_write`),
+uploaded beside `_metadata` under new UUID names with the keyed header as its meta
+information stream. The twin of `encoding.KeyedStreamTask`, which writes the canonical stream."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from statectl.statefmt.flink.native_write import NativeSnapshotBuilder
+from statectl.statefmt.flink.savepoint_write import KeyedNativeFiles
+from statectl.statefmt.flink.stream_write import EntryAssembler, StreamState
+from statectl.statefmt.flink import types as T
+from statectl.statefmt.flink.streams import prefix_bytes
+from statectl.statefmt.fs import Location
+from statectl.statefmt.keygroups import key_group_range
+
+from ..errors import task_errors
+from .encoding import stream_file_name
+
+COPY_CHUNK = 8 << 20
+NATIVE_HANDLE_DDL = ("subtask int, start int, count int, meta string, meta_size bigint, "
+                     "files array<struct<name: string, file: string, size: bigint>>, entries bigint")
+_SCHEMA = pa.schema([("subtask", pa.int32()), ("start", pa.int32()), ("count", pa.int32()),
+                     ("meta", pa.string()), ("meta_size", pa.int64()),
+                     ("files", pa.list_(pa.struct([("name", pa.string()), ("file", pa.string()),
+                                                   ("size", pa.int64())]))),
+                     ("entries", pa.int64())])
+
+
+@dataclass(frozen=True)
+class NativeKeyedTask:
+    """Writes one subtask's native snapshot from its sorted entry rows (picklable)."""
+
+    out: str
+    token: str
+    header: bytes
+    states: tuple[StreamState, ...]
+    key: T.FlinkType
+    max_parallelism: int
+    parallelism: int
+
+    def __call__(self, batches):
+        from pyspark import TaskContext
+
+        subtask = TaskContext.get().partitionId()
+        with task_errors():
+            yield self.write(subtask, batches)
+
+    def write(self, subtask: int, batches) -> pa.RecordBatch:
+        first, last = key_group_range(self.max_parallelism, self.parallelism, subtask)
+        assembler = EntryAssembler(list(self.states), self.key, (first, last))
+        builder = NativeSnapshotBuilder([s.name for s in self.states], prefix_bytes(self.max_parallelism))
+        written: list[Location] = []
+        try:
+            for batch in batches:
+                builder.add(assembler.add(pa.Table.from_batches([batch])))
+            builder.add(assembler.finish())
+            files = []
+            for name, path in builder.finish():
+                with open(path, "rb") as source:
+                    target, size = self._upload(source, written)
+                files.append((name, target.name, size))
+            meta, _ = self._upload(io.BytesIO(self.header), written)
+        except BaseException:
+            for target in written:
+                target.delete_file()
+            raise
+        finally:
+            builder.close()
+        done = KeyedNativeFiles(subtask, first, last - first + 1, (meta.name, len(self.header)), tuple(files),
+                                builder.entries)
+        return native_handle_batch(done)
+
+    def _upload(self, source, written: list[Location]) -> tuple[Location, int]:
+        """*source* (a binary file) copied to a new file of the output: it and its size."""
+        target = Location(self.out).child(stream_file_name(self.token))
+        written.append(target)
+        with target.open_output_stream() as f:
+            shutil.copyfileobj(source, f, COPY_CHUNK)
+            size = source.tell()
+        return target, size
+
+
+def native_handle_batch(f: KeyedNativeFiles) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist(
+        [{"subtask": f.subtask, "start": f.start, "count": f.count, "meta": f.meta[0], "meta_size": f.meta[1],
+          "files": [{"name": n, "file": p, "size": s} for n, p, s in f.files], "entries": f.entries}],
+        schema=_SCHEMA)
+
+
+def native_files(row) -> KeyedNativeFiles:
+    """A task's row (:data:`NATIVE_HANDLE_DDL`) as the subtask's files."""
+    return KeyedNativeFiles(row["subtask"], row["start"], row["count"], (row["meta"], row["meta_size"]),
+                            tuple((f["name"], f["file"], f["size"]) for f in row["files"]), row["entries"])
