@@ -140,8 +140,9 @@ class RichOutput:
             ns = op["keyed"]["namespace_type"]
             return text + (f" / namespace: {type_str(ns)}" if ns is not None else "")
 
-        self.table("Flink operators", ["uid", "operator id", "name", "key"],
-                   [[op["uid"] or "(none)", op["operator_id"], op["name"] or "", key(op)]
+        self.table("Flink operators", ["uid", "operator id", "name", "keyed state", "key"],
+                   [[op["uid"] or "(none)", op["operator_id"], op["name"] or "",
+                     op.get("keyed", {}).get("layout", ""), key(op)]
                     for op in info["operators"]])
         rows = []
         for op in info["operators"]:

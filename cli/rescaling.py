@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from .spark import spark_errors, start_spark
-from .writing import MASTER, OVERWRITE, SELF_CONTAINED, SUMMARY_JSON, progress, summary
+from .writing import MASTER, NATIVE, OVERWRITE, SELF_CONTAINED, SUMMARY_JSON, layout_of, progress, summary
 
 
 def register(app: typer.Typer) -> None:
@@ -31,12 +31,14 @@ def rescale(
     overwrite: bool = OVERWRITE,
     master: Optional[str] = MASTER,
     json_: bool = SUMMARY_JSON,
+    native: Optional[bool] = NATIVE,
 ) -> None:
     """Move every key's state and timers to the key groups and subtasks of a new max parallelism.
 
     A new parallelism alone keeps the keyed files (they are indexed by key group);
     operator list and union state are dealt out again. Other operators are shallow copies.
-    A Flink savepoint is written as a canonical Flink savepoint, keys placed by Flink's hash.
+    A Flink savepoint stays a Flink savepoint, keys placed by Flink's hash; a native RocksDB or
+    ForSt operator is written native again (--canonical writes canonical streams instead).
     """
     from statectl.statefmt.formats import load
     from statectl.statefmt.ids import OperatorRef
@@ -44,7 +46,7 @@ def rescale(
 
     chosen_ops = [*(uid or []), *(OperatorRef(operator_id=i) for i in operator_id or [])]
     source = load(savepoint)
-    chosen = Rescale.of(source, max_parallelism, parallelism, chosen_ops)  # fails before Spark starts
+    chosen = Rescale.of(source, max_parallelism, parallelism, chosen_ops, layout_of(native))  # fails before Spark starts
     chosen.check(output, overwrite)
     with spark_errors():
         spark = start_spark(master)

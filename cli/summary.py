@@ -73,6 +73,7 @@ def operator_summary(op: Operator) -> dict:
             "namespace_type": op.keyed.namespace_type,
             "table": _files(op.keyed.files),
             "timers": _files(op.keyed.timers),
+            **({"layout": op.keyed.layout} if op.keyed.layout is not None else {}),
         }
     return out
 

@@ -28,6 +28,16 @@ SELF_CONTAINED = typer.Option(False, "--self-contained", help=SELF_CONTAINED_HEL
 OVERWRITE = typer.Option(False, "--overwrite", help=OVERWRITE_HELP)
 MASTER = typer.Option(None, "--master", help=_MASTER_HELP)
 SUMMARY_JSON = typer.Option(False, "--json", help="Print the summary as one JSON object.")
+# the keyed state of a Flink output: native RocksDB snapshots or canonical streams (bootstrap, rescale)
+NATIVE = typer.Option(None, "--native/--canonical", help="Write the Flink keyed state as native RocksDB "
+                      "snapshots (which Flink's RocksDB and ForSt backends restore as their own) or as "
+                      "canonical streams (any backend). Default: as the base operator holds it, canonical "
+                      "for a new one.", show_default=False)
+
+
+def layout_of(native: bool | None) -> str | None:
+    """The --native/--canonical choice as a writer's layout (None: the base's)."""
+    return None if native is None else "native" if native else "canonical"
 
 
 def register(app: typer.Typer) -> None:
@@ -44,13 +54,14 @@ def bootstrap(
                                        "added or replace the base's, all others are shallow copies of "
                                        "it; inputs {sql: ...} query its tables."),
     fmt: Optional[str] = typer.Option(None, "--format", help="Physical format: canonical "
-                                      "(default, or the spec's format), rocksdb, or flink (a "
-                                      "canonical Apache Flink savepoint; docs/FLINK.md)."),
+                                      "(default, or the spec's format), rocksdb, or flink (an "
+                                      "Apache Flink savepoint, canonical unless --native; docs/FLINK.md)."),
     self_contained: bool = SELF_CONTAINED,
     overwrite: bool = OVERWRITE,
     master: Optional[str] = MASTER,
     json_: bool = SUMMARY_JSON,
     classes: Classes = None,
+    native: Optional[bool] = NATIVE,
 ) -> None:
     """Write a savepoint from data files (Parquet, CSV, JSON lines) described by a spec."""
     from statectl.statefmt.formats import load
@@ -63,7 +74,7 @@ def bootstrap(
     _check_format(physical)
     base_sp = load(base) if base is not None else None
     parsed.check_base(base_sp)
-    writer = SavepointWriter(base_sp, parsed.max_parallelism, physical)
+    writer = SavepointWriter(base_sp, parsed.max_parallelism, physical, layout_of(native))
     writer.check(output, overwrite, [op.ref for op in parsed.operators])  # before Spark starts
     with spark_errors():
         spark = start_spark(master)

@@ -108,6 +108,7 @@ class KeyedSection:
     files: tuple[DataFile, ...] = ()
     timers: tuple[DataFile, ...] = ()
     namespace_type: DataType | None = None
+    layout: str | None = None  # how a format with more than one way stores it (Flink: canonical, ...)
 
     @property
     def key_names(self) -> list[str]:

@@ -64,6 +64,7 @@ class WriteFamily(Protocol):
     title: str  # how messages name a savepoint of it ("a statectl savepoint")
     default_format: str  # the format a write of this family writes unless told otherwise
     names_by_operator_id: bool  # whether an operator may be named by its operator id alone
+    keyed_layouts: tuple[str, ...]  # the layouts of keyed state a write may be told to use (--native)
 
     def output_name(self, format: str) -> str:
         """How messages name an output of *format* ("statectl's canonical")."""

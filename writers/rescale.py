@@ -87,12 +87,12 @@ class Rescale:
 
     @classmethod
     def of(cls, source: "str | Savepoint", max_parallelism: int, parallelism: int | None = None,
-           operators: list[str | OperatorRef] | None = None) -> "Rescale":
+           operators: list[str | OperatorRef] | None = None, layout: str | None = None) -> "Rescale":
         """Load *source* and choose its *operators* (see :func:`choose_operators`); bad limits
-        or unknown operators fail here."""
+        or unknown operators fail here. *layout*: as `SavepointWriter`'s (default: the base's)."""
         base = source if isinstance(source, Savepoint) else load(source)
         choices = tuple(choose_operators(base, max_parallelism, parallelism, operators))
-        return cls(base, choices, SavepointWriter.rebuilding(base, choices))
+        return cls(base, choices, SavepointWriter.rebuilding(base, choices, layout))
 
     def check(self, output: str, overwrite: bool = False) -> None:
         """Check, before Spark starts, that *output* can take the rescaled savepoint."""
@@ -107,9 +107,10 @@ class Rescale:
 
 def rescale(spark, source: str, output: str, max_parallelism: int,
             parallelism: int | None = None, operators: list[str | OperatorRef] | None = None,
-            self_contained: bool = False, on_job=None, overwrite: bool = False) -> WriteReport:
+            self_contained: bool = False, on_job=None, overwrite: bool = False,
+            layout: str | None = None) -> WriteReport:
     """Write *source* rescaled to *output*; see the module doc. *source* is only read."""
-    return Rescale.of(source, max_parallelism, parallelism, operators).write(
+    return Rescale.of(source, max_parallelism, parallelism, operators, layout).write(
         spark, output, self_contained, on_job, overwrite)
 
 

@@ -33,15 +33,21 @@ from .rebuild import Rebuild
 from .report import OperatorReport, WriteReport
 
 
+LAYOUTS = ("native", "canonical")
+
+
 class SavepointWriter:
     """Build a savepoint from DataFrames, optionally on top of an existing one.
 
     *format* is the physical format written (canonical, rocksdb or flink); by default the
-    base's family's (flink for a Flink base), else canonical.
+    base's family's (flink for a Flink base), else canonical. *layout* (``native`` or
+    ``canonical``, a Flink output only) is how every written operator's keyed state is laid
+    out; by default its base operator's (a native RocksDB or ForSt snapshot stays native),
+    else canonical.
     """
 
     def __init__(self, base: Savepoint | None = None, max_parallelism: int | None = None,
-                 format: str | None = None):
+                 format: str | None = None, layout: str | None = None):
         if format is not None and format not in Format.own():
             *first, last = Format.own()
             raise UsageError(f"unknown physical format {format!r}; use {', '.join(first)} or {last}")
@@ -52,6 +58,11 @@ class SavepointWriter:
         self.format = format or (self.base_family.default_format if base is not None else Format.CANONICAL.value)
         self.family: WriteFamily = family_for_format(self.format)
         self.max_parallelism = max_parallelism
+        if layout is not None and layout not in self.family.keyed_layouts:
+            raise UsageError(f"--{layout} chooses the layout of a Flink savepoint's keyed state; this write's "
+                             f"output is {self.family.output_name(self.format)}" if layout in LAYOUTS else
+                             f"unknown keyed layout {layout!r}; use {' or '.join(LAYOUTS)}")
+        self.layout = layout
         # what to write, read by the family's write kind (own/write.py, flink/write.py)
         self.new: dict[str, OperatorData] = {}
         self.removed_ids: list[str] = []  # operator ids
@@ -60,21 +71,22 @@ class SavepointWriter:
         self._checked: dict = {}  # what check() found fine: "family" and "output"
 
     @classmethod
-    def new(cls, max_parallelism: int | None = None, format: str | None = None) -> "SavepointWriter":
+    def new(cls, max_parallelism: int | None = None, format: str | None = None,
+            layout: str | None = None) -> "SavepointWriter":
         """An empty savepoint; *max_parallelism* is the default of its operators."""
-        return cls(None, max_parallelism, format)
+        return cls(None, max_parallelism, format, layout)
 
     @classmethod
     def from_existing(cls, location: str, max_parallelism: int | None = None,
-                      format: str | None = None) -> "SavepointWriter":
+                      format: str | None = None, layout: str | None = None) -> "SavepointWriter":
         """A savepoint derived from the one at *location*, which is only ever read."""
-        return cls(load(location), max_parallelism, format)
+        return cls(load(location), max_parallelism, format, layout)
 
     @classmethod
-    def rebuilding(cls, base: Savepoint, rebuilds) -> "SavepointWriter":
+    def rebuilding(cls, base: Savepoint, rebuilds, layout: str | None = None) -> "SavepointWriter":
         """*base* (its own format family) with each of *rebuilds* written again (a rescale's, a
         prune's; checked first), every other operator a shallow copy."""
-        writer = cls(base)
+        writer = cls(base, layout=layout)
         writer.base_family.check_rebuilds(base, rebuilds)
         for rebuild in rebuilds:
             writer.with_rebuilt(rebuild)

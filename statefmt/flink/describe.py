@@ -105,9 +105,21 @@ class FlinkOperatorInfo:
         return self.uid or self.operator_id
 
     @property
+    def keyed_layout(self) -> str | None:
+        """How its keyed state is stored: ``rocksdb-native`` (a RocksDB snapshot of Flink's
+        RocksDB or ForSt backend), ``heap-native`` (the heap backend's native streams),
+        ``canonical`` (key-group streams any backend restores); None without keyed state."""
+        handles = [s.handle for s in self.keyed_splits]
+        if any(isinstance(h, IncrementalRocksDB) for h in handles):
+            return "rocksdb-native"
+        if any(isinstance(h, KeyGroupsStream) and h.layout == "native" for h in handles):
+            return "heap-native"
+        return "canonical" if handles else None
+
+    @property
     def keyed_native(self) -> bool:
         """Whether its keyed state is a native RocksDB snapshot (Flink's RocksDB or ForSt backend)."""
-        return any(isinstance(s.handle, IncrementalRocksDB) for s in self.keyed_splits)
+        return self.keyed_layout == "rocksdb-native"
 
     @cached_property
     def keyed_schema(self) -> pa.Schema | None:

@@ -121,7 +121,7 @@ def _operator(base: Location, op: FlinkOperatorInfo, lineage=()) -> Operator:
                 size=sizes[meta.name], note=notes[meta.name]))
         ns = schema.field(NAMESPACE_COLUMN).type if NAMESPACE_COLUMN in schema.names else None
         keyed = KeyedSection(key, tuple(states), _files(base, op.files, lineage),
-                             namespace_type=None if ns is None else statectl_type(ns))
+                             namespace_type=None if ns is None else statectl_type(ns), layout=op.keyed_layout)
         files_left: tuple[DataFile, ...] = ()
     else:
         files_left = _files(base, op.files, lineage)

@@ -1,7 +1,9 @@
 """Native Flink writes: a rescale of a native savepoint (RocksDB on Flink 1.17, 1.20 and 2.3, ForSt
 on 2.3) writes its keyed operators as native RocksDB snapshots (`statefmt/flink/native_write.py`),
 which read the same rows as the base, TTL timestamps included, and which real Flink restores into
-the backend that made the base with exactly the job's state: 128 -> 256 and back to 128."""
+the backend that made the base with exactly the job's state: 128 -> 256 and back to 128. A fix of a
+native base is native and restores with the fix; `bootstrap --native` writes a new native savepoint
+Flink restores; `--canonical` writes key-group streams."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from statectl.statefmt.flink.savepoint import open_flink_savepoint
 from statectl.statefmt.flink.savepoint_write import NATIVE_TRAILER
 from support import flink_job
 from support.cli_runner import statectl
+from support.flink_fixes import PROC, WRITTEN, fix_spec, fixed_description
 from support.flink_shapes import SHAPES
 from support.savepoint_rows import digest
 
@@ -109,3 +112,80 @@ def test_flink_restores_native_outputs_into_their_backend(rescaled, version):
         assert len(proc["keyed_state"]["count"]["values"]) == int(snap.expected["scenario"]["knobs"]["keys"])
         assert sum(map(len, proc["timers"]["event_time"]["values"].values())) > 0
         assert dump["operators"]["win"]["keyed_state"]["window-contents"]["values"]
+
+
+# --- a fix of a native base, a new native savepoint, the layout chosen ------------------------------
+
+FIXTURE = "long-rocksdb-native"
+NEW_SPEC = """
+format: flink
+operators:
+  - uid: cnt
+    parallelism: 2
+    max_parallelism: 128
+    flink: {key: String, states: {n: Integer}}
+    keyed: {key: id, input: {path: counts.csv, schema: "id string, n int"},
+            states: [{name: n, kind: value, column: n}]}
+"""
+COUNTS = {f"user-{i:02d}": i * 1000 - 7 for i in range(1, 21)}
+NEW_DESCRIPTION = {"operators": [{"uid": "cnt", "parallelism": 2, "max_parallelism": 128, "key_type": "String",
+                                  "keyed_state": [{"name": "n", "kind": "VALUE", "type": "Integer"}]}]}
+
+
+def _native_operators(path) -> set[str]:
+    """The operator ids of *path* whose keyed state is a native RocksDB snapshot."""
+    return {op.operator_id for op in open_flink_savepoint(path).metadata.operators
+            for s in op.subtasks if isinstance(s.managed_keyed, IncrementalRocksDB)}
+
+
+@pytest.fixture(scope="module")
+def fixes(tmp_path_factory):
+    """A fix of the native fixture (native, as its base), a new --native savepoint, a --canonical
+    rescale of the fixture, and Flink 2.3's restores of the first two (and of the base)."""
+    work = tmp_path_factory.mktemp("native-fixes")
+    base = work / "base"
+    shutil.copytree(flink_job.FIXTURES / FIXTURE / "savepoint", base)
+    (work / "fix.yaml").write_text(fix_spec(f"uid: {PROC}", PROC, 3))
+    (work / "new.yaml").write_text(NEW_SPEC)
+    (work / "counts.csv").write_text("id,n\n" + "".join(f"{k},{v}\n" for k, v in COUNTS.items()))
+    runs = {"fixed": ("bootstrap", str(work / "fixed"), "--base", str(base), "--format", "flink",
+                      "--spec", str(work / "fix.yaml")),
+            "new": ("bootstrap", str(work / "new"), "--spec", str(work / "new.yaml"), "--native"),
+            "canonical": ("rescale", str(base), str(work / "canonical"), "--max-parallelism", "128", "--canonical")}
+    for args in runs.values():
+        result = statectl(*args)
+        assert result.returncode == 0, result.stderr
+    full = flink_job.job_description(flink_job.fixture_expected(FIXTURE))
+    dumps = flink_job.restore_declared_many("2.3.0", [
+        (base, full, "rocksdb"), (work / "fixed", fixed_description(full), "rocksdb"),
+        (work / "new", NEW_DESCRIPTION, "rocksdb")])
+    return {"paths": {name: work / name for name in ("base", *runs)}, "dumps": dict(zip(("base", "fixed", "new"), dumps))}
+
+
+@pytest.mark.slow
+def test_a_fix_of_a_native_base_is_native_and_restores_with_the_fix(fixes):
+    paths, dumps = fixes["paths"], fixes["dumps"]
+    base_native = _native_operators(paths["base"])
+    proc = open_flink_savepoint(paths["base"]).operator(PROC).operator_id
+    assert proc in base_native and _native_operators(paths["fixed"]) == base_native
+    base, fixed = dumps["base"]["operators"], dumps["fixed"]["operators"]
+    want = {n: copy.deepcopy(s) for n, s in base[PROC]["keyed_state"].items() if n in WRITTEN}
+    want["count"]["values"] = {k: v + 1 if int(k) % 2 == 0 else v for k, v in want["count"]["values"].items()}
+    assert fixed[PROC]["keyed_state"] == want
+    for uid in ("lk-src", "lk-bcast", "lk-win"):
+        assert fixed[uid] == base[uid], uid
+
+
+@pytest.mark.slow
+def test_a_new_native_savepoint_restores(fixes):
+    paths, dumps = fixes["paths"], fixes["dumps"]
+    assert len(_native_operators(paths["new"])) == 1
+    assert dumps["new"]["operators"]["cnt"]["keyed_state"]["n"]["values"] == COUNTS
+
+
+@pytest.mark.slow
+def test_canonical_asks_for_key_group_streams(fixes):
+    sp = open_flink_savepoint(fixes["paths"]["canonical"])
+    keyed = [s.managed_keyed for op in sp.metadata.operators for s in op.subtasks if s.managed_keyed is not None]
+    assert keyed and all(isinstance(h, KeyGroupsStream) and h.layout == "canonical" for h in keyed)
+    assert sp.metadata.trailer != NATIVE_TRAILER

@@ -14,6 +14,7 @@ class FlinkFamily:
     title = "a Flink savepoint"
     default_format = Format.FLINK.value
     names_by_operator_id = True  # Flink 1.x savepoints and SQL jobs name operators by id alone
+    keyed_layouts = ("canonical", "native")  # key-group streams, or RocksDB snapshots (FlinkBinding.native)
 
     def output_name(self, format: str) -> str:
         return "Flink"
@@ -34,7 +35,7 @@ class FlinkFamily:
         kept_from = writer.base if writer.base_family is self else None
         if kept_from is None:  # nothing of the base is kept (check_base_format)
             return FlinkWrite(None, [(op, "written") for op in writer.new.values()], [], removed,
-                              writer.max_parallelism)
+                              writer.max_parallelism, layout=writer.layout)
         fsp = flink_savepoint(kept_from)
         if not writer.new and not writer.rebuilt:
             from .modify import FlinkModification
@@ -52,4 +53,4 @@ class FlinkFamily:
         operators = [(on_flink_base(fsp, op), "written") for op in writer.new.values()]
         operators += rescaled_operators(spark, kept_from, list(writer.rebuilt.values()))
         return FlinkWrite(fsp, operators, kept, removed, writer.max_parallelism,
-                          kept_max_parallelism(fsp, writer.rebuilt))
+                          kept_max_parallelism(fsp, writer.rebuilt), writer.layout)

@@ -24,6 +24,7 @@ from statectl.statefmt.vocabulary import Format
 from ..definitions import OperatorData
 from ..job import WriteSession
 from ..report import OperatorReport, operator_report
+from .binding import FlinkBinding
 from .keep import KeptOperators
 from .plan import FlinkOperatorPlan
 
@@ -31,17 +32,19 @@ from .plan import FlinkOperatorPlan
 class FlinkWrite:
     """A Flink savepoint: *operators* ((data, action) pairs: new, replacing the base's operator
     with their operator id (their uid's, or the id they are named by), or rebuilt) written from data, the operators *kept* of the base *fsp* (if
-    any) shallow pointer copies. *kept_max_parallelism* is recorded for the kept operators
+    any) shallow pointer copies; *layout* forces the written operators' keyed layout. *kept_max_parallelism* is recorded for the kept operators
     without keyed state (their state has no key groups) that can run at it."""
 
     def __init__(self, fsp, operators: list[tuple[OperatorData, str]], kept: list[FlinkOperator],
-                 removed: list[str], max_parallelism: int | None = None, kept_max_parallelism: int | None = None):
+                 removed: list[str], max_parallelism: int | None = None, kept_max_parallelism: int | None = None,
+                 layout: str | None = None):
         self.fsp = fsp
         self.operators = operators
         self.source = kept
         self.removed = removed
         self.max_parallelism = max_parallelism
         self.kept_max_parallelism = kept_max_parallelism
+        self.layout = layout  # "native" or "canonical" for every written operator; None: each its base's
         self.plans: list[tuple[FlinkOperatorPlan, str]] = []
         self.kept: KeptOperators | None = None
         self.written: list[tuple[FlinkOperator, OperatorReport]] = []
@@ -51,6 +54,7 @@ class FlinkWrite:
             raise UsageError("writing operators from data needs a Spark session")
         now_ms = int(time.time() * 1000)
         for data, action in self.operators:
+            data = laid_out(data, self.layout)
             max_p = data.max_parallelism or self.max_parallelism or default_max_parallelism(data.parallelism)
             self.plans.append((FlinkOperatorPlan(data, max_p, session, now_ms), action))
 
@@ -95,6 +99,13 @@ class FlinkWrite:
     def reports(self, sp: Savepoint) -> list[OperatorReport]:
         written = {r.operator_id: r for _, r in self.written}
         return [written.get(op.operator_id) or operator_report(op, "shallow copy") for op in sp.operators]
+
+
+def laid_out(data: OperatorData, layout: str | None) -> OperatorData:
+    """*data* with its keyed state written in *layout* (None: as its binding says, its base's)."""
+    if layout is None:
+        return data
+    return dataclasses.replace(data, flink=dataclasses.replace(data.flink or FlinkBinding(), native=layout == "native"))
 
 
 def kept_max_parallelism(fsp, rebuilt: dict) -> int | None:

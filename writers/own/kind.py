@@ -13,6 +13,7 @@ class OwnFamily:
     title = "a statectl savepoint"
     default_format = Format.CANONICAL.value
     names_by_operator_id = False  # its operators always have a uid
+    keyed_layouts = ()  # its format (--format canonical or rocksdb) is the layout
 
     def output_name(self, format: str) -> str:
         return f"statectl's {format}"
