@@ -4,7 +4,8 @@ every column, TTL timestamps `<state>_ttl_ts` included, timers, every operator s
 the local engine) equals SP's row for row, key groups included; A reads SP's rows too, key groups
 aside. `statectl modify SP C --rename OLD=NEW` reads SP's rows under the new uid. `statectl diff
 SP B` finds nothing (so `--content-only` would not either), `statectl diff --content-only SP A`
-finds nothing but the layout, and the real Flink restores B with exactly the job's state.
+finds nothing but the layout, and the real Flink restores B with exactly the job's state (B of a
+RocksDB native savepoint is native again, A too: the law holds for native outputs).
 
 Covered: the suite's Flink 2.3 job (default states: TTL and timers included) on hashmap and
 RocksDB, canonical and native savepoints; a Flink 1.20.3 and a Flink 1.17.2 canonical savepoint
@@ -187,14 +188,25 @@ def test_a_flink_round_trip_keeps_the_metadata_version_and_the_operators_identit
     assert identities(a) == identities(b) == (version, ops)
 
 
+@pytest.mark.parametrize("name", sorted(FLINK_23))
+def test_a_flink_round_trip_keeps_the_keyed_layout(trips, name):
+    """A RocksDB native base's keyed operators are native in A and B; any other base's canonical."""
+    sp, _, a, b = trips[name]
+    want = "rocksdb-native" if name.endswith("rocksdb-native") else "canonical"
+    for path in (a, b):
+        layouts = {op.keyed.layout for op in load(str(path)).operators if op.keyed is not None}
+        assert layouts == {want}, (path, layouts)
+
+
 def test_flink_restores_the_round_trip_with_the_jobs_state(bases, trips):
     for version, shapes in FLINK.items():
         items = []
         for name in sorted(shapes):
             _, snap, _ = bases[name]
             b = trips[name][3]
-            # B is a canonical Flink savepoint: restore it into the other backend than the job's too
-            for backend in ("hashmap", "rocksdb") if name.endswith("-native") else (shapes[name]["backend"],):
+            # B of a RocksDB native base is native again (its backend restores it); of a heap-native
+            # base canonical: restored into the other backend than the job's too
+            for backend in ("hashmap", "rocksdb") if name.endswith("hashmap-native") else (shapes[name]["backend"],):
                 items.append((flink_job.Snapshot(b, snap.expected, b.parent / f"restore-{backend}"), backend))
         dumps = flink_job.restore_snapshots(version, items)
         for (snap, backend), dump in zip(items, dumps):
