@@ -68,6 +68,12 @@ def test_every_operator_is_at_the_new_max_parallelism(rescaled, case):
         assert {op.max_parallelism for op in operators} == {limit}, name
     keyed = [op for op in open_flink_savepoint(str(paths["down"])).operators if op.keyed_header is not None]
     assert len(keyed) == 11
+    # a native base's operators are written native (restored so below), a canonical one's canonical
+    want = "rocksdb-native" if "native" in case[1] else "canonical"
+    for name in ("down", "up"):
+        layouts = {op.keyed_layout for op in open_flink_savepoint(str(paths[name])).operators
+                   if op.keyed_header is not None}
+        assert layouts == {want}, (name, layouts)
 
 
 @pytest.mark.parametrize("case", CASES, ids="-".join)

@@ -158,8 +158,9 @@ def fixes(tmp_path_factory):
     full = flink_job.job_description(flink_job.fixture_expected(FIXTURE))
     dumps = flink_job.restore_declared_many("2.3.0", [
         (base, full, "rocksdb"), (work / "fixed", fixed_description(full), "rocksdb"),
-        (work / "new", NEW_DESCRIPTION, "rocksdb")])
-    return {"paths": {name: work / name for name in ("base", *runs)}, "dumps": dict(zip(("base", "fixed", "new"), dumps))}
+        (work / "new", NEW_DESCRIPTION, "rocksdb"), (work / "new", NEW_DESCRIPTION, "forst")])
+    return {"paths": {name: work / name for name in ("base", *runs)},
+            "dumps": dict(zip(("base", "fixed", "new", "new-forst"), dumps))}
 
 
 @pytest.mark.slow
@@ -177,10 +178,12 @@ def test_a_fix_of_a_native_base_is_native_and_restores_with_the_fix(fixes):
 
 
 @pytest.mark.slow
-def test_a_new_native_savepoint_restores(fixes):
+def test_a_new_native_savepoint_restores_into_rocksdb_and_forst(fixes):
+    """One native layout serves both backends: the same files restore into RocksDB and ForSt."""
     paths, dumps = fixes["paths"], fixes["dumps"]
     assert len(_native_operators(paths["new"])) == 1
-    assert dumps["new"]["operators"]["cnt"]["keyed_state"]["n"]["values"] == COUNTS
+    for name in ("new", "new-forst"):
+        assert dumps[name]["operators"]["cnt"]["keyed_state"]["n"]["values"] == COUNTS, name
 
 
 @pytest.mark.slow
