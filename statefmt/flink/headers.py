@@ -15,10 +15,11 @@ from ..errors import FlinkFormatError, UnsupportedFlinkFeature
 from ..vocabulary import KeyedTable
 from .binary import Reader
 from .rowdata import RowData
+from .binding import LIST_SERIALIZER, MAP_SERIALIZER
 from .serializers import read_top_snapshot
 from . import types as T
 
-BACKEND_STATE_TYPES = {0: "KEY_VALUE", 1: "OPERATOR", 2: "BROADCAST", 3: "PRIORITY_QUEUE"}
+BACKEND_STATE_TYPES = {0: "KEY_VALUE", 1: "OPERATOR", 2: "BROADCAST", 3: "PRIORITY_QUEUE", 4: "KEY_VALUE_V2"}
 KEYED_KINDS = {"VALUE": "value", "LIST": "list", "MAP": "map", "REDUCING": "reducing",
                "AGGREGATING": "aggregating", "FOLDING": "folding"}
 
@@ -103,6 +104,8 @@ def _keyed_state(name: str, state_type: int, options: dict[str, str], ser: dict[
         value = T.Timer(as_key(value.key), value.namespace, value.serializer)
         return StateMeta(name, KeyedTable.TIMERS, value, value.namespace, None, value.serializer)
     kind = KEYED_KINDS.get(options.get("KEYED_STATE_TYPE", ""), "value")
+    if BACKEND_STATE_TYPES[state_type] == "KEY_VALUE_V2":
+        value = _v2_value(kind, value, ser.get("USER_KEY_SERIALIZER"), name, source)
     namespace = ser.get("NAMESPACE_SERIALIZER")
     if namespace is None:
         raise FlinkFormatError(f"{source}: state {name!r} has no namespace serializer")
@@ -110,6 +113,19 @@ def _keyed_state(name: str, state_type: int, options: dict[str, str], ser: dict[
     if kind == "map" and isinstance(value, T.Map):
         user_key = value.key
     return StateMeta(name, kind, value, namespace, user_key, value.serializer)
+
+
+def _v2_value(kind: str, value: T.FlinkType, user_key: T.FlinkType | None, name: str, source: str) -> T.FlinkType:
+    """A state of the asynchronous state API (state v2, Flink 2.x) as the v1 state it is stored
+    like: its snapshot names a map's user key and value serializers apart, a list's element
+    serializer alone, where v1 names one MapSerializer or ListSerializer."""
+    if kind == "map" and not isinstance(value, T.Map):
+        if user_key is None:
+            raise FlinkFormatError(f"{source}: map state {name!r} has no user key serializer")
+        return T.Map(user_key, value, MAP_SERIALIZER)
+    if kind == "list" and not isinstance(value, T.List):
+        return T.List(value, LIST_SERIALIZER)
+    return value
 
 
 def read_keyed_header(data: bytes, source: str) -> KeyedHeader:
