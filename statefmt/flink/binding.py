@@ -57,8 +57,8 @@ for _java, _kind in [("long", "Long"), ("int", "Int"), ("short", "Short"), ("dou
                      ("float", "Float"), ("boolean", "Boolean"), ("char", "Char")]:
     NAMED[f"{_java}[]"] = _simple(f"{_A}{_kind}PrimitiveArraySerializer${_kind}PrimitiveArraySerializerSnapshot")
 _TEXT_OF = {t: name for name, t in NAMED.items()}
-LIST_SERIALIZER = _B + "ListSerializer"
-MAP_SERIALIZER = _B + "MapSerializer"
+LIST_SERIALIZER = S.LIST_SERIALIZER
+MAP_SERIALIZER = S.MAP_SERIALIZER
 TUPLE_SERIALIZER = S._J + "TupleSerializer"
 POJO_SERIALIZER = S._J + "PojoSerializer"
 NULLABLE_SERIALIZER = S._J + "NullableSerializer"

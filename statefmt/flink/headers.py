@@ -15,8 +15,7 @@ from ..errors import FlinkFormatError, UnsupportedFlinkFeature
 from ..vocabulary import KeyedTable
 from .binary import Reader
 from .rowdata import RowData
-from .binding import LIST_SERIALIZER, MAP_SERIALIZER
-from .serializers import read_top_snapshot
+from .serializers import LIST_SERIALIZER, MAP_SERIALIZER, read_top_snapshot
 from . import types as T
 
 BACKEND_STATE_TYPES = {0: "KEY_VALUE", 1: "OPERATOR", 2: "BROADCAST", 3: "PRIORITY_QUEUE", 4: "KEY_VALUE_V2"}

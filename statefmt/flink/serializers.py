@@ -31,6 +31,8 @@ LINKED_OPTIONAL_MAP_MAGIC = 0x4F2C69A3D70
 PROXY_VERSION = 2
 
 _BASE = "org.apache.flink.api.common.typeutils.base."
+LIST_SERIALIZER = _BASE + "ListSerializer"
+MAP_SERIALIZER = _BASE + "MapSerializer"
 _ARRAY = _BASE + "array."
 
 SIMPLE: dict[str, T.FlinkType] = {}  # snapshot class -> type, for snapshots without a payload
