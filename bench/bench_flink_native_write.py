@@ -15,7 +15,6 @@ with the load average before and after.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import subprocess

@@ -185,8 +185,10 @@ def _millis(values: pa.Array) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class KeyedStreamTask:
-    """Writes one subtask's keyed stream file from its sorted entry rows (picklable)."""
+class KeyedSubtaskTask:
+    """Writes one subtask's keyed state from its sorted entry rows (picklable): the Spark task
+    of its partition calls :meth:`write`, which each layout gives (:class:`KeyedStreamTask`,
+    `native.NativeKeyedTask`)."""
 
     out: str
     token: str
@@ -202,6 +204,13 @@ class KeyedStreamTask:
         subtask = TaskContext.get().partitionId()
         with task_errors():
             yield self.write(subtask, batches)
+
+    def write(self, subtask: int, batches) -> pa.RecordBatch:
+        raise NotImplementedError
+
+
+class KeyedStreamTask(KeyedSubtaskTask):
+    """Writes one subtask's canonical keyed stream file."""
 
     def write(self, subtask: int, batches) -> pa.RecordBatch:
         first, last = key_group_range(self.max_parallelism, self.parallelism, subtask)

@@ -7,20 +7,17 @@ from __future__ import annotations
 
 import io
 import shutil
-from dataclasses import dataclass
 
 import pyarrow as pa
 
 from statectl.statefmt.flink.native_write import NativeSnapshotBuilder
 from statectl.statefmt.flink.savepoint_write import KeyedNativeFiles
-from statectl.statefmt.flink.stream_write import EntryAssembler, StreamState
-from statectl.statefmt.flink import types as T
+from statectl.statefmt.flink.stream_write import EntryAssembler
 from statectl.statefmt.flink.streams import prefix_bytes
 from statectl.statefmt.fs import Location
 from statectl.statefmt.keygroups import key_group_range
 
-from ..errors import task_errors
-from .encoding import stream_file_name
+from .encoding import KeyedSubtaskTask, stream_file_name
 
 COPY_CHUNK = 8 << 20
 NATIVE_HANDLE_DDL = ("subtask int, start int, count int, meta string, meta_size bigint, "
@@ -32,24 +29,8 @@ _SCHEMA = pa.schema([("subtask", pa.int32()), ("start", pa.int32()), ("count", p
                      ("entries", pa.int64())])
 
 
-@dataclass(frozen=True)
-class NativeKeyedTask:
+class NativeKeyedTask(KeyedSubtaskTask):
     """Writes one subtask's native snapshot from its sorted entry rows (picklable)."""
-
-    out: str
-    token: str
-    header: bytes
-    states: tuple[StreamState, ...]
-    key: T.FlinkType
-    max_parallelism: int
-    parallelism: int
-
-    def __call__(self, batches):
-        from pyspark import TaskContext
-
-        subtask = TaskContext.get().partitionId()
-        with task_errors():
-            yield self.write(subtask, batches)
 
     def write(self, subtask: int, batches) -> pa.RecordBatch:
         first, last = key_group_range(self.max_parallelism, self.parallelism, subtask)
