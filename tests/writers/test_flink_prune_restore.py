@@ -77,6 +77,13 @@ def dumps(pruned):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
+def test_the_pruned_savepoint_keeps_the_bases_layout(pruned, name):
+    """A native base's pruned operator is native again (restored so by its backend below)."""
+    _, target, _, _ = pruned[name]
+    assert _proc(target).keyed_layout == ("rocksdb-native" if name.endswith("-native") else "canonical")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_flink_restores_exactly_the_live_ttl_entries(pruned, dumps, name):
     snap, _, now, _ = pruned[name]
     base, after = dumps[name]
