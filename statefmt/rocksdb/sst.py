@@ -32,10 +32,12 @@ def _ascending(keys: pa.Array) -> bool:
 
 
 class SstFamily:
-    """One column family's SST file; see the module doc."""
+    """One column family's SST file; see the module doc. *options*: how its table is written
+    (default: the own format's, :func:`.database.cf_options`)."""
 
-    def __init__(self, name: str, path: str):
+    def __init__(self, name: str, path: str, options=None):
         self.name, self.path = name, path
+        self.options = options
         self.writer = None
         self.last: bytes | None = None
         self.sorted_entries = 0  # entries that came out of order and were sorted here
@@ -76,7 +78,7 @@ class SstFamily:
         if self.last is not None and first <= self.last:
             self._duplicate(what)
         if self.writer is None:
-            self.writer = SstFileWriter(cf_options())
+            self.writer = SstFileWriter(self.options or cf_options())
             self.writer.open(self.path)
         values = itertools.repeat(b"") if values is None else values.to_pylist()
         collections.deque(map(self.writer.__setitem__, keys.to_pylist(), values), maxlen=0)
@@ -93,14 +95,15 @@ class SstFamily:
         return True
 
 
-def build_checkpoint(families: list[SstFamily], directory: str) -> tuple[str, dict[str, int]]:
-    """Ingest the families' finished SST files into a new database below *directory* and
+def build_checkpoint(families: list[SstFamily], directory: str, options=None) -> tuple[str, dict[str, int]]:
+    """Ingest the families' finished SST files into a new database below *directory* (with
+    *options*, which must create it and its column families; default: the own format's) and
     checkpoint it: the checkpoint's folder, and the entry count of each of its SST files."""
     from rocksdict import Checkpoint, IngestExternalFileOptions, Rdict
 
     ready = [f for f in families if f.finish()]
-    db = Rdict(os.path.join(directory, "db"), db_options(),
-               column_families={f.name: cf_options() for f in families})
+    db = Rdict(os.path.join(directory, "db"), options or db_options(),
+               column_families={f.name: options or cf_options() for f in families})
     try:
         options = IngestExternalFileOptions()
         options.set_move_files(True)

@@ -35,7 +35,7 @@ class NativeKeyedTask(KeyedSubtaskTask):
     def write(self, subtask: int, batches) -> pa.RecordBatch:
         first, last = key_group_range(self.max_parallelism, self.parallelism, subtask)
         assembler = EntryAssembler(list(self.states), self.key, (first, last))
-        builder = NativeSnapshotBuilder([s.name for s in self.states], prefix_bytes(self.max_parallelism))
+        builder = NativeSnapshotBuilder(list(self.states), prefix_bytes(self.max_parallelism))
         written: list[Location] = []
         try:
             for batch in batches:
