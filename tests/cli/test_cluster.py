@@ -14,9 +14,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -26,7 +29,7 @@ from support import REPO
 
 from support.cli_runner import statectl, statectl_process
 from support.s3_store import start_s3_store
-from support.spark_cluster import spark_home
+from support.spark_cluster import free_port, spark_home
 from support.temp_folders import statectl_entries
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -175,6 +178,47 @@ def test_the_readme_cluster_lines_run_as_written(runs, spark_cluster, tmp_path):
         assert sorted((r["user"], r["count"], r["events"]) for r in rows) == \
             sorted((r["user"], r["count"], r["events"]) for r in local)
     assert statectl_entries(tmp_path / "tmp") == []
+
+
+# A Spark Connect endpoint whose Spark runs on the cluster, as platforms expose one: the warm
+# engine's Connect settings (loopback, a port, the token from the environment) on a session
+# whose master is the cluster's. Args: master URL, port, the file written once it serves.
+CONNECT_ON_CLUSTER = """
+import sys, time
+from statectl.cli.engine_server import server_conf
+from statectl.cli.spark import spark_session
+spark = spark_session(sys.argv[1], app_name="statectl-connect-on-cluster", extra_conf=server_conf(int(sys.argv[2])))
+open(sys.argv[3], "w").write("serving")
+while True:
+    time.sleep(1)
+"""
+
+
+def test_remote_runs_on_the_clusters_spark_connect_endpoint(runs, spark_cluster, tmp_path):
+    """`sql --remote sc://host:port/;token=...` against a Connect server on the cluster answers
+    as local mode does, and the cluster ran it (the server's application is the cluster's)."""
+    port, token, ready = free_port(), secrets.token_hex(16), tmp_path / "serving"
+    with open(tmp_path / "server.log", "wb") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-c", CONNECT_ON_CLUSTER, spark_cluster.master_url, str(port), str(ready)],
+            cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, **spark_cluster.client_env, "SPARK_CONNECT_AUTHENTICATE_TOKEN": token})
+    try:
+        deadline = time.monotonic() + 180
+        while not ready.exists():
+            assert server.poll() is None and time.monotonic() < deadline, \
+                (tmp_path / "server.log").read_text(errors="replace")[-3000:]
+            time.sleep(0.5)
+        savepoint = str(runs.cluster_dir / "cl" / "canonical")
+        query = "SELECT user, count, events FROM proc ORDER BY user"
+        remote = ok(statectl_process("sql", savepoint, query, "-f", "jsonl", "--remote",
+                                     f"sc://localhost:{port}/;token={token}", cwd=tmp_path))
+        assert remote and remote == ok(runs.local("sql", savepoint, query, "-f", "jsonl"))
+        apps = [a["name"] for a in spark_cluster.state().get("activeapps", [])]
+        assert "statectl-connect-on-cluster" in apps
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(60)
 
 
 def test_no_temp_folder_left_on_the_driver_or_the_executors(runs, spark_cluster):
