@@ -202,14 +202,7 @@ def keyed_stats(questions: StateQuestions, now: int, ttls: Ttls, parallelism: in
                 top: int) -> KeyedFigures:
     """The keyed table's figures (each split decoded once) and the timers'."""
     op = questions.operator
-    keyed = op.keyed
-    namespace = keyed.namespace_type is not None
-    tallies = [StateTally(s, keyed.key_names, namespace, top) for s in keyed.states]
-
-    def visit(batch):
-        for tally in tallies:
-            tally.add(batch)
-    splits, sizes = questions.sizes_visiting(KEYED, visit)
+    tallies, splits, sizes = _tallied(questions, top)
     groups = [KeyGroupFigure(g, r, b) for g, r, b in zip(
         sizes["key_group"].to_pylist(), sizes["rows"].to_pylist(), sizes["bytes"].to_pylist())]
     timers = TimerTally()
@@ -220,6 +213,25 @@ def keyed_stats(questions: StateQuestions, now: int, ttls: Ttls, parallelism: in
         spread(groups, op.max_parallelism, op.parallelism),
         None if parallelism is None else spread(groups, op.max_parallelism, parallelism),
         [TimerFigures(d, len(t), int(t.min()), int(t.max()), buckets(t)) for d, t in timers.domain_times().items()])
+
+
+def largest_keys(questions: StateQuestions, top: int) -> list[StateFigures]:
+    """Each keyed state's figures with its *top* largest keys, without the timers' and key
+    groups' figures (what the explorer's sizes screen asks)."""
+    tallies, _, _ = _tallied(questions, top)
+    return [_state_figures(t, Ttls(), 0) for t in tallies]
+
+
+def _tallied(questions: StateQuestions, top: int) -> tuple[list[StateTally], object, object]:
+    """Every keyed state's tally (each split decoded once) and the splits' and key groups' sizes."""
+    keyed = questions.operator.keyed
+    tallies = [StateTally(s, keyed.key_names, keyed.namespace_type is not None, top) for s in keyed.states]
+
+    def visit(batch):
+        for tally in tallies:
+            tally.add(batch)
+    splits, sizes = questions.sizes_visiting(KEYED, visit)
+    return tallies, splits, sizes
 
 
 def _state_figures(tally: StateTally, ttls: Ttls, now: int) -> StateFigures:

@@ -264,9 +264,12 @@ class ValueScreen(Page):
 
 
 class SizesScreen(Page):
-    """Bytes per state, then the key groups holding the most bytes."""
+    """Bytes per state, the key groups holding the most bytes, and (asked with ``l``: it reads
+    every key) each keyed state's largest keys, as `statectl stats` finds them."""
 
     TOP = 20
+    LARGEST = 5  # keys per state
+    BINDINGS = [Binding("l", "largest", "Largest keys")]
 
     def __init__(self, op: Operator, entries: list[StateEntry]):
         super().__init__(f"sizes of {op.label}")
@@ -276,6 +279,33 @@ class SizesScreen(Page):
         yield RowsTable(id="states")
         yield Static(Text(f"key groups holding the most bytes (top {self.TOP})", style="bold"))
         yield RowsTable(id="rows")
+        yield Static(Text(f"largest keys of each state (top {self.LARGEST}; l reads every key)", style="bold"))
+        yield RowsTable(id="largest")
+
+    def action_largest(self) -> None:
+        if self.op.keyed is None or self.op.unreadable_part("keyed state") is not None:
+            self.status("no readable keyed state: no keys")
+            return
+        self.status("reading every key of the keyed state ...")
+        self.run_worker(self._largest, thread=True, exclusive=True, group="largest")
+
+    def _largest(self) -> None:
+        """In a worker thread: every keyed state's largest keys, shown when read."""
+        from statectl.readers.questions import StateQuestions
+        from statectl.readers.stats import largest_keys
+
+        try:
+            states = largest_keys(StateQuestions(self.app.savepoint, self.op), self.LARGEST)
+        except StatectlError as e:
+            self.app.call_from_thread(self.failed, e)
+            return
+        rows = [[s.name, printable(k.key if k.namespace is None else f"{k.key} / {k.namespace}"),
+                 human_bytes(k.bytes), f"{k.elements:,}"] for s in states for k in s.largest]
+        self.app.call_from_thread(self._show_largest, rows, len(states))
+
+    def _show_largest(self, rows: list[list[str]], states: int) -> None:
+        self.query_one("#largest", RowsTable).show_rows(["state", "key", "bytes", "elements"], rows)
+        self.status(f"the largest keys of {states} keyed state(s)")
 
     def on_mount(self) -> None:
         self.query_one("#states", RowsTable).show_rows(
@@ -313,7 +343,7 @@ Browse a savepoint; nothing is ever written into it.
 | / | show keys containing a text |
 | c, y | copy the key, the row as JSON |
 | s | save the rows shown (.csv, .jsonl, .parquet) |
-| z | sizes of the operator's states and key groups |
+| z | sizes of the operator's states and key groups (there, l: each state's largest keys) |
 | ? | this help; q quits |
 """
 

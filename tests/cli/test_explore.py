@@ -30,6 +30,8 @@ from statectl.cli.explore.screens import (HelpScreen, OperatorsScreen, SizesScre
                                           ValueScreen)
 from statectl.readers.local import local_table
 from statectl.readers.questions import StateQuestions
+from statectl.readers.stats import savepoint_stats
+from statectl.cli.output import human_bytes
 from statectl.readers.resolve import KEYED, TIMERS, TableChoice
 from statectl.statefmt.formats import load
 
@@ -322,6 +324,29 @@ def test_operator_state_and_sizes():
     assert "key group" in sizes_text and "avg" in sizes_text
     total = sum(StateQuestions(sp, proc).key_group_sizes()["rows"].to_pylist())
     assert f"hold {total:,} row(s)" in sizes_status
+
+
+def test_the_sizes_screen_shows_each_states_largest_keys_as_stats_finds_them():
+    path = FLINK_DEV / "long-hashmap-canonical" / "savepoint"
+    sp = load(str(path))
+    proc = first_keyed(sp, "lk-proc")
+
+    async def script(app, pilot):
+        await choose(pilot, sp.operators.index(proc))
+        await pilot.press("z")
+        await pilot.pause()
+        await pilot.press("l")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        table = app.screen.query_one("#largest")
+        return [[str(table.get_cell_at((r, c))) for c in range(4)] for r in range(table.row_count)], status(app)
+
+    rows, line = drive(path, script, size=(160, 60))
+    stats = {s.name: s for op in savepoint_stats(sp, ["lk-proc"], top=SizesScreen.LARGEST).operators
+             for s in op.keyed.states}
+    want = [[s.name, k.key, human_bytes(k.bytes), f"{k.elements:,}"] for s in stats.values() for k in s.largest]
+    assert rows == want and len(rows) >= 2 * len(stats) > 0
+    assert line == f"the largest keys of {len(stats)} keyed state(s)"
 
 
 def test_save_writes_the_rows_shown_and_never_into_the_savepoint(tmp_path):
