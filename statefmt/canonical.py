@@ -28,6 +28,7 @@ from .locations import file_location
 from .model import (
     KEY_GROUP_COLUMN,
     NAMESPACE_COLUMN,
+    TIMER_TIME_COLUMN,
     DataFile,
     FileRef,
     KeyedSection,
@@ -62,7 +63,7 @@ def keyed_schema(section: KeyedSection) -> pa.Schema:
 
 def timers_schema(section: KeyedSection) -> pa.Schema:
     return pa.schema(_key_fields(section) + [
-        pa.field("timestamp", pa.int64(), nullable=False),
+        pa.field(TIMER_TIME_COLUMN, pa.int64(), nullable=False),
         pa.field("domain", pa.string(), nullable=False),
     ])
 

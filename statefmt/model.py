@@ -21,6 +21,7 @@ KEY_GROUP_COLUMN = "_key_group"
 NAMESPACE_COLUMN = "namespace"
 RESERVED_COLUMNS = (KEY_GROUP_COLUMN, NAMESPACE_COLUMN)
 TTL_SUFFIX = "_ttl_ts"  # a Flink TTL state's last-access timestamps column
+TIMER_TIME_COLUMN = "timestamp"  # a timers table's time (epoch milliseconds)
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,12 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Markdown, Static
 
 from statectl.statefmt.errors import StatectlError
+from statectl.readers.resolve import TIMERS
 from statectl.statefmt.model import Operator
 
 from ..output import human_bytes, printable
 from .browse import OPERATOR_COLUMNS, StateEntry, TableView, operator_rows, state_entries, unreadable_text
-from .values import row_json, row_tree
+from .values import row_json, row_tree, time_columns
 from .widgets import Prompt, RowsTable, value_tree
 
 
@@ -153,8 +154,11 @@ class TableScreen(Page):
             self.failed(e)
             return
         if rows is not None:
-            self.table.show_table(rows)
+            self._show(rows)
         self.status(self.view.position())
+
+    def _show(self, rows) -> None:
+        self.table.show_table(rows, time_columns(rows.schema, self.view.entry.table == TIMERS))
 
     def action_next(self) -> None:
         self._run(self.view.next)
@@ -183,7 +187,7 @@ class TableScreen(Page):
         if found is None:
             self.status(f"no key {text} (its key group holds no such row)")
             return
-        self.table.show_table(self.view.rows)
+        self._show(self.view.rows)
         self.table.move_cursor(row=found)
         self.status(self.view.position())
 
@@ -236,7 +240,7 @@ class ValueScreen(Page):
     def body(self) -> ComposeResult:
         with VerticalScroll():
             yield value_tree("value", row_tree(self.row, self.view.rows.schema), id="value")
-            if self.view.keyed and self.view.entry.table != "timers":
+            if self.view.keyed and self.view.entry.table != TIMERS:
                 yield Static(Text("timers of this key", style="bold"))
                 yield RowsTable(id="rows")
 
@@ -249,7 +253,7 @@ class ValueScreen(Page):
         except StatectlError as e:
             self.failed(e)
             return
-        self.table.show_table(timers)
+        self.table.show_table(timers, time_columns(timers.schema, timers=True))
         self.table.styles.height = timers.num_rows + 2
         self.status(f"{timers.num_rows} timer(s) of this key")
 

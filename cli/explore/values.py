@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from statectl.statefmt.model import TTL_SUFFIX
+from statectl.statefmt.model import TIMER_TIME_COLUMN, TTL_SUFFIX
 
 from ..arrow_tables import cell_text, json_value
 
@@ -58,10 +58,25 @@ def _more(count: int) -> list[Node]:
     return [Node(f"... {count - SHOWN_CHILDREN} more")] if count > SHOWN_CHILDREN else []
 
 
+def epoch_text(millis: int) -> str:
+    """Epoch milliseconds as a UTC time, to the millisecond (``2026-11-28T01:02:03.456+00:00``)."""
+    try:
+        when = datetime.datetime.fromtimestamp(millis / 1000, datetime.timezone.utc)
+    except (OverflowError, OSError, ValueError):  # beyond what datetime holds: the number itself
+        return str(millis)
+    return when.isoformat(timespec="milliseconds")
+
+
+def time_columns(schema: pa.Schema, timers: bool) -> set[str]:
+    """The columns of a table the explorer shows as times: a TTL state's last-access times and,
+    in a timers table, each timer's time (both int64 epoch milliseconds)."""
+    return {f.name for f in schema if pa.types.is_int64(f.type)
+            and (f.name.endswith(TTL_SUFFIX) or (timers and f.name == TIMER_TIME_COLUMN))}
+
+
 def _scalar(value, t: pa.DataType, ttl: bool) -> str:
     if ttl and isinstance(value, int) and not isinstance(value, bool):  # epoch milliseconds
-        when = datetime.datetime.fromtimestamp(value / 1000, datetime.timezone.utc)
-        return f"{when.isoformat(timespec='milliseconds')} ({value})"
+        return f"{epoch_text(value)} ({value})"
     if isinstance(value, datetime.datetime):
         return json_value(value, t) + ("Z" if value.tzinfo is None and ttl else "")
     if isinstance(value, str):
@@ -76,9 +91,10 @@ def row_json(row: dict, schema: pa.Schema, columns: list[str] | None = None) -> 
                       ensure_ascii=False, separators=(",", ":"))
 
 
-def cell(value, t: pa.DataType, width: int = 40) -> str:
-    """A value as one short cell of a table (the text `read` prints, cut at *width*)."""
+def cell(value, t: pa.DataType, width: int = 40, time: bool = False) -> str:
+    """A value as one short cell of a table (the text `read` prints, cut at *width*); *time*:
+    epoch milliseconds, shown as a UTC time."""
     if value is None:
         return "null"
-    text = cell_text(value, t).replace("\n", " ")
+    text = epoch_text(value) if time else cell_text(value, t).replace("\n", " ")
     return text if len(text) <= width else text[:width - 1] + "…"

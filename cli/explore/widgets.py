@@ -28,10 +28,13 @@ class RowsTable(DataTable):
             self.add_columns(*(Text(printable(c)) for c in columns))
         self.add_rows([[Text(printable(str(v))) for v in row] for row in rows])
 
-    def show_table(self, table: pa.Table) -> None:
+    def show_table(self, table: pa.Table, times: set[str] = frozenset()) -> None:
+        """*table*'s rows; the columns named in *times* (epoch milliseconds) as UTC times."""
         types = [f.type for f in table.schema]
+        timed = [name in times for name in table.column_names]
         columns = [table.column(i).to_pylist() for i in range(table.num_columns)]
-        self.show_rows(table.column_names, [[cell(v, t) for v, t in zip(row, types)] for row in zip(*columns)])
+        self.show_rows(table.column_names, [[cell(v, t, time=m) for v, t, m in zip(row, types, timed)]
+                                            for row in zip(*columns)])
 
 
 def value_tree(title: str, nodes: list[Node], **kwargs) -> Tree:

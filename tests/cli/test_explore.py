@@ -26,6 +26,7 @@ from support.readers_savepoints import build_own_family
 from support.untrusted_helpers import snapshot
 from statectl.cli.explore.app import ExploreApp
 from statectl.cli.explore.browse import state_entries
+from statectl.cli.explore.values import epoch_text
 from statectl.cli.explore.screens import (HelpScreen, OperatorsScreen, SizesScreen, StatesScreen, TableScreen,
                                           ValueScreen)
 from statectl.readers.local import local_table
@@ -271,12 +272,13 @@ def test_the_value_tree_shows_ttl_times_maps_and_the_keys_timers():
         await pilot.pause()
         labels = list(tree_labels(app.screen.query_one("#value").root))
         timers = app.screen.table
+        times = [str(timers.get_cell_at((r, 1))) for r in range(timers.row_count)]
         await pilot.press("y")
         value = app.clipboard
         await pilot.press("c")
-        return labels, timers.row_count, value, app.clipboard, screen_text(app)
+        return labels, timers.row_count, value, app.clipboard, screen_text(app), times
 
-    labels, timers, value, key, text = drive(path, script)
+    labels, timers, value, key, text, times = drive(path, script)
     assert "  ttl_last_ttl_ts: 2026-11-22T11:16:16.419+00:00 (1795346176419)" in labels
     assert "  ttl_seen_ttl_ts: map of 3" in labels
     assert '    "view": 2026-11-22T11:16:16.418+00:00 (1795346176418)' in labels
@@ -284,6 +286,9 @@ def test_the_value_tree_shows_ttl_times_maps_and_the_keys_timers():
     assert "  key: \"user-016\"" in labels
     expected = local_table(sp, TableChoice(op, TIMERS, keys=(("user-016",),)))
     assert timers == expected.num_rows > 0
+    assert expected.column_names[1] == "timestamp"  # each timer's time shown as a UTC time
+    assert times == [epoch_text(t) for t in expected.column("timestamp").to_pylist()]
+    assert all(t.endswith("+00:00") for t in times)
     assert json.loads(value)["ttl_last"] == "revenue@344" and json.loads(key) == {"key": "user-016"}
     assert "pj-proc / " in text and "timers of this key" in text
 
