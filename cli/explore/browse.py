@@ -25,6 +25,7 @@ from ..output import human_bytes
 
 PAGE_ROWS = 100
 CHUNK_ROWS = 2000  # rows read at once and cut into pages
+WHOLE_ROWS = 65536  # rows read at once when the whole table is saved
 FILTER_SCAN_ROWS = 50_000  # rows a filtered page looks through before it shows what it found
 
 
@@ -203,12 +204,30 @@ class TableView:
             pages[(at, self.size)] = (chunk.rows.slice(start, end - start), cursor_at(end) if end < total else chunk.next)
         return pages
 
-    def _load_slice(self, cursor: Cursor) -> pa.Table:
-        """A page of an operator state (read whole; a cursor's offset is its first row)."""
+    def whole(self) -> pa.Table:
+        """Every row of the table, as the pages show them (their columns, the filter applied),
+        read page after page in :data:`WHOLE_ROWS` rows at a time."""
+        if not self.keyed:
+            return self._filtered_operator_state()
+        wanted, parts, at = self.columns(), [], Cursor()
+        while at is not None:
+            page = self.questions.page(self.entry.table, at, WHOLE_ROWS)
+            rows = page.rows.filter(self._matches(page.rows)) if self.filter else page.rows
+            parts.append(rows.select(wanted))
+            at = page.next
+        return pa.concat_tables(parts)
+
+    def _filtered_operator_state(self) -> pa.Table:
+        """An operator state's rows (read whole) whose columns, as text, contain the filter."""
         whole = self._operator_state()
         if self.filter:
             text = pc.binary_join_element_wise(*[_as_text(whole.column(c)) for c in whole.column_names], " ")
             whole = whole.filter(pc.match_substring(text, self.filter, ignore_case=True))
+        return whole
+
+    def _load_slice(self, cursor: Cursor) -> pa.Table:
+        """A page of an operator state (read whole; a cursor's offset is its first row)."""
+        whole = self._filtered_operator_state()
         end = cursor.offset + self.size
         return self._show(whole.slice(cursor.offset, self.size), cursor,
                           Cursor(0, end) if end < whole.num_rows else None)

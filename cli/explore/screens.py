@@ -135,7 +135,7 @@ class TableScreen(Page):
         Binding("g", "first", "First page", show=False),
         Binding("slash", "filter", "Filter", key_display="/"), Binding("k", "key", "Key"),
         Binding("c", "copy_key", "Copy key"), Binding("y", "copy_row", "Copy value"),
-        Binding("s", "save", "Save"),
+        Binding("s", "save", "Save"), Binding("S", "save_all", "Save all"),
     ]
 
     def __init__(self, view: TableView):
@@ -218,6 +218,10 @@ class TableScreen(Page):
         self.app.push_screen(Prompt("Save the rows shown to (.csv, .jsonl or .parquet):"),
                              lambda path: path and self.save(path))
 
+    def action_save_all(self) -> None:
+        self.app.push_screen(Prompt("Save every row of the table (the filter applied) to (.csv, .jsonl or .parquet):"),
+                             lambda path: path and self.save_all(path))
+
     def save(self, path: str) -> None:
         from .saving import save_rows
 
@@ -227,6 +231,22 @@ class TableScreen(Page):
             self.failed(e)
             return
         self.status(f"{self.view.rows.num_rows} row(s) saved to {path}")
+
+    def save_all(self, path: str) -> None:
+        """Every row of the table saved to *path*, read in a worker thread."""
+        self.status("reading every row of the table ...")
+        self.run_worker(lambda: self._save_all(path), thread=True, exclusive=True, group="save")
+
+    def _save_all(self, path: str) -> None:
+        from .saving import save_rows
+
+        try:
+            rows = self.view.whole()
+            save_rows(rows, path, self.view.savepoint)
+        except StatectlError as e:
+            self.app.call_from_thread(self.failed, e)
+            return
+        self.app.call_from_thread(self.status, f"{rows.num_rows} row(s) saved to {path}")
 
 
 class ValueScreen(Page):
@@ -346,7 +366,7 @@ Browse a savepoint; nothing is ever written into it.
 | k | jump to a key (only its key group is read) |
 | / | show keys containing a text |
 | c, y | copy the key, the row as JSON |
-| s | save the rows shown (.csv, .jsonl, .parquet) |
+| s, S | save the rows shown, every row of the table (.csv, .jsonl, .parquet) |
 | z | sizes of the operator's states and key groups (there, l: each state's largest keys) |
 | ? | this help; q quits |
 """

@@ -385,6 +385,38 @@ def test_save_writes_the_rows_shown_and_never_into_the_savepoint(tmp_path):
         ["rows.csv", "rows.jsonl", "rows.parquet"]
 
 
+def test_save_all_writes_every_row_of_the_table_the_filter_applied(tmp_path, monkeypatch):
+    from statectl.cli.explore import browse
+
+    monkeypatch.setattr(browse, "WHOLE_ROWS", 7)  # the table read in several pieces
+    path = FLINK_DEV / "long-hashmap-canonical" / "savepoint"
+    sp = load(str(path))
+    op = first_keyed(sp, "lk-proc")
+    out = tmp_path / "out"
+    out.mkdir()
+
+    async def script(app, pilot):
+        await open_keyed(app, pilot, op)
+        lines = []
+        for text, name in (("", "all.parquet"), ("1", "ones.jsonl")):
+            app.screen.view.set_filter(text)
+            app.screen.save_all(str(out / name))
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            lines.append(status(app))
+        return app.screen.view.columns(), lines
+
+    columns, lines = drive(path, script)
+    assert columns[0] == "_key_group"  # the pages' columns: the key group, then the table's
+    whole = local_table(sp, TableChoice(op, KEYED, ())).select(columns[1:])
+    saved = pq.read_table(out / "all.parquet")
+    assert saved.column_names == columns and saved["_key_group"].null_count == 0
+    assert whole.num_rows == 30 and saved.drop(["_key_group"]).sort_by("key").equals(whole.sort_by("key"))
+    ones = [json.loads(line) for line in (out / "ones.jsonl").read_text().splitlines()]
+    assert sorted(r["key"] for r in ones) == sorted(k for k in whole["key"].to_pylist() if "1" in str(k))
+    assert lines == [f"30 row(s) saved to {out / 'all.parquet'}", f"{len(ones)} row(s) saved to {out / 'ones.jsonl'}"]
+
+
 OFFSETS_AT = 0xCA + 9  # lk-proc subtask 0's key-group offsets in _metadata (test_flink_damaged.py)
 
 
