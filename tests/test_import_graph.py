@@ -127,8 +127,9 @@ SUBPACKAGE_MAY_IMPORT = {
     f"{STATEFMT}.rocksdb": BASE,
     # statectl's own family at the seam: its savepoint module loads and commits the document
     f"{STATEFMT}.own": BASE | {f"{STATEFMT}.savepoint"},
-    # Flink's native snapshots are read with statectl's SST reader
-    f"{STATEFMT}.flink": BASE | {f"{STATEFMT}.rocksdb.sstread", f"{STATEFMT}.rocksdb.sstkernels"},
+    # Flink's native snapshots are read with statectl's SST reader and written with its SST writer
+    f"{STATEFMT}.flink": BASE | {f"{STATEFMT}.rocksdb.sstread", f"{STATEFMT}.rocksdb.sstkernels",
+                                 f"{STATEFMT}.rocksdb.sst"},
 }
 # The only module that knows both families: the seam (`validate` and `deep` ask it).
 BOTH_FAMILIES = {f"{STATEFMT}.formats"}

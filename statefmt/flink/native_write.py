@@ -5,7 +5,7 @@ The entries are the canonical stream's (`stream_write.EntryAssembler`: the same 
 key-group prefix first, and the same value bytes, a list's elements joined with ``,``), but
 each state's go into a column family of its own name, as the backends keep them. Each state's
 entries arrive in key order (key group, then key bytes) and are appended to an SST file of
-their own as they come (`rocksdb.sst.SstFamily`, which the own format's native writer uses
+their own as they come (`statefmt.rocksdb.sst.SstFamily`, which the own format's native writer uses
 too); :meth:`NativeSnapshotBuilder.finish` ingests them into a new database with a column
 family for every state (Flink opens exactly the column families its meta information names,
 empty ones too), checkpoints it and returns the checkpoint's files by their RocksDB names: the
@@ -74,7 +74,7 @@ class NativeSnapshotBuilder:
 
     def finish(self) -> list[tuple[str, str]]:
         """The database's files: (RocksDB name, path), in name order."""
-        checkpoint, _ = build_checkpoint(self.families, self.folder, self.options)
+        checkpoint, _ = build_checkpoint(self.families, self.folder, self.options, self.options)
         return [(name, os.path.join(checkpoint, name)) for name in sorted(os.listdir(checkpoint))
                 if name.endswith(".sst") or name.startswith(KEPT_FILES)]
 

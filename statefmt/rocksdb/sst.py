@@ -1,7 +1,9 @@
-"""A subtask's RocksDB database built from entries given as Arrow arrays, then checkpointed.
+"""A subtask's RocksDB database built from entries given as Arrow arrays, then checkpointed:
+statectl's own native format (`writers/own/native.py`, with `.database`'s options) and Flink's
+native snapshots (`statefmt/flink/native_write.py`, with the options every Flink release reads).
 
 SST files need strictly ascending keys. A column family's entries arrive as
-binary key and value arrays (:mod:`.columnar`) with their key groups in
+binary key and value arrays (e.g. :mod:`.columnar`'s) with their key groups in
 ascending order; the entries of the key groups an addition completes are
 appended to the family's SST file in key order: as they come when they are
 in order already (the writer asks Spark for the encoding's order), else
@@ -21,7 +23,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import DuplicateKeyError
-from .database import cf_options, db_options
 
 
 def _ascending(keys: pa.Array) -> bool:
@@ -32,10 +33,10 @@ def _ascending(keys: pa.Array) -> bool:
 
 
 class SstFamily:
-    """One column family's SST file; see the module doc. *options*: how its table is written
-    (default: the own format's, :func:`.database.cf_options`)."""
+    """One column family's SST file; see the module doc. *options*: rocksdict's ``Options``
+    its table is written with."""
 
-    def __init__(self, name: str, path: str, options=None):
+    def __init__(self, name: str, path: str, options):
         self.name, self.path = name, path
         self.options = options
         self.writer = None
@@ -78,7 +79,7 @@ class SstFamily:
         if self.last is not None and first <= self.last:
             self._duplicate(what)
         if self.writer is None:
-            self.writer = SstFileWriter(self.options or cf_options())
+            self.writer = SstFileWriter(self.options)
             self.writer.open(self.path)
         values = itertools.repeat(b"") if values is None else values.to_pylist()
         collections.deque(map(self.writer.__setitem__, keys.to_pylist(), values), maxlen=0)
@@ -95,15 +96,16 @@ class SstFamily:
         return True
 
 
-def build_checkpoint(families: list[SstFamily], directory: str, options=None) -> tuple[str, dict[str, int]]:
-    """Ingest the families' finished SST files into a new database below *directory* (with
-    *options*, which must create it and its column families; default: the own format's) and
+def build_checkpoint(families: list[SstFamily], directory: str, db_options,
+                     cf_options) -> tuple[str, dict[str, int]]:
+    """Ingest the families' finished SST files into a new database below *directory* (opened
+    with *db_options*, which create it and its column families, each with *cf_options*) and
     checkpoint it: the checkpoint's folder, and the entry count of each of its SST files."""
     from rocksdict import Checkpoint, IngestExternalFileOptions, Rdict
 
     ready = [f for f in families if f.finish()]
-    db = Rdict(os.path.join(directory, "db"), options or db_options(),
-               column_families={f.name: options or cf_options() for f in families})
+    db = Rdict(os.path.join(directory, "db"), db_options,
+               column_families={f.name: cf_options for f in families})
     try:
         options = IngestExternalFileOptions()
         options.set_move_files(True)

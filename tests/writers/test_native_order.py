@@ -14,7 +14,8 @@ import pytest
 
 from statectl.readers import open_savepoint
 from statectl.statefmt.rocksdb.codec import KeyLayout, ValueCodec, key_group_prefix, timer_key
-from statectl.statefmt.rocksdb.database import TIMERS_CF, open_snapshot_db, opened_snapshot, state_cf
+from statectl.statefmt.rocksdb.database import (TIMERS_CF, cf_options, db_options, open_snapshot_db, opened_snapshot,
+                                                state_cf)
 from statectl.statefmt.rocksdb.files import subtask_databases
 from statectl.statefmt.formats import load
 from statectl.statefmt.errors import DuplicateKeyError
@@ -119,7 +120,7 @@ def test_two_values_of_one_key_fail_the_native_write_naming_the_key(spark, tmp_p
 
 
 def test_an_sst_family_sorts_entries_that_come_out_of_order(tmp_path):
-    family = SstFamily("state:s", str(tmp_path / "s.sst"))
+    family = SstFamily("state:s", str(tmp_path / "s.sst"), cf_options())
     keys = [b"\x00\x01b", b"\x00\x01a", b"\x00\x02a", b"\x00\x02\x00"]
     family.add(pa.array(keys[:2], columnar.BIN), pa.array([b"1", b"2"], columnar.BIN),
                np.array([1, 1]))
@@ -127,7 +128,7 @@ def test_an_sst_family_sorts_entries_that_come_out_of_order(tmp_path):
     family.add(pa.array(keys[2:], columnar.BIN), pa.array([b"3", b"4"], columnar.BIN),
                np.array([2, 2]))
     family.flush("op")
-    checkpoint, entries = build_checkpoint([family], str(tmp_path))
+    checkpoint, entries = build_checkpoint([family], str(tmp_path), db_options(), cf_options())
     db = open_snapshot_db(checkpoint)
     try:
         assert list(db.get_column_family("state:s").items()) == [
@@ -139,7 +140,7 @@ def test_an_sst_family_sorts_entries_that_come_out_of_order(tmp_path):
 
 
 def test_an_sst_family_refuses_a_key_twice(tmp_path):
-    family = SstFamily("timers", str(tmp_path / "t.sst"))
+    family = SstFamily("timers", str(tmp_path / "t.sst"), cf_options())
     family.add(pa.array([b"\x00\x01a", b"\x00\x01a"], columnar.BIN), None, np.array([1, 1]))
     with pytest.raises(DuplicateKeyError) as e:
         family.flush("operator 'x'")

@@ -39,7 +39,7 @@ from statectl.statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, DataFile
 from statectl.statefmt.rocksdb import columnar
 from statectl.statefmt.rocksdb import files as native
 from statectl.statefmt.rocksdb.codec import KeyLayout
-from statectl.statefmt.rocksdb.database import TIMERS_CF, state_cf
+from statectl.statefmt.rocksdb.database import TIMERS_CF, cf_options, db_options, state_cf
 from statectl.statefmt.rocksdb.sst import SstFamily, build_checkpoint
 from statectl.statefmt.scratch import new_scratch_dir
 from statectl.statefmt.types import DataType
@@ -215,9 +215,9 @@ class NativeSink(Sink):
         section = target.section
         self.layout = KeyLayout(list(section.key_types), section.namespace_type)
         self.tmp = new_scratch_dir("native-write")
-        self.state_families = [SstFamily(state_cf(s.name), os.path.join(self.tmp, f"s{i}.sst"))
+        self.state_families = [SstFamily(state_cf(s.name), os.path.join(self.tmp, f"s{i}.sst"), cf_options())
                                for i, s in enumerate(section.states)]
-        self.timer_family = SstFamily(TIMERS_CF, os.path.join(self.tmp, "timers.sst"))
+        self.timer_family = SstFamily(TIMERS_CF, os.path.join(self.tmp, "timers.sst"), cf_options())
         self.keyed = _Stream(self, target.keyed, self.state_families)
         self.timers = _Stream(self, target.timers, [self.timer_family])
         self.range: tuple[int, int] | None = None
@@ -257,7 +257,7 @@ class NativeSink(Sink):
 
     def _snapshot(self) -> list[DataFile]:
         checkpoint, entries = build_checkpoint([*self.state_families, self.timer_family],
-                                               self.tmp)
+                                               self.tmp, db_options(), cf_options())
         out = self.target
         self.folder = native.checkpoint_folder(out.operator_id, self.range, write_token(out.write_id))
         files, _ = native.upload_checkpoint(checkpoint, Location(out.out), out.operator_id,
