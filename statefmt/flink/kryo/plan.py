@@ -17,6 +17,7 @@ import pyarrow as pa
 from .classes import JavaType
 from .decode import LIST_DECLARED, KryoDecoder
 from .registry import KRYO5
+from .stream import KryoDataError
 from . import kernel as K
 
 _PRIMITIVE_OPS = {"int": K.INT, "long": K.LONG, "boolean": K.BOOL, "byte": K.BYTE, "short": K.SHORT,
@@ -281,9 +282,13 @@ def _chars(units: np.ndarray, valid: np.ndarray) -> pa.Array:
 
 
 def _fix_surrogates(out: pa.StringArray) -> pa.Array:
-    """Kryo writes a character outside the BMP as two 3-byte surrogates: join them (rare)."""
+    """Kryo writes a character outside the BMP as two 3-byte surrogates: join them (rare). Bytes
+    that are no such text (a damaged value) are one error."""
     values = []
     for b in out.cast(pa.binary()).to_pylist():
-        values.append(None if b is None else b.decode("utf-8", "surrogatepass").encode("utf-16", "surrogatepass")
-                      .decode("utf-16"))
+        try:
+            values.append(None if b is None else b.decode("utf-8", "surrogatepass")
+                          .encode("utf-16", "surrogatepass").decode("utf-16"))
+        except UnicodeError:
+            raise KryoDataError(f"a string's characters are not Kryo's UTF-8 ({b[:16].hex()}...)") from None
     return pa.array(values, pa.string())

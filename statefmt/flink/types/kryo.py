@@ -128,7 +128,11 @@ class Kryo(FlinkType):
         if not fallback.any():
             return array, ends
         rows = np.flatnonzero(fallback)
-        slow, slow_ends = super().column(buf, starts[rows], None if limits is None else limits[rows])
+        try:
+            slow, slow_ends = super().column(buf, starts[rows], None if limits is None else limits[rows])
+        except (pa.ArrowTypeError, pa.ArrowInvalid):  # a damaged value read as another class
+            raise KryoValueError(buf.source, f"{self.type_class}: a value does not fit its class",
+                                 int(starts[rows[0]]), buf.base) from None
         ends[rows] = slow_ends
         order = np.arange(len(starts))
         order[rows] = len(starts) + np.arange(len(rows))
