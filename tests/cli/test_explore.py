@@ -1,16 +1,13 @@
 """`statectl explore` driven headless by Textual's pilot: every operator, state and value of
 statectl's own, Flink DataStream and Flink SQL savepoints browsed; pages concatenated equal a
 full read; a key found through its key group; the key filter; the value tree (RowData row
-kinds, TTL times); copy and save; a damaged savepoint browsed around its damage; what the
+kinds, TTL times); copy; a damaged savepoint browsed around its damage; what the
 main screens show at 80x24 (the text of Textual's SVG capture); and no file written into the
 savepoint."""
 
 from __future__ import annotations
 
-import asyncio
-import html
 import json
-import re
 import shutil
 import struct
 import subprocess
@@ -19,71 +16,27 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import pytest
 
+from support.explore_driver import (FIXTURES, FLINK_DEV, choose, drive, first_keyed, open_keyed, screen_text,
+                                    status, tree_labels, type_into_prompt)
 from support.readers_savepoints import build_own_family
-from support.untrusted_helpers import snapshot
-from statectl.cli.explore.app import ExploreApp
 from statectl.cli.explore.browse import state_entries
 from statectl.cli.explore.values import epoch_text
-from statectl.cli.explore.screens import (HelpScreen, OperatorsScreen, SizesScreen, StatesScreen, TableScreen,
-                                          ValueScreen)
+from statectl.cli.explore.screens import HelpScreen, OperatorsScreen, StatesScreen, TableScreen, ValueScreen
 from statectl.readers.local import local_table
-from statectl.readers.questions import StateQuestions
-from statectl.readers.stats import savepoint_stats
-from statectl.cli.output import human_bytes
 from statectl.readers.resolve import KEYED, TIMERS, TableChoice
 from statectl.statefmt.formats import load
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
-FLINK_DEV = FIXTURES / "flink-dev"
 DATASTREAM = [FLINK_DEV / n / "savepoint" for n in ("long-hashmap-canonical", "pojo-hashmap-canonical",
                                                     "tuple-rocksdb-native", "int-hashmap-native")]
 SQL = [FIXTURES / "flink-sql-probe" / n for n in ("hashmap-canonical", "rocksdb-native")]
-SIZE = (80, 24)
 
 
 @pytest.fixture(scope="module")
 def own(tmp_path_factory):
     family = build_own_family(tmp_path_factory.mktemp("own"))
     return {name: Path(sp.location) for name, sp in family.items()}
-
-
-def drive(path, script, size=SIZE):
-    """Run the explorer on *path* headless and ``await script(app, pilot)``; the savepoint's
-    files are byte-identical afterwards."""
-    before = snapshot(path)
-
-    async def main():
-        app = ExploreApp(load(str(path)))
-        async with app.run_test(size=size) as pilot:
-            await pilot.pause()
-            return await script(app, pilot)
-
-    result = asyncio.run(main())
-    assert snapshot(path) == before, "the explorer wrote into the savepoint"
-    return result
-
-
-def screen_text(app) -> str:
-    """The visible text of the screen, line by line, from Textual's SVG capture."""
-    svg = app.export_screenshot()
-    lines: dict[float, list[str]] = {}
-    for y, text in re.findall(r'<text[^>]*\by="([\d.]+)"[^>]*clip-path="url\(#terminal-[^"]*-line-[^>]*>(.*?)</text>', svg):
-        lines.setdefault(float(y), []).append(html.unescape(text).replace("\xa0", " "))
-    return "\n".join("".join(parts) for _, parts in sorted(lines.items()))
-
-
-def status(app) -> str:
-    return str(app.screen.query_one("#status").render())
-
-
-async def choose(pilot, row: int) -> None:
-    """Put the cursor of the screen's table on *row* and press Enter."""
-    pilot.app.screen.table.move_cursor(row=row)
-    await pilot.press("enter")
-    await pilot.pause()
 
 
 async def browse_everything(app, pilot):
@@ -183,30 +136,6 @@ def test_pages_concatenated_equal_the_full_read(own, where, uid, table):
     assert all(a.equals(b) for a, b in zip(pages, back))
 
 
-def first_keyed(sp, name):
-    return next(o for o in sp.operators if name in (o.uid, o.name))
-
-
-async def open_keyed(app, pilot, op, state=None):
-    await choose(pilot, app.savepoint.operators.index(op))
-    entries = app.screen.entries
-    await choose(pilot, next(i for i, e in enumerate(entries) if e.table == KEYED and e.state == (state or e.state)))
-
-
-KEY_NAMES = {" ": "space", "/": "slash", "-": "minus", '"': "quotation_mark", "[": "left_square_bracket",
-             "]": "right_square_bracket", ",": "comma", ":": "colon", "@": "at"}
-
-
-async def type_into_prompt(pilot, key: str, text: str) -> None:
-    """Press *key*, type *text* into the prompt it opens, press Enter."""
-    await pilot.press(key)
-    await pilot.pause()
-    for ch in text:
-        await pilot.press(KEY_NAMES.get(ch, ch))
-    await pilot.press("enter")
-    await pilot.pause()
-
-
 @pytest.mark.parametrize("path, uid, key, column, value", [
     (FLINK_DEV / "long-hashmap-canonical" / "savepoint", "lk-proc", "9007199254740993", "key", 9007199254740993),
     (FLINK_DEV / "pojo-hashmap-canonical" / "savepoint", "pj-proc", "user-016", "key", "user-016"),
@@ -254,12 +183,6 @@ def test_the_filter_shows_keys_containing_the_text():
     assert 0 < shown.num_rows < unfiltered and "key contains '00'" in text
 
 
-def tree_labels(node, depth=0):
-    yield "  " * depth + str(node.label)
-    for child in node.children:
-        yield from tree_labels(child, depth + 1)
-
-
 def test_the_value_tree_shows_ttl_times_maps_and_the_keys_timers():
     path = FLINK_DEV / "pojo-hashmap-canonical" / "savepoint"
     sp = load(str(path))
@@ -302,119 +225,6 @@ def test_rowdata_shows_its_row_kind():
     assert [c.label for c in node.children] == ['{"f0":1,"_rowkind":"-U"}: 2']
     assert [c.label for c in node.children[0].children] == ["key: row (-U)"]
     assert [c.label for c in node.children[0].children[0].children] == ["f0: 1"]
-
-
-def test_operator_state_and_sizes():
-    path = FLINK_DEV / "long-hashmap-canonical" / "savepoint"
-    sp = load(str(path))
-    bcast = first_keyed(sp, "lk-bcast")
-    proc = first_keyed(sp, "lk-proc")
-
-    async def script(app, pilot):
-        await choose(pilot, sp.operators.index(bcast))
-        await choose(pilot, 0)
-        rows = app.screen.view.rows
-        table_text = screen_text(app)
-        for _ in range(2):
-            await pilot.press("escape")
-        await choose(pilot, sp.operators.index(proc))
-        await pilot.press("z")
-        await pilot.pause()
-        assert isinstance(app.screen, SizesScreen)
-        return rows, table_text, screen_text(app), status(app)
-
-    rows, table_text, sizes_text, sizes_status = drive(path, script)
-    assert rows.equals(local_table(sp, TableChoice(bcast, "operator", ("rules",))))
-    assert "lk-bcast / operator state rules" in table_text
-    assert "key group" in sizes_text and "avg" in sizes_text
-    total = sum(StateQuestions(sp, proc).key_group_sizes()["rows"].to_pylist())
-    assert f"hold {total:,} row(s)" in sizes_status
-
-
-def test_the_sizes_screen_shows_each_states_largest_keys_as_stats_finds_them():
-    path = FLINK_DEV / "long-hashmap-canonical" / "savepoint"
-    sp = load(str(path))
-    proc = first_keyed(sp, "lk-proc")
-
-    async def script(app, pilot):
-        await choose(pilot, sp.operators.index(proc))
-        await pilot.press("z")
-        await pilot.pause()
-        await pilot.press("l")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        table = app.screen.query_one("#largest")
-        return [[str(table.get_cell_at((r, c))) for c in range(4)] for r in range(table.row_count)], status(app)
-
-    rows, line = drive(path, script, size=(160, 60))
-    stats = {s.name: s for op in savepoint_stats(sp, ["lk-proc"], top=SizesScreen.LARGEST).operators
-             for s in op.keyed.states}
-    want = [[s.name, k.key, human_bytes(k.bytes), f"{k.elements:,}"] for s in stats.values() for k in s.largest]
-    assert rows == want and len(rows) >= 2 * len(stats) > 0
-    assert line == f"the largest keys of {len(stats)} keyed state(s)"
-
-
-def test_save_writes_the_rows_shown_and_never_into_the_savepoint(tmp_path):
-    path = tmp_path / "sp"
-    shutil.copytree(FLINK_DEV / "long-hashmap-canonical" / "savepoint", path)
-    sp = load(str(path))
-    op = first_keyed(sp, "lk-proc")
-    out = tmp_path / "out"
-    out.mkdir()
-
-    async def script(app, pilot):
-        await open_keyed(app, pilot, op)
-        saved = []
-        for name in ("rows.csv", "rows.jsonl", "rows.parquet"):
-            app.screen.save(str(out / name))
-            saved.append(status(app))
-        app.screen.save(str(path / "inside.csv"))
-        inside = status(app)
-        app.screen.save(str(out / "rows.txt"))
-        return app.screen.view.rows, saved, inside, status(app)
-
-    rows, saved, inside, bad = drive(path, script)
-    assert saved == [f"{rows.num_rows} row(s) saved to {out / n}" for n in ("rows.csv", "rows.jsonl", "rows.parquet")]
-    assert pq.read_table(out / "rows.parquet").equals(rows)
-    lines = (out / "rows.jsonl").read_text().splitlines()
-    assert len(lines) == rows.num_rows and json.loads(lines[0])["key"] == rows["key"][0].as_py()
-    assert (out / "rows.csv").read_text().splitlines()[0] == ",".join(rows.column_names)
-    assert inside.startswith("unreadable: output ") and "which this command reads" in inside
-    assert bad == f"unreadable: {out / 'rows.txt'}: name a .csv, .jsonl or .parquet file"
-    assert not (path / "inside.csv").exists() and sorted(p.name for p in out.iterdir()) == \
-        ["rows.csv", "rows.jsonl", "rows.parquet"]
-
-
-def test_save_all_writes_every_row_of_the_table_the_filter_applied(tmp_path, monkeypatch):
-    from statectl.cli.explore import browse
-
-    monkeypatch.setattr(browse, "WHOLE_ROWS", 7)  # the table read in several pieces
-    path = FLINK_DEV / "long-hashmap-canonical" / "savepoint"
-    sp = load(str(path))
-    op = first_keyed(sp, "lk-proc")
-    out = tmp_path / "out"
-    out.mkdir()
-
-    async def script(app, pilot):
-        await open_keyed(app, pilot, op)
-        lines = []
-        for text, name in (("", "all.parquet"), ("1", "ones.jsonl")):
-            app.screen.view.set_filter(text)
-            app.screen.save_all(str(out / name))
-            await app.workers.wait_for_complete()
-            await pilot.pause()
-            lines.append(status(app))
-        return app.screen.view.columns(), lines
-
-    columns, lines = drive(path, script)
-    assert columns[0] == "_key_group"  # the pages' columns: the key group, then the table's
-    whole = local_table(sp, TableChoice(op, KEYED, ())).select(columns[1:])
-    saved = pq.read_table(out / "all.parquet")
-    assert saved.column_names == columns and saved["_key_group"].null_count == 0
-    assert whole.num_rows == 30 and saved.drop(["_key_group"]).sort_by("key").equals(whole.sort_by("key"))
-    ones = [json.loads(line) for line in (out / "ones.jsonl").read_text().splitlines()]
-    assert sorted(r["key"] for r in ones) == sorted(k for k in whole["key"].to_pylist() if "1" in str(k))
-    assert lines == [f"30 row(s) saved to {out / 'all.parquet'}", f"{len(ones)} row(s) saved to {out / 'ones.jsonl'}"]
 
 
 OFFSETS_AT = 0xCA + 9  # lk-proc subtask 0's key-group offsets in _metadata (test_flink_damaged.py)
