@@ -20,7 +20,7 @@ from ..fs import Location
 from ..model import KEYED_PART, LineageEntry
 from ..vocabulary import KeyedTable
 from . import tables as TB
-from .handles import IncrementalRocksDB, InlineStream, KeyGroupsStream, OperatorStream, StreamHandle
+from .handles import IncrementalRocksDB, InlineStream, KeyGroupsStream, OperatorStream, StreamHandle, keyed_streams
 from .kryo.context import KryoSetting, current as current_kryo_setting
 from .headers import KeyedHeader, OperatorHeader, StateMeta, read_keyed_header, read_operator_header
 from .metadata import FlinkMetadata, FlinkOperator
@@ -241,7 +241,7 @@ def _gather_keyed(found: _Gathered, base: Location, op: FlinkOperator, subtask: 
     if stream is None:
         raise FlinkFormatError(f"{context}: keyed state without a stream")
     found.keyed_files.update(_handle_files(base, handle))
-    found.keyed_bytes += sum(s.size for s in _handle_streams(handle))  # inline streams too
+    found.keyed_bytes += sum(s.size for s in keyed_streams(handle))  # inline streams too
     try:
         check_keyed_handle(handle, op.max_parallelism, context)
         header = _read_keyed_header(found, base, handle, stream)
@@ -347,18 +347,13 @@ def inline_bytes(op: FlinkOperatorInfo) -> int:
     streams = []
     for h in handles.values():
         streams += [h.stream] if isinstance(h, OperatorStream) else \
-            [h] if not isinstance(h, (KeyGroupsStream, IncrementalRocksDB)) else _handle_streams(h)
+            [h] if not isinstance(h, (KeyGroupsStream, IncrementalRocksDB)) else keyed_streams(h)
     return sum(s.size for s in streams if isinstance(s, InlineStream))
-
-
-def _handle_streams(handle) -> list[StreamHandle]:
-    return [handle.stream] if isinstance(handle, KeyGroupsStream) else \
-        [handle.meta] + [s for _, s in handle.files]
 
 
 def _handle_files(base: Location, handle) -> list[tuple[str, int]]:
     out = []
-    for s in _handle_streams(handle):
+    for s in keyed_streams(handle):
         if isinstance(s, InlineStream):
             continue
         out.append((str(stream_location(base, s)), s.size))

@@ -123,6 +123,12 @@ class IncrementalRocksDB:
 KeyedHandle = KeyGroupsStream | IncrementalRocksDB
 
 
+def keyed_streams(handle: KeyedHandle) -> list[StreamHandle]:
+    """Every stream a keyed handle names: its key-group stream, or a RocksDB snapshot's meta
+    information stream and database files."""
+    return [handle.stream] if isinstance(handle, KeyGroupsStream) else [handle.meta] + [s for _, s in handle.files]
+
+
 @dataclass(frozen=True)
 class OperatorStateInfo:
     name: str

@@ -11,7 +11,7 @@ import time
 
 from statectl.statefmt.errors import UsageError
 from statectl.statefmt.flink.format import FlinkCommit
-from statectl.statefmt.flink.handles import IncrementalRocksDB, InlineStream
+from statectl.statefmt.flink.handles import InlineStream, keyed_streams
 from statectl.statefmt.flink.metadata import FlinkOperator
 from statectl.statefmt.formats import FORMATS
 from statectl.statefmt.flink.savepoint_write import OLDEST_WRITTEN_VERSION, metadata_bytes
@@ -128,10 +128,7 @@ def _retagged(op: FlinkOperator, max_parallelism: int | None) -> FlinkOperator:
 def _files_of(op: FlinkOperator) -> list[str]:
     names = []
     for s in op.subtasks:
-        keyed = s.managed_keyed
-        if isinstance(keyed, IncrementalRocksDB):
-            names += [keyed.meta.relative_path, *(f.relative_path for _, f in keyed.files)]
-        elif keyed is not None:
-            names.append(keyed.stream.relative_path)
+        if s.managed_keyed is not None:
+            names += [stream.relative_path for stream in keyed_streams(s.managed_keyed)]
         names += [h.stream.relative_path for h in s.managed_operator]
     return names
