@@ -188,7 +188,10 @@ def _millis(values: pa.Array) -> np.ndarray:
 class KeyedSubtaskTask:
     """Writes one subtask's keyed state from its sorted entry rows (picklable): the Spark task
     of its partition calls :meth:`write`, which each layout gives (:class:`KeyedStreamTask`,
-    `native.NativeKeyedTask`)."""
+    `native.NativeKeyedTask`), with the DDL of the row it returns (:attr:`ddl`) and how that
+    row is read back on the driver (:meth:`written`)."""
+
+    ddl = ""
 
     out: str
     token: str
@@ -208,9 +211,21 @@ class KeyedSubtaskTask:
     def write(self, subtask: int, batches) -> pa.RecordBatch:
         raise NotImplementedError
 
+    @staticmethod
+    def written(row):
+        """The subtask's files, from the row :meth:`write` returned (as a dict)."""
+        raise NotImplementedError
+
 
 class KeyedStreamTask(KeyedSubtaskTask):
     """Writes one subtask's canonical keyed stream file."""
+
+    ddl = STREAM_HANDLE_DDL
+
+    @staticmethod
+    def written(row) -> KeyedStreamFile:
+        return KeyedStreamFile(row["subtask"], row["start"], tuple(row["offsets"]), row["file"], row["size"],
+                               row["entries"])
 
     def write(self, subtask: int, batches) -> pa.RecordBatch:
         first, last = key_group_range(self.max_parallelism, self.parallelism, subtask)

@@ -32,11 +32,13 @@ _SCHEMA = pa.schema([("subtask", pa.int32()), ("start", pa.int32()), ("count", p
 class NativeKeyedTask(KeyedSubtaskTask):
     """Writes one subtask's native snapshot from its sorted entry rows (picklable)."""
 
+    ddl = NATIVE_HANDLE_DDL
+
     def write(self, subtask: int, batches) -> pa.RecordBatch:
         first, last = key_group_range(self.max_parallelism, self.parallelism, subtask)
         assembler = EntryAssembler(list(self.states), self.key, (first, last))
         builder = NativeSnapshotBuilder(list(self.states), prefix_bytes(self.max_parallelism))
-        written: list[Location] = []
+        uploaded: list[Location] = []
         try:
             for batch in batches:
                 builder.add(assembler.add(pa.Table.from_batches([batch])))
@@ -44,11 +46,11 @@ class NativeKeyedTask(KeyedSubtaskTask):
             files = []
             for name, path in builder.finish():
                 with open(path, "rb") as source:
-                    target, size = self._upload(source, written)
+                    target, size = self._upload(source, uploaded)
                 files.append((name, target.name, size))
-            meta, _ = self._upload(io.BytesIO(self.header), written)
+            meta, _ = self._upload(io.BytesIO(self.header), uploaded)
         except BaseException:
-            for target in written:
+            for target in uploaded:
                 target.delete_file()
             raise
         finally:
@@ -57,10 +59,16 @@ class NativeKeyedTask(KeyedSubtaskTask):
                                 builder.entries)
         return native_handle_batch(done)
 
-    def _upload(self, source, written: list[Location]) -> tuple[Location, int]:
-        """*source* (a binary file) copied to a new file of the output: it and its size."""
+    @staticmethod
+    def written(row) -> KeyedNativeFiles:
+        return KeyedNativeFiles(row["subtask"], row["start"], row["count"], (row["meta"], row["meta_size"]),
+                                tuple((f["name"], f["file"], f["size"]) for f in row["files"]), row["entries"])
+
+    def _upload(self, source, uploaded: list[Location]) -> tuple[Location, int]:
+        """*source* (a binary file) copied to a new file of the output (noted in *uploaded*): it
+        and its size."""
         target = Location(self.out).child(stream_file_name(self.token))
-        written.append(target)
+        uploaded.append(target)
         with target.open_output_stream() as f:
             shutil.copyfileobj(source, f, COPY_CHUNK)
             size = source.tell()
@@ -72,9 +80,3 @@ def native_handle_batch(f: KeyedNativeFiles) -> pa.RecordBatch:
         [{"subtask": f.subtask, "start": f.start, "count": f.count, "meta": f.meta[0], "meta_size": f.meta[1],
           "files": [{"name": n, "file": p, "size": s} for n, p, s in f.files], "entries": f.entries}],
         schema=_SCHEMA)
-
-
-def native_files(row) -> KeyedNativeFiles:
-    """A task's row (:data:`NATIVE_HANDLE_DDL`) as the subtask's files."""
-    return KeyedNativeFiles(row["subtask"], row["start"], row["count"], (row["meta"], row["meta_size"]),
-                            tuple((f["name"], f["file"], f["size"]) for f in row["files"]), row["entries"])

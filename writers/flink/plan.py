@@ -17,7 +17,7 @@ from statectl.statefmt.flink import types as T
 from statectl.statefmt.flink.binding import LIST_SERIALIZER, MAP_SERIALIZER, NAMED, VOID, key_java_type
 from statectl.statefmt.flink.headers import StateMeta, read_keyed_header
 from statectl.statefmt.flink.rowdata import RowData
-from statectl.statefmt.flink.savepoint_write import KeyedNativeFiles, KeyedStreamFile, OperatorStreamFile, flink_operator
+from statectl.statefmt.flink.savepoint_write import KeyedNativeFiles, OperatorStreamFile, flink_operator
 from statectl.statefmt.flink.snapshot_write import copied_keyed_header, keyed_header, operator_header
 from statectl.statefmt.flink.stream_write import (KEY, KEY_GROUP, OperatorStreamPart, StreamState,
                                                   operator_stream, row_ddl, row_schema)
@@ -33,9 +33,9 @@ from ..report import OperatorReport
 from ..sql import q
 from .binding import FlinkBinding
 from .columns import check_columns, connector_layout, order_sql, ttl_input, ttl_wrapped, written_type
-from .encoding import (OP_ENTRY_DDL, STREAM_HANDLE_DDL, EntryEncoder, KeyedStreamTask, OperatorEntryEncoder,
+from .encoding import (OP_ENTRY_DDL, EntryEncoder, KeyedStreamTask, OperatorEntryEncoder,
                        StateEncoding, stream_file_name)
-from .native import NATIVE_HANDLE_DDL, NativeKeyedTask, native_files
+from .native import NativeKeyedTask
 from .regroup import RegroupedKeyed
 
 TIMER_STATE = "_timer_state/{domain}_{service}"
@@ -55,6 +55,7 @@ class FlinkOperatorPlan:
         self.binding: FlinkBinding = data.flink or FlinkBinding()
         self.now_ms = now_ms
         self.keyed_job = None
+        self.keyed_task = None  # the keyed job's task (its layout's)
         self.keyed_header: bytes | None = None
         self.operator_states: list[StateMeta] = []
         self.operator_job = None
@@ -118,32 +119,22 @@ class FlinkOperatorPlan:
         their subtask and sorted by key group and key there."""
         chunks = Chunks(self.max_parallelism, self.data.parallelism, 1)
         rows = chunks.distribute(entry_rows, sort_by=(KEY_GROUP, KEY))
-        self.key = key
-        self.keyed_job = rows.mapInArrow(self._keyed_task(), NATIVE_HANDLE_DDL if self.binding.native
-                                         else STREAM_HANDLE_DDL)
-
-    def _keyed_task(self):
-        """The task writing one subtask's keyed state: a native snapshot or a canonical stream."""
-        task = NativeKeyedTask if self.binding.native else KeyedStreamTask
-        return task(self.session.out.uri, self.session.token, self.keyed_header, self.stream_states,
-                    self.key, self.max_parallelism, self.data.parallelism)
+        layout = NativeKeyedTask if self.binding.native else KeyedStreamTask  # a snapshot, or a stream
+        self.keyed_task = layout(self.session.out.uri, self.session.token, self.keyed_header, self.stream_states,
+                                 key, self.max_parallelism, self.data.parallelism)
+        self.keyed_job = rows.mapInArrow(self.keyed_task, self.keyed_task.ddl)
 
     def _keyed_files(self, rows) -> list:
         """The subtasks' keyed files, from the tasks' *rows*; an empty one for each subtask no
         task wrote (it holds no keyed entries)."""
-        files = [self._keyed_file(r) for r in rows]
+        task = self.keyed_task
+        files = [task.written(r) for r in rows]
         done = {f.subtask for f in files}
         if len(done) != len(files):
             raise StatectlError(f"{self.where}: two tasks wrote one subtask's keyed state")
         for subtask in sorted(set(range(self.data.parallelism)) - done):
-            files.append(self._keyed_file(self._keyed_task().write(subtask, iter(())).to_pylist()[0]))
+            files.append(task.written(task.write(subtask, iter(())).to_pylist()[0]))
         return files
-
-    def _keyed_file(self, row):
-        if self.binding.native:
-            return native_files(row)
-        return KeyedStreamFile(row["subtask"], row["start"], tuple(row["offsets"]), row["file"], row["size"],
-                               row["entries"])
 
     def _key_type(self, keyed: KeyedData, first) -> tuple:
         """The key's Flink type (the binding's, or its columns') and its Java type."""
