@@ -14,7 +14,7 @@ from textual.widgets import Footer, Markdown, Static
 
 from statectl.statefmt.errors import StatectlError
 from statectl.readers.resolve import TIMERS
-from statectl.statefmt.model import Operator
+from statectl.statefmt.model import KEYED_PART, Operator
 
 from ..output import human_bytes, printable
 from .browse import OPERATOR_COLUMNS, StateEntry, TableView, operator_rows, state_entries, unreadable_text
@@ -306,8 +306,12 @@ class SizesScreen(Page):
         yield Static(Text(f"largest keys of each state (top {self.LARGEST}; l reads every key)", style="bold"))
         yield RowsTable(id="largest")
 
+    @property
+    def _keyed_readable(self) -> bool:
+        return self.op.keyed is not None and self.op.unreadable_part(KEYED_PART) is None
+
     def action_largest(self) -> None:
-        if self.op.keyed is None or self.op.unreadable_part("keyed state") is not None:
+        if not self._keyed_readable:
             self.status("no readable keyed state: no keys")
             return
         self.status("reading every key of the keyed state ...")
@@ -334,7 +338,7 @@ class SizesScreen(Page):
     def on_mount(self) -> None:
         self.query_one("#states", RowsTable).show_rows(
             ["state", "scope", "size"], [[e.name, e.scope, e.size] for e in self.entries])
-        if self.op.keyed is None or self.op.unreadable_part("keyed state") is not None:
+        if not self._keyed_readable:
             self.status("no readable keyed state: no key groups")
             return
         from statectl.readers.questions import StateQuestions
