@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "tests"))
 
-from common import alternating_medians, load_average, session  # noqa: E402
+from common import alternating_medians, load_average, session, user_events_operator  # noqa: E402
 
 RESTORE_SOURCE = REPO / "bench" / "restore" / "RestoreTimer.java"
 
@@ -68,18 +68,12 @@ def main() -> None:
     import warnings
 
     warnings.filterwarnings("ignore")
-    from statectl.writers import KeyedData, ListState, OperatorData, SavepointWriter, ValueState
+    from statectl.writers import SavepointWriter
 
     print(f"load average before: {load_average()}")
     spark = session("bench-flink-native-write", "local[*]")
-    df = spark.range(args.keys).selectExpr(
-        "concat('user-', CAST(id AS STRING)) AS user", "id * 7 % 100000 AS n",
-        "concat('event-', CAST(id % 1000 AS STRING)) AS event").cache()
-    df.count()
+    op = user_events_operator(spark, args.keys, args.parallelism)
     work = Path(tempfile.mkdtemp(prefix="bench-flink-native-"))
-    keyed = KeyedData(key=["user"], data=df, states=[ValueState("count", column="n"),
-                                                     ListState("events", column="event")])
-    op = OperatorData("proc", args.parallelism, 128, keyed)
     last: dict[str, Path] = {}
 
     def write(layout: str):

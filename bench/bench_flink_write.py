@@ -24,7 +24,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import alternating_medians, load_average, session
+from common import alternating_medians, load_average, session, user_events_operator
 
 
 def main() -> None:
@@ -37,17 +37,11 @@ def main() -> None:
     import warnings
 
     warnings.filterwarnings("ignore")
-    from statectl.writers import KeyedData, ListState, OperatorData, SavepointWriter, ValueState
+    from statectl.writers import SavepointWriter
 
     spark = session("bench-flink-write", "local[*]")
-    df = spark.range(args.keys).selectExpr(
-        "concat('user-', CAST(id AS STRING)) AS user", "id * 7 % 100000 AS n",
-        "concat('event-', CAST(id % 1000 AS STRING)) AS event").cache()
-    df.count()
+    op = user_events_operator(spark, args.keys, args.parallelism)
     work = tempfile.mkdtemp(prefix="bench-flink-write-")
-    keyed = KeyedData(key=["user"], data=df, states=[ValueState("count", column="n"),
-                                                     ListState("events", column="event")])
-    op = OperatorData("proc", args.parallelism, 128, keyed)
     runs = {"n": 0}
 
     def write(fmt: str):

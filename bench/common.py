@@ -169,3 +169,18 @@ def alternating_medians(cases: dict[str, Callable[[], object]], repeat: int,
                 after = process_tree_cpu()
                 cpu.setdefault(name, []).append({k: after[k] - before[k] for k in after})
     return times, {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def user_events_operator(spark, keys: int, parallelism: int):
+    """The Flink write benches' operator ``proc``: *keys* String keys ``user-N``, a Long value
+    state ``count`` and a String list state ``events`` (one element each), at max parallelism
+    128; its input cached and counted, so a timed write reads it from memory."""
+    from statectl.writers import KeyedData, ListState, OperatorData, ValueState
+
+    df = spark.range(keys).selectExpr(
+        "concat('user-', CAST(id AS STRING)) AS user", "id * 7 % 100000 AS n",
+        "concat('event-', CAST(id % 1000 AS STRING)) AS event").cache()
+    df.count()
+    keyed = KeyedData(key=["user"], data=df, states=[ValueState("count", column="n"),
+                                                     ListState("events", column="event")])
+    return OperatorData("proc", parallelism, 128, keyed)
