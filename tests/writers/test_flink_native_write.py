@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -192,3 +193,14 @@ def test_canonical_asks_for_key_group_streams(fixes):
     keyed = [s.managed_keyed for op in sp.metadata.operators for s in op.subtasks if s.managed_keyed is not None]
     assert keyed and all(isinstance(h, KeyGroupsStream) and h.layout == "canonical" for h in keyed)
     assert sp.metadata.trailer != NATIVE_TRAILER
+
+
+def test_native_for_statectls_own_output_is_one_line_and_writes_nothing(tmp_path):
+    spec = Path(__file__).parents[2] / "examples" / "spec.yaml"
+    for flag in ("--native", "--canonical"):
+        result = statectl("bootstrap", "--spec", str(spec), str(tmp_path / "out"), flag)
+        assert result.returncode == 1
+        assert result.stderr.strip().splitlines() == [
+            f"error: {flag} chooses the layout of a Flink savepoint's keyed state; this write's "
+            "output is statectl's canonical"]
+        assert not (tmp_path / "out").exists()
