@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -46,6 +47,7 @@ def test_version_and_other_lines_of_info(savepoint):
 
 PROBE = """
 import sys
+from pathlib import Path
 sys.argv = ["statectl", *sys.argv[1:]]
 from statectl.cli.main import run
 try:
@@ -64,3 +66,42 @@ def test_version_and_info_json_import_no_cli_framework_nor_spark(savepoint, args
     assert done.stderr.splitlines()[-1] == "[]"
     if "--json" in args:
         assert json.loads(done.stdout)["location"] == savepoint.location
+
+
+NATIVE = Path(__file__).resolve().parents[1] / "fixtures" / "flink-dev" / "long-rocksdb-native" / "savepoint"
+
+LOCAL_READ = PROBE.replace('"numba", "pandas")', '"numba", "pandas", "scipy")')
+
+
+def test_a_local_read_decodes_without_pandas_or_scipy():
+    """pyarrow would import pandas and numba SciPy (0.3-0.4 s together) for nothing a local read does."""
+    done = subprocess.run([sys.executable, "-c", LOCAL_READ, "read", str(NATIVE), "--uid", "lk-proc",
+                           "--format", "jsonl", "--limit", "3"], capture_output=True, text=True)
+    assert done.stderr.splitlines()[-1] == "['numba', 'pydantic', 'rich', 'typer']"
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(rows) == 3 and all("key" in row for row in rows)
+
+
+SPARK_AFTER_A_LOCAL_READ = """
+import sys
+from pathlib import Path
+sys.argv = ["statectl", "read", sys.argv[1], "--uid", "lk-proc", "--limit", "1"]
+from statectl.cli.main import run
+try:
+    run()
+except SystemExit:
+    pass
+import pyarrow as pa
+import pyspark  # lifts the refusal
+import pandas as pd
+categories = pa.array(pd.Series(["a", "b", "a"], dtype="category"))
+print(categories.type, "scipy" in sys.modules or __import__("scipy.linalg") is not None, file=sys.stderr)
+"""
+
+
+def test_spark_brings_pandas_back_as_pyarrow_knows_it():
+    """After the first import of pyspark, pandas imports and pyarrow converts pandas objects as
+    pandas objects (a category Series to a dictionary array), although it found no pandas before."""
+    done = subprocess.run([sys.executable, "-c", SPARK_AFTER_A_LOCAL_READ, str(NATIVE)],
+                          capture_output=True, text=True)
+    assert done.stderr.splitlines()[-1] == "dictionary<values=string, indices=int8, ordered=0> True"

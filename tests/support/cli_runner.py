@@ -8,7 +8,7 @@ session instead of starting a JVM of its own (about 10 s each). The run puts
 back everything it may change in the process: Spark's runtime options and log
 level, the SIGINT handler, ``sys.excepthook``, the working directory, the
 environment, the CLI's global options, the root logger's handlers, the job's classes
-(``--classes``).
+(``--classes``), the imports the CLI refuses until Spark (`statectl.cli.startup`).
 
 :func:`statectl_process` runs the installed console script. Use it where the
 process is the point: signals, a killed run, the modules a fresh process loads,
@@ -109,6 +109,7 @@ def _exit_code() -> int:
 @contextlib.contextmanager
 def _process_state(args, cwd, env: dict):
     """argv, directory and environment of the run; afterwards, the process as it was."""
+    from statectl.cli import startup
     from statectl.cli.options import OPTIONS
     from statectl.statefmt.flink.kryo import context as kryo_context
 
@@ -135,6 +136,7 @@ def _process_state(args, cwd, env: dict):
         signal.signal(signal.SIGINT, signal.SIG_DFL if sigint is None else sigint)
         logging.getLogger().handlers[:] = handlers
         kryo_context._job_classes = job_classes
+        startup.lift()
 
 
 def _fresh_options() -> dict:
