@@ -46,14 +46,14 @@ def scan_progress(spark, description: str):
     if stdout.isatty():
         sys.stdout = _EndsOnOutput(stdout, bars.stop)
     try:
-        with bars, _watching(spark, show) as watcher:
+        with bars, watching(spark, show) as watcher:
             watcher.job_started(description)
             yield
     finally:
         sys.stdout = stdout
 
 
-def _watching(spark, show):
+def watching(spark, show):
     """Spark's status tracker, or over Spark Connect (no SparkContext here) the progress the
     server sends with each query's results."""
     from statectl.readers.files import is_connect
@@ -65,18 +65,27 @@ def _watching(spark, show):
 
 
 class _ConnectProgress:
-    """A progress handler of a Spark Connect session: the tasks of the query's stages."""
+    """A progress handler of a Spark Connect session: the tasks of the query's stages. As the
+    status tracker's watcher does, a job is shown complete when the next starts or the block
+    ends without error (the server's last report may come before its last tasks end)."""
 
     def __init__(self, spark, show, job_type):
-        self.spark, self.show, self.job = spark, show, job_type("")
+        self.spark, self.show, self.job_type, self.job = spark, show, job_type, None
 
     def job_started(self, description: str) -> None:
-        self.job.description = description
+        if self.job is not None:
+            self._finish()
+        self.job = self.job_type(description)
+        self.show(self.job)
+
+    def _finish(self) -> None:
+        self.job.total = max(self.job.total, 1)
+        self.job.done = self.job.total
         self.show(self.job)
 
     def __call__(self, stages, inflight_tasks, operation_id, done) -> None:
         stages = list(stages or ())
-        if stages:
+        if stages and self.job is not None:
             self.job.done = sum(s.num_completed_tasks for s in stages)
             self.job.total = sum(s.num_tasks for s in stages)
             self.show(self.job)
@@ -87,6 +96,8 @@ class _ConnectProgress:
 
     def __exit__(self, *exc) -> None:
         self.spark.removeProgressHandler(self)
+        if self.job is not None and exc[0] is None:
+            self._finish()
 
 
 class _EndsOnOutput:

@@ -52,7 +52,7 @@ def prune(
     plan = Prune.of(savepoint, chosen, expired_at, ttl or None, where)  # fails before Spark starts
     plan.check(output, overwrite)
     with spark_errors():
-        spark = start_spark(master)
+        spark = start_spark(master, connect=True)
         with progress(spark, quiet=json_) as on_job:
             report = plan.write(spark, output, self_contained, on_job=on_job, overwrite=overwrite)
     from .summary import prune_summary

@@ -49,7 +49,7 @@ def rescale(
     chosen = Rescale.of(source, max_parallelism, parallelism, chosen_ops, layout_of(native))  # fails before Spark starts
     chosen.check(output, overwrite)
     with spark_errors():
-        spark = start_spark(master)
+        spark = start_spark(master, connect=True)
         with progress(spark, quiet=json_) as on_job:
             report = chosen.write(spark, output, self_contained, on_job=on_job, overwrite=overwrite)
     summary(report, json_)

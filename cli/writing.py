@@ -77,7 +77,7 @@ def bootstrap(
     writer = SavepointWriter(base_sp, parsed.max_parallelism, physical, layout_of(native))
     writer.check(output, overwrite, [op.ref for op in parsed.operators])  # before Spark starts
     with spark_errors():
-        spark = start_spark(master)
+        spark = start_spark(master, connect=True)
         with progress(spark, quiet=json_) as on_job:
             for op in parsed.operator_data(spark, base_sp):
                 writer.with_operator(op)
@@ -142,9 +142,7 @@ def _check_format(physical: str) -> None:
 @contextlib.contextmanager
 def progress(spark, quiet: bool):
     """A progress bar on stderr fed by the Spark jobs; yields the writer's on_job callback."""
-    from statectl.writers.progress import ProgressWatcher
-
-    from .progress import progress_bars
+    from .progress import progress_bars, watching
 
     if quiet:
         yield None
@@ -159,12 +157,14 @@ def progress(spark, quiet: bool):
 
     with bars:
         try:
-            with ProgressWatcher(spark, show) as watcher:
+            with watching(spark, show) as watcher:
                 yield watcher.job_started
         except BaseException:
             bars.live.transient = True  # a failed write shows its error alone
             for task in bars.task_ids:
                 bars.update(task, visible=False)
+            if not bars.console.is_terminal:  # else rich ends the hidden bars with an empty line
+                bars.console.quiet = True
             raise
 
 

@@ -110,6 +110,17 @@ def is_connect(spark) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
+def default_parallelism(spark) -> int:
+    """The cluster's default parallelism (its cores). A Spark Connect client has no SparkContext
+    to ask: a range without a partition count is split into that many partitions, so one small
+    query counts them."""
+    if not is_connect(spark):
+        return spark.sparkContext.defaultParallelism
+    from pyspark.sql import functions as F
+
+    return spark.range(1 << 16).select(F.spark_partition_id().alias("p")).agg(F.max("p")).first()[0] + 1
+
+
 def spark_opens(spark, parts: list[Split]) -> bool:
     """Whether Spark's own filesystems can open every file of *parts*."""
     return all(spark_can_open(spark, s) for s in {hadoop_scheme(p.location) for p in parts})

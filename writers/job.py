@@ -42,12 +42,6 @@ class WriteSession:
     """Files written into one output location by one write; see the module doc."""
 
     def __init__(self, spark, out: Location, on_job=None):
-        if spark is not None and type(spark).__module__.startswith("pyspark.sql.connect"):
-            from statectl.statefmt.errors import UsageError
-
-            # job groups, the status tracker and RDD checks need a SparkContext (docs/ENGINE.md)
-            raise UsageError("writing a savepoint needs a classic SparkSession; "
-                             "a Spark Connect session reads and queries only")
         self.spark = spark
         self.on_job = on_job  # called with each job's description before it runs
         self.out = out
@@ -70,9 +64,8 @@ class WriteSession:
         """Run the job writing *df*'s files; the rows it returns (its files' handles), as dicts."""
         if self.on_job is not None:
             self.on_job(description)
-        if self.spark is not None:
-            # the write's jobs form one group, so a failed write can cancel and await them
-            self.spark.sparkContext.setJobGroup(self.token, description, interruptOnCancel=True)
+        jobs = _JobGroup.of(self.spark, self.token)
+        jobs.enter(description)
         try:
             with _conf(self.spark, JOB_CONF):
                 rows = df.collect()
@@ -82,10 +75,7 @@ class WriteSession:
                 raise error from None
             raise WriteFailedError(f"writing {description} failed: {first_line(e)}") from e
         finally:
-            if self.spark is not None:
-                for key in ("spark.jobGroup.id", "spark.job.description",
-                            "spark.job.interruptOnCancel"):
-                    self.spark.sparkContext.setLocalProperty(key, None)
+            jobs.leave()
         return [r.asDict() for r in rows]
 
     def fail(self) -> None:
@@ -105,19 +95,9 @@ class WriteSession:
 
     def _stop_jobs(self, timeout: float = 60.0) -> bool:
         """Cancel this write's jobs; whether all their tasks ended within *timeout* seconds."""
-        if self.spark is None:
-            return True
         try:
-            sc = self.spark.sparkContext
-            sc.cancelJobGroup(self.token)
-            tracker = sc.statusTracker()
-            deadline = time.monotonic() + timeout
-            while _running_tasks(tracker, self.token):
-                if time.monotonic() > deadline:
-                    return False
-                time.sleep(0.1)
-            return True
-        except Exception:  # the JVM is gone: so are its tasks
+            return _JobGroup.of(self.spark, self.token).cancel(timeout)
+        except Exception:  # the JVM or the server is gone: so are its tasks
             return True
 
     def finish(self, referenced: set[str]) -> None:
@@ -145,6 +125,67 @@ def _conf(spark, settings: dict[str, str]):
                 spark.conf.unset(k)
             else:
                 spark.conf.set(k, v)
+
+
+class _JobGroup:
+    """The Spark jobs of one write, named by its token so a failed write can cancel them: a job
+    group of a classic session (cancelled and awaited through the status tracker), a tag of a
+    Spark Connect session (its operations interrupted; the server kills their tasks)."""
+
+    def __init__(self, spark, token: str):
+        self.spark, self.token = spark, token
+
+    @staticmethod
+    def of(spark, token: str) -> "_JobGroup":
+        if spark is None:
+            return _JobGroup(None, token)
+        from statectl.readers.files import is_connect
+
+        return (_ConnectJobs if is_connect(spark) else _ClassicJobs)(spark, token)
+
+    def enter(self, description: str) -> None:
+        """The jobs this thread starts from now on belong to the write."""
+
+    def leave(self) -> None:
+        """... no longer."""
+
+    def cancel(self, timeout: float) -> bool:
+        return True
+
+
+class _ClassicJobs(_JobGroup):
+    def enter(self, description: str) -> None:
+        self.spark.sparkContext.setJobGroup(self.token, description, interruptOnCancel=True)
+
+    def leave(self) -> None:
+        for key in ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel"):
+            self.spark.sparkContext.setLocalProperty(key, None)
+
+    def cancel(self, timeout: float) -> bool:
+        sc = self.spark.sparkContext
+        sc.cancelJobGroup(self.token)
+        tracker = sc.statusTracker()
+        deadline = time.monotonic() + timeout
+        while _running_tasks(tracker, self.token):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
+
+class _ConnectJobs(_JobGroup):
+    def enter(self, description: str) -> None:
+        self.spark.addTag(self.token)
+
+    def leave(self) -> None:
+        self.spark.removeTag(self.token)
+
+    def cancel(self, timeout: float) -> bool:
+        """The client sees no tasks: once interrupted, a job's tasks are killed (the server runs
+        every operation interruptible); a task that outlives the clean-up leaves its file behind
+        the marker, which a later write into the output removes."""
+        self.spark.interruptTag(self.token)
+        return True
 
 
 def _running_tasks(tracker, group: str) -> int:

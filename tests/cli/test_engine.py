@@ -193,18 +193,17 @@ def test_it_stops_when_idle(savepoint, engine_dir):
 API_SCRIPT = """
 import json, sys
 from pyspark.sql import SparkSession
-from statectl import open_savepoint, SavepointWriter, StatectlError
+from statectl import open_savepoint, KeyedData, OperatorData, SavepointWriter, ValueState
 spark = SparkSession.builder.remote(sys.argv[2]).getOrCreate()
 sp = open_savepoint(sys.argv[1], spark=spark)
 n = sp.sql("SELECT count(*) AS n FROM proc").collect()[0]["n"]
 keyed = sp.keyed("proc").count()
-try:
-    SavepointWriter.new(max_parallelism=128).write(sys.argv[3], spark=spark)
-    refused = None
-except StatectlError as e:
-    refused = str(e)
-print(json.dumps({"n": n, "keyed": keyed, "refused": refused}))
+rows = sp.keyed("proc").groupBy("user").agg({"count": "sum"}).withColumnRenamed("sum(count)", "count")
+SavepointWriter.new(max_parallelism=128).with_operator(OperatorData("copy", parallelism=2, keyed=KeyedData(
+    key=["user"], data=rows, states=[ValueState("count", column="count")]))).write(sys.argv[3], spark)
 spark.stop()
+copied = open_savepoint(sys.argv[3]).keyed("copy")  # read back without Spark
+print(json.dumps({"n": n, "keyed": keyed, "copied": sorted(map(list, zip(*copied.to_pydict().values())))}))
 """
 
 
@@ -217,7 +216,45 @@ def test_the_python_api_takes_a_connect_session(savepoint, engine_dir, tmp_path)
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["n"] == got["keyed"] == 40
-    assert "needs a classic SparkSession" in got["refused"]
+    want: dict[str, int] = {}
+    for row in map(json.loads, run(engine_dir, "read", savepoint, "--uid", "proc", "-f", "jsonl").stdout.splitlines()):
+        want[row["user"]] = want.get(row["user"], 0) + (row["count"] or 0)
+    assert got["copied"] == sorted(map(list, want.items())) and len(want) > 1
+    run(engine_dir, "engine", "stop")
+
+
+FLINK = Path(__file__).resolve().parents[1] / "fixtures" / "flink-dev" / "long-rocksdb-native" / "savepoint"
+
+
+def test_writes_and_diff_run_on_the_warm_engine(savepoint, engine_dir, tmp_path):
+    """rescale, prune and bootstrap over the warm engine write what classic Spark writes (diff,
+    itself warm, finds them identical); a write whose data is wrong ends in its one line and
+    leaves no file; the server stays the same; nothing is left in the working directory."""
+    work = tmp_path / "cwd"
+    work.mkdir()
+    outputs = {}
+    for engine in ("warm", "classic"):
+        env = {"STATECTL_ENGINE": "classic"} if engine == "classic" else {}
+        for name, args in {"rescaled": ("rescale", str(FLINK), "--max-parallelism", "512"),
+                           "pruned": ("prune", savepoint, "--where", "count > 2")}.items():
+            out = outputs[name, engine] = str(tmp_path / f"{name}-{engine}")
+            done = run(engine_dir, args[0], args[1], out, *args[2:], "--json", cwd=work, **env)
+            assert done.returncode == 0, done.stderr
+    pid = _record(engine_dir)["pid"]
+    for name in ("rescaled", "pruned"):
+        diff = run(engine_dir, "diff", outputs[name, "warm"], outputs[name, "classic"], "--content-only", cwd=work)
+        assert diff.returncode == 0 and diff.stdout.strip().endswith("identical"), diff.stdout + diff.stderr
+    (tmp_path / "d.csv").write_text("user,n\na,1\nb,2\na,3\n")
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"operators": [{"uid": "p", "parallelism": 2, "keyed": {
+        "key": ["user"], "input": {"path": str(tmp_path / "d.csv")},
+        "states": [{"name": "n", "kind": "value", "column": "n"}]}}]}))
+    bad = run(engine_dir, "bootstrap", "--spec", str(spec), str(tmp_path / "bad"), cwd=work)
+    assert (bad.returncode, bad.stderr) == (1, "error: operator 'p', value state 'n': key user=a has 2 rows; a "
+                                               "value state holds one value per key (set combine to sum, min, "
+                                               "max or any)\n")
+    assert not (tmp_path / "bad").exists()
+    assert _record(engine_dir)["pid"] == pid and list(work.iterdir()) == []
     run(engine_dir, "engine", "stop")
 
 

@@ -83,7 +83,11 @@ def target_tasks(spark) -> int:
     ``spark.statectl.writeTasks`` overrides it.
     """
     conf = spark.conf.get("spark.statectl.writeTasks", None)
-    return int(conf) if conf else spark.sparkContext.defaultParallelism
+    if conf:
+        return int(conf)
+    from statectl.readers.files import default_parallelism
+
+    return default_parallelism(spark)
 
 
 def plan_operator(data: OperatorData, max_parallelism: int, fmt: str,
