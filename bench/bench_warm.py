@@ -7,7 +7,11 @@ canonical format, operator ``proc``; made once, then cached). The commands, each
 
 - ``sql``: ``statectl sql SP 'SELECT count(*), sum(count), sum(size(events)) FROM proc'``
   (the full read and aggregate of `bench_vs_spa.py`);
-- ``where``: ``statectl read SP --uid proc --where "count > 1000000" -f jsonl``.
+- ``where``: ``statectl read SP --uid proc --where "count > 1000000" -f jsonl``;
+- ``rescale``: ``statectl rescale SP OUT --max-parallelism 256 --overwrite --json`` (goal: warm
+  at most half the classic time);
+- ``small``: ``statectl sql SMALL 'SELECT count(*) AS n FROM `lk-proc`'`` of a small Flink
+  savepoint (the suite's fixture ``flink-dev/long-rocksdb-native``; goal: warm at most 1.5 s).
 
 Each runs cold classic (``STATECTL_ENGINE=classic``: a Spark of the command's own, as before
 the warm engine) and warm (a server of its own folder, ``STATECTL_ENGINE_DIR`` a temporary one).
@@ -56,8 +60,12 @@ def main() -> None:
     classic = dict(os.environ, STATECTL_ENGINE="classic")
     warm = dict(os.environ, STATECTL_ENGINE_DIR=folder, STATECTL_ENGINE_IDLE="600")
     warm.pop("STATECTL_ENGINE", None)
+    small = REPO / "tests" / "fixtures" / "flink-dev" / "long-rocksdb-native" / "savepoint"
     commands = {"sql": [script, "sql", sp, QUERY, "--format", "jsonl"],
-                "where": [script, "read", sp, "--uid", "proc", "--where", "count > 1000000", "-f", "jsonl"]}
+                "where": [script, "read", sp, "--uid", "proc", "--where", "count > 1000000", "-f", "jsonl"],
+                "rescale": [script, "rescale", sp, os.path.join(folder, "rescaled"), "--max-parallelism", "256",
+                            "--overwrite", "--json"],
+                "small": [script, "sql", str(small), "SELECT count(*) AS n FROM `lk-proc`", "-f", "jsonl"]}
     try:
         print(f"savepoint: {args.keys:,} keys ({sp})")
         print(f"load average at start: {load_average()}")

@@ -212,12 +212,6 @@ def _heartbeat(folder: str) -> None:
 def remote_session(url: str, fail_fast: bool = False):
     """A new Spark Connect session at *url*, checked by one round trip; with *fail_fast*, few
     retries of a failed call (the warm engine's own server)."""
-    if "IPython" not in sys.modules:  # Connect's progress module asks IPython for the terminal's
-        sys.modules["IPython"] = None  # size (0.3 s of imports); a command has no IPython shell
-        try:
-            from pyspark.sql.connect.session import SparkSession as RemoteSession
-        finally:
-            del sys.modules["IPython"]
     from pyspark.sql.connect.session import SparkSession as RemoteSession
 
     # pyspark.sql.functions builds Connect columns only in a process marked so (as

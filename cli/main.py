@@ -25,9 +25,9 @@ def run() -> None:
     """
     from .options import debug_enabled
     from .output import print_error
-    from .startup import refuse_until_spark
+    from .startup import refuse
 
-    refuse_until_spark()
+    refuse()
 
     try:
         code = _answer_fast(sys.argv[1:])

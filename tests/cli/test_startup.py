@@ -95,13 +95,19 @@ import pyarrow as pa
 import pyspark  # lifts the refusal
 import pandas as pd
 categories = pa.array(pd.Series(["a", "b", "a"], dtype="category"))
-print(categories.type, "scipy" in sys.modules or __import__("scipy.linalg") is not None, file=sys.stderr)
+try:
+    import IPython  # PySpark would import it to word errors for notebooks: never in a command
+    shell = "IPython imported"
+except ModuleNotFoundError:
+    shell = "no IPython"
+print(categories.type, "scipy" in sys.modules or __import__("scipy.linalg") is not None, shell, file=sys.stderr)
 """
 
 
 def test_spark_brings_pandas_back_as_pyarrow_knows_it():
     """After the first import of pyspark, pandas imports and pyarrow converts pandas objects as
-    pandas objects (a category Series to a dictionary array), although it found no pandas before."""
+    pandas objects (a category Series to a dictionary array), although it found no pandas before;
+    IPython stays out."""
     done = subprocess.run([sys.executable, "-c", SPARK_AFTER_A_LOCAL_READ, str(NATIVE)],
                           capture_output=True, text=True)
-    assert done.stderr.splitlines()[-1] == "dictionary<values=string, indices=int8, ordered=0> True"
+    assert done.stderr.splitlines()[-1] == "dictionary<values=string, indices=int8, ordered=0> True no IPython"
