@@ -14,6 +14,11 @@ import threading
 import time
 from typing import Callable
 
+# The scripts time whole `statectl` processes and the CPU of their process tree: each command with
+# a Spark of its own. The warm engine, the default, would run the work in a server outside that
+# tree; bench_warm.py chooses each command's engine itself (it compares the two).
+os.environ.setdefault("STATECTL_ENGINE", "classic")
+
 
 def load_average() -> str:
     """The machine's load averages over 1, 5 and 15 minutes (``os.getloadavg``), as printed at the
