@@ -206,7 +206,8 @@ def run_job(version: str, runs: list[dict[str, str]], timeout: float = 1800) -> 
         if i:
             args.append("--next")
         args += [f"{k}={v}" for k, v in knobs.items()]
-    quick = [] if any(k.get("mode") in SIZE_MODES for k in runs) else QUICK_JVM_FLAGS
+    # a size run's sources hold their events in memory: 10M keys need more than 1 GiB of heap
+    quick = ["-Xmx8g"] if any(k.get("mode") in SIZE_MODES for k in runs) else QUICK_JVM_FLAGS
     cmd = [_tool("java"), *JVM_FLAGS, *quick, f"-Dlog4j.configurationFile={JOB_DIR / 'log4j2.properties'}",
            "-cp", f"{classes}:{lib_dir(version)}/*", "flinkjob.Main", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)

@@ -1,5 +1,5 @@
 """A job with asynchronous state (Flink 2.3, ForSt, `enableAsyncState()`, state v2:
-`tests/async_state_job/`) can take native savepoints only. Its savepoint read by statectl holds
+`tests/async_state_job/`: value, map and list state v2) can take native savepoints only. Its savepoint read by statectl holds
 the job's counts; rescaled 128 -> 256 -> 128 by statectl (native, as the base), each step is
 restored by the job with exactly the state it saved."""
 
@@ -21,12 +21,13 @@ KEYS = 40
 
 
 def _expected() -> dict[str, str]:
-    """The job's state per key: "count even odd" (a parity no event had is null)."""
+    """The job's state per key: "count even odd seen" (a parity no event had is null; seen: the
+    events' numbers in order)."""
     out = {}
     for i in range(KEYS):
         events = i % 5 + 1
         even, odd = (events + 1) // 2, events // 2
-        out[f"k-{i:02d}"] = f"{events} {even} {odd or 'null'}"
+        out[f"k-{i:02d}"] = f"{events} {even} {odd or 'null'} {','.join(map(str, range(events)))}"
     return out
 
 
@@ -48,7 +49,8 @@ def test_statectl_reads_the_async_jobs_state(saved):
     result = statectl("read", str(saved), "--uid", "proc", "--format", "jsonl")
     assert result.returncode == 0, result.stderr
     rows = {r["key"]: r for r in map(json.loads, result.stdout.splitlines())}
-    assert {k: r["count"] for k, r in rows.items()} == {k: int(v.split()[0]) for k, v in _expected().items()}
+    assert {k: f"{r['count']} {r['by-parity'].get('even')} {r['by-parity'].get('odd') or 'null'} {','.join(r['seen'])}"
+            for k, r in rows.items()} == _expected()
 
 
 def test_rescaled_async_state_restores_into_the_job(saved, tmp_path):

@@ -1,6 +1,8 @@
 package asyncstatejob;
 
 import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.state.v2.ListState;
+import org.apache.flink.api.common.state.v2.ListStateDescriptor;
 import org.apache.flink.api.common.state.v2.MapState;
 import org.apache.flink.api.common.state.v2.MapStateDescriptor;
 import org.apache.flink.api.common.state.v2.ValueState;
@@ -18,6 +20,9 @@ import org.apache.flink.util.Collector;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -26,14 +31,15 @@ import java.util.concurrent.atomic.AtomicInteger;
  * A job on ForSt with the asynchronous state API (Flink 2.x: {@code enableAsyncState()}, state
  * v2), which can take native savepoints only, for the test that statectl's native output of such a
  * savepoint is what the job restores. Operator "proc" keys events by "k-NN" (KEYS keys, key i
- * sent i % 5 + 1 times) and keeps per key an async ValueState<Long> "count" (events seen) and an
- * async MapState<String, Long> "by-parity" ("even"/"odd" event numbers).
+ * sent i % 5 + 1 times) and keeps per key an async ValueState<Long> "count" (events seen), an
+ * async MapState<String, Long> "by-parity" ("even"/"odd" event numbers) and an async
+ * ListState<String> "seen" (each event's number, in order).
  *
  * <pre>
  *   save OUT_DIR                     run the events, take a NATIVE savepoint, write its path to
  *                                    OUT_DIR/savepoint.txt, cancel
  *   restore SAVEPOINT MAXP OUT_DIR   restore at max parallelism MAXP (all state claimed), read each
- *                                    key's state asynchronously, write "key count even odd" lines
+ *                                    key's state asynchronously, write "key count even odd seen" lines
  *                                    to OUT_DIR/restored.txt
  * </pre>
  */
@@ -128,6 +134,7 @@ public final class Main {
         private final boolean save;
         private transient ValueState<Long> count;
         private transient MapState<String, Long> byParity;
+        private transient ListState<String> seen;
 
         Proc(boolean save) {
             this.save = save;
@@ -137,6 +144,7 @@ public final class Main {
         public void open(OpenContext context) {
             count = getRuntimeContext().getState(new ValueStateDescriptor<>("count", Types.LONG));
             byParity = getRuntimeContext().getMapState(new MapStateDescriptor<>("by-parity", Types.STRING, Types.LONG));
+            seen = getRuntimeContext().getListState(new ListStateDescriptor<>("seen", Types.STRING));
         }
 
         @Override
@@ -147,10 +155,15 @@ public final class Main {
                 String parity = n % 2 == 0 ? "even" : "odd";
                 count.asyncValue().thenCompose(c -> count.asyncUpdate(c == null ? 1L : c + 1))
                         .thenCompose(v -> byParity.asyncGet(parity))
-                        .thenAccept(p -> byParity.asyncPut(parity, p == null ? 1L : p + 1));
+                        .thenCompose(p -> byParity.asyncPut(parity, p == null ? 1L : p + 1))
+                        .thenAccept(done -> seen.asyncAdd(String.valueOf(n)));
             } else {
+                List<String> elements = Collections.synchronizedList(new ArrayList<>());
                 count.asyncValue().thenCombine(byParity.asyncGet("even"), (c, e) -> c + " " + e)
                         .thenCombine(byParity.asyncGet("odd"), (ce, o) -> ce + " " + o)
+                        .thenCompose(line -> seen.asyncGet()
+                                .thenCompose(it -> it.onNext(v -> { elements.add(v); }))
+                                .thenApply(done -> line + " " + String.join(",", elements)))
                         .thenAccept(line -> RESTORED.put(key, line));
             }
         }
