@@ -25,6 +25,7 @@ contradicts its own structure raises :class:`SstFormatError`, naming the file.
 
 from __future__ import annotations
 
+import bisect
 import struct
 from dataclasses import dataclass
 
@@ -268,20 +269,22 @@ class SstFile:
     def blocks_in_range(self, start: bytes | None, stop: bytes | None) -> np.ndarray:
         """Indexes of the data blocks that can hold user keys in ``[start, stop)``, compared
         on the bounds' length of key prefix (the index keys separate the blocks: every key
-        of block *i* is at most its separator and above block *i-1*'s)."""
+        of block *i* is at most its separator and above block *i-1*'s). Block *i* is out when
+        its separator's prefix is below *start*, or when block *i-1*'s is at least *stop*;
+        separators are sorted, and so are their prefixes: the blocks kept are one run, found by
+        two binary searches (a key group's range in a table of thousands of blocks)."""
         n = len(self.block_offsets)
-        keep = np.ones(n, dtype=bool)
         if start is None and stop is None:
-            return np.nonzero(keep)[0]
+            return np.arange(n)
         keys, k_off = self._index_keys, self._index_key_offsets
         width = len(start if start is not None else stop)
-        prefixes = [keys[k_off[i]:min(k_off[i + 1], k_off[i] + width)].tobytes() for i in range(n)]
-        for i, p in enumerate(prefixes):
-            if start is not None and p < start:
-                keep[i] = False  # every key of block i is below start
-            if stop is not None and i > 0 and prefixes[i - 1] >= stop:
-                keep[i] = False  # every key of block i is above the previous separator >= stop
-        return np.nonzero(keep)[0]
+
+        def prefix(i: int) -> bytes:
+            return keys[k_off[i]:min(k_off[i + 1], k_off[i] + width)].tobytes()
+
+        first = bisect.bisect_left(range(n), start, key=prefix) if start is not None else 0
+        end = min(n, bisect.bisect_left(range(n), stop, key=prefix) + 1) if stop is not None else n
+        return np.arange(first, max(first, end))
 
     def read_blocks(self, chosen: np.ndarray) -> list:
         """The contents of the chosen data blocks, checked and decompressed (one read

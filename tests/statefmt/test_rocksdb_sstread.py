@@ -175,6 +175,32 @@ def test_a_key_group_range_reads_only_the_blocks_that_can_hold_it(tmp_path):
     assert keys[0] == b"\x00key-009" and keys[-1] == b"\x02key-020"  # whole blocks; the caller trims
 
 
+def _blocks_one_by_one(t: SstFile, start: bytes | None, stop: bytes | None) -> list[int]:
+    """The rule `blocks_in_range` applies, block by block: out when its separator's prefix (the
+    bounds' length) is below *start*, or when the previous block's is at least *stop*."""
+    width = len(start if start is not None else stop)
+    seps = [t._index_keys[t._index_key_offsets[i]:t._index_key_offsets[i + 1]].tobytes()[:width]
+            for i in range(len(t.block_offsets))]
+    return [i for i, p in enumerate(seps)
+            if not (start is not None and p < start) and not (stop is not None and i and seps[i - 1] >= stop)]
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(KEYS, min_size=1, max_size=60, unique=True), st.integers(1, 4), st.integers(1, 3),
+       st.one_of(st.none(), KEYS), st.one_of(st.none(), KEYS))
+def test_a_key_range_chooses_the_blocks_the_rule_says(tmp_path, keys, per_block, partition_entries, start, stop):
+    """The blocks kept are found by binary search over the sorted separators: exactly those the
+    block-by-block rule keeps, flat and partitioned indexes alike."""
+    entries = [(k, 7, K.VALUE, b"v") for k in sorted(keys)]
+    if start is not None and stop is not None:
+        stop = stop[:len(start)].ljust(len(start), b"a")  # both bounds are prefixes of one length
+    for name, options in (("flat.sst", {}), ("partitioned.sst", dict(partition_entries=partition_entries))):
+        with SstFile(_write(tmp_path, E.table(entries, block_entries=per_block, **options), name)) as t:
+            assert t.blocks_in_range(start, stop).tolist() == (
+                list(range(len(t.block_offsets))) if start is None and stop is None
+                else _blocks_one_by_one(t, start, stop))
+
+
 def test_a_bad_checksum_is_one_line_naming_the_file_and_block(tmp_path):
     data = bytearray(E.table(_entries(8), snappy=False, block_entries=4))
     data[3] ^= 0xFF
