@@ -7,7 +7,7 @@ canonical format, operator ``proc``; made once, then cached). The commands, each
 
 - ``sql``: ``statectl sql SP 'SELECT count(*), sum(count), sum(size(events)) FROM proc'``
   (the full read and aggregate of `bench_vs_spa.py`);
-- ``where``: ``statectl read SP --uid proc --where "count > 1000000" -f jsonl``;
+- ``where``: ``statectl read SP --uid proc --where "count > KEYS" -f jsonl`` (no row: a count is below the number of keys);
 - ``rescale``: ``statectl rescale SP OUT --max-parallelism 256 --overwrite --json`` (goal: warm
   at most half the classic time);
 - ``small``: ``statectl sql SMALL 'SELECT count(*) AS n FROM `lk-proc`'`` of a small Flink
@@ -62,7 +62,7 @@ def main() -> None:
     warm.pop("STATECTL_ENGINE", None)
     small = REPO / "tests" / "fixtures" / "flink-dev" / "long-rocksdb-native" / "savepoint"
     commands = {"sql": [script, "sql", sp, QUERY, "--format", "jsonl"],
-                "where": [script, "read", sp, "--uid", "proc", "--where", "count > 1000000", "-f", "jsonl"],
+                "where": [script, "read", sp, "--uid", "proc", "--where", f"count > {args.keys}", "-f", "jsonl"],
                 "rescale": [script, "rescale", sp, os.path.join(folder, "rescaled"), "--max-parallelism", "256",
                             "--overwrite", "--json"],
                 "small": [script, "sql", str(small), "SELECT count(*) AS n FROM `lk-proc`", "-f", "jsonl"]}

@@ -18,12 +18,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from support.explore_driver import (FIXTURES, FLINK_DEV, choose, drive, first_keyed, open_keyed, screen_text,
-                                    status, tree_labels, type_into_prompt)
+from support.explore_driver import (FIXTURES, FLINK_DEV, browse_everything, choose, drive, first_keyed, open_keyed,
+                                    screen_text, status, tree_labels, type_into_prompt)
 from support.readers_savepoints import build_own_family
 from statectl.cli.explore.browse import state_entries
 from statectl.cli.explore.values import epoch_text
-from statectl.cli.explore.screens import HelpScreen, OperatorsScreen, StatesScreen, TableScreen, ValueScreen
+from statectl.cli.explore.screens import HelpScreen
 from statectl.readers.local import local_table
 from statectl.readers.resolve import KEYED, TIMERS, TableChoice
 from statectl.statefmt.formats import load
@@ -37,35 +37,6 @@ SQL = [FIXTURES / "flink-sql-probe" / n for n in ("hashmap-canonical", "rocksdb-
 def own(tmp_path_factory):
     family = build_own_family(tmp_path_factory.mktemp("own"))
     return {name: Path(sp.location) for name, sp in family.items()}
-
-
-async def browse_everything(app, pilot):
-    """Open every operator, every state with a table, its first row's value; back each time."""
-    opened = []
-    for i, op in enumerate(app.savepoint.operators):
-        await choose(pilot, i)
-        assert isinstance(app.screen, StatesScreen) and app.screen.op is op
-        for j, entry in enumerate(app.screen.entries):
-            await choose(pilot, j)
-            if entry.table is None:  # unreadable: said so, and the screen stays
-                assert isinstance(app.screen, StatesScreen) and "unreadable" in status(app)
-                continue
-            assert isinstance(app.screen, TableScreen), status(app)
-            rows = app.screen.view.rows
-            assert rows is not None, status(app)
-            if rows.num_rows:
-                await pilot.press("enter")
-                await pilot.pause()
-                assert isinstance(app.screen, ValueScreen)
-                assert len(app.screen.query_one("#value").root.children) == rows.num_columns
-                await pilot.press("escape")
-            opened.append((op.label, entry.name, rows.num_rows))
-            await pilot.press("escape")
-            await pilot.pause()
-        await pilot.press("escape")
-        await pilot.pause()
-        assert isinstance(app.screen, OperatorsScreen)
-    return opened
 
 
 @pytest.mark.slow  # seconds of Textual rendering per savepoint

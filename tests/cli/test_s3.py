@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from support.cli_runner import statectl, statectl_in_process, statectl_process
+from support.explore_driver import browse_everything, run_explorer
 from support.s3_store import start_s3_store
 from statectl.statefmt.flink import handles as H
 from statectl.statefmt.flink.metadata import parse_metadata
@@ -150,6 +151,16 @@ def test_flink_savepoint_on_s3(s3, on_s3):
     listed = json.loads(ok(run, "ls", s3.uri("flink"), "--json"))
     assert sorted(s["location"] for s in listed["snapshots"]) == \
         [s3.uri("flink/native"), s3.uri("flink/own-copy"), s3.uri("flink/renamed")]
+
+
+def test_explore_browses_a_savepoint_on_s3(s3, on_s3):
+    """`statectl explore s3://...`: every operator, state and first value opens as on the local
+    disk, and the store holds the same objects afterwards."""
+    remote = s3.upload(FLINK_NATIVE, "explore/native")
+    objects = s3.keys("explore/native")
+    on_disk = run_explorer(str(FLINK_NATIVE), browse_everything)
+    assert run_explorer(remote, browse_everything) == on_disk and len(on_disk) > 5
+    assert s3.keys("explore/native") == objects
 
 
 def _on_store(folder: Path, local_root: Path, remote_root: str) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from support.untrusted_helpers import snapshot
 from statectl.cli.explore.app import ExploreApp
+from statectl.cli.explore.screens import OperatorsScreen, StatesScreen, TableScreen, ValueScreen
 from statectl.readers.resolve import KEYED
 from statectl.statefmt.formats import load
 
@@ -23,16 +24,21 @@ def drive(path, script, size=SIZE):
     """Run the explorer on *path* headless and ``await script(app, pilot)``; the savepoint's
     files are byte-identical afterwards."""
     before = snapshot(path)
+    result = run_explorer(str(path), script, size)
+    assert snapshot(path) == before, "the explorer wrote into the savepoint"
+    return result
 
+
+def run_explorer(location: str, script, size=SIZE):
+    """Run the explorer on the savepoint at *location* (any location statectl opens) headless and
+    ``await script(app, pilot)``."""
     async def main():
-        app = ExploreApp(load(str(path)))
+        app = ExploreApp(load(location))
         async with app.run_test(size=size) as pilot:
             await pilot.pause()
             return await script(app, pilot)
 
-    result = asyncio.run(main())
-    assert snapshot(path) == before, "the explorer wrote into the savepoint"
-    return result
+    return asyncio.run(main())
 
 
 def screen_text(app) -> str:
@@ -83,3 +89,32 @@ def tree_labels(node, depth=0):
     yield "  " * depth + str(node.label)
     for child in node.children:
         yield from tree_labels(child, depth + 1)
+
+
+async def browse_everything(app, pilot):
+    """Open every operator, every state with a table, its first row's value; back each time."""
+    opened = []
+    for i, op in enumerate(app.savepoint.operators):
+        await choose(pilot, i)
+        assert isinstance(app.screen, StatesScreen) and app.screen.op is op
+        for j, entry in enumerate(app.screen.entries):
+            await choose(pilot, j)
+            if entry.table is None:  # unreadable: said so, and the screen stays
+                assert isinstance(app.screen, StatesScreen) and "unreadable" in status(app)
+                continue
+            assert isinstance(app.screen, TableScreen), status(app)
+            rows = app.screen.view.rows
+            assert rows is not None, status(app)
+            if rows.num_rows:
+                await pilot.press("enter")
+                await pilot.pause()
+                assert isinstance(app.screen, ValueScreen)
+                assert len(app.screen.query_one("#value").root.children) == rows.num_columns
+                await pilot.press("escape")
+            opened.append((op.label, entry.name, rows.num_rows))
+            await pilot.press("escape")
+            await pilot.pause()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, OperatorsScreen)
+    return opened
