@@ -327,17 +327,37 @@ class SizesScreen(Page):
         except StatectlError as e:
             self.app.call_from_thread(self.failed, e)
             return
-        rows = [[s.name, printable(k.key if k.namespace is None else f"{k.key} / {k.namespace}"),
-                 human_bytes(k.bytes), f"{k.elements:,}"] for s in states for k in s.largest]
-        self.app.call_from_thread(self._show_largest, rows, len(states))
+        self.app.call_from_thread(self._show_measured, states)
 
-    def _show_largest(self, rows: list[list[str]], states: int) -> None:
-        self.query_one("#largest", RowsTable).show_rows(["state", "key", "bytes", "elements"], rows)
-        self.status(f"the largest keys of {states} keyed state(s)")
+    def _show_measured(self, states: list) -> None:
+        """Each keyed state's largest keys, and in the states table its bytes, rows and elements
+        as measured (a Flink canonical stream holds every state of a key group together, so
+        `_metadata` gives no size per state)."""
+        self.query_one("#largest", RowsTable).show_rows(
+            ["state", "key", "bytes", "elements"],
+            [[s.name, printable(k.key if k.namespace is None else f"{k.key} / {k.namespace}"),
+              human_bytes(k.bytes), f"{k.elements:,}"] for s in states for k in s.largest])
+        measured = {s.name: s for s in states}
+        self.query_one("#states", RowsTable).show_rows(
+            self.STATE_COLUMNS + ["bytes", "rows", "elements"],
+            [[*self._state_row(e), *self._measured_cells(measured.get(e.state))]
+             for e in self.entries])
+        self.status(f"the largest keys and the bytes of {len(states)} keyed state(s)")
+
+    STATE_COLUMNS = ["state", "scope", "size"]
+
+    @staticmethod
+    def _state_row(e) -> list:
+        return [e.name, e.scope, e.size]
+
+    @staticmethod
+    def _measured_cells(figures) -> list[str]:
+        if figures is None:
+            return ["", "", ""]
+        return [human_bytes(figures.bytes), f"{figures.rows:,}", f"{figures.elements:,}"]
 
     def on_mount(self) -> None:
-        self.query_one("#states", RowsTable).show_rows(
-            ["state", "scope", "size"], [[e.name, e.scope, e.size] for e in self.entries])
+        self.query_one("#states", RowsTable).show_rows(self.STATE_COLUMNS, [self._state_row(e) for e in self.entries])
         if not self._keyed_readable:
             self.status("no readable keyed state: no key groups")
             return

@@ -58,15 +58,22 @@ def test_the_sizes_screen_shows_each_states_largest_keys_as_stats_finds_them():
         await pilot.press("l")
         await app.workers.wait_for_complete()
         await pilot.pause()
-        table = app.screen.query_one("#largest")
-        return [[str(table.get_cell_at((r, c))) for c in range(4)] for r in range(table.row_count)], status(app)
+        cells = [[[str(t.get_cell_at((r, c))) for c in range(len(t.columns))] for r in range(t.row_count)]
+                 for t in (app.screen.query_one("#largest"), app.screen.query_one("#states"))]
+        return *cells, status(app)
 
-    rows, line = drive(path, script, size=(160, 60))
+    rows, states, line = drive(path, script, size=(160, 60))
     stats = {s.name: s for op in savepoint_stats(sp, ["lk-proc"], top=SizesScreen.LARGEST).operators
              for s in op.keyed.states}
     want = [[s.name, k.key, human_bytes(k.bytes), f"{k.elements:,}"] for s in stats.values() for k in s.largest]
     assert rows == want and len(rows) >= 2 * len(stats) > 0
-    assert line == f"the largest keys of {len(stats)} keyed state(s)"
+    # the states table gains each keyed state's bytes, rows and elements as measured (a canonical
+    # stream holds all states of a key group: `_metadata` gives the table's size only)
+    measured = {row[0]: row[3:] for row in states}
+    assert {name: measured[name] for name in stats} == \
+        {name: [human_bytes(s.bytes), f"{s.rows:,}", f"{s.elements:,}"] for name, s in stats.items()}
+    assert measured["(keyed table)"] == measured["(timers)"] == ["", "", ""]
+    assert line == f"the largest keys and the bytes of {len(stats)} keyed state(s)"
 
 
 def test_save_writes_the_rows_shown_and_never_into_the_savepoint(tmp_path):
