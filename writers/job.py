@@ -180,11 +180,14 @@ class _ConnectJobs(_JobGroup):
     def leave(self) -> None:
         self.spark.removeTag(self.token)
 
+    GRACE = 2.0  # seconds for the tasks of interrupted operations to be killed
+
     def cancel(self, timeout: float) -> bool:
-        """The client sees no tasks: once interrupted, a job's tasks are killed (the server runs
-        every operation interruptible); a task that outlives the clean-up leaves its file behind
-        the marker, which a later write into the output removes."""
-        self.spark.interruptTag(self.token)
+        """The client sees no tasks: the write's operations still running are interrupted (the
+        server runs every operation interruptible and kills its tasks) and given `GRACE`
+        seconds to end. A failed job's operation has already ended (Spark killed its tasks)."""
+        if self.spark.interruptTag(self.token):
+            time.sleep(min(self.GRACE, timeout))
         return True
 
 
