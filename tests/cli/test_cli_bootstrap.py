@@ -10,7 +10,6 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from collections import defaultdict
 
 import pyarrow.parquet as pq
@@ -18,6 +17,7 @@ import pytest
 
 from statectl.statefmt.formats import load
 from support import REPO
+from support.blocked_write import blocked_bootstrap
 from support.cli_runner import statectl
 from support.savepoint_rows import files_below, keyed_rows, state_rows, timer_rows, tree_digest
 
@@ -179,45 +179,9 @@ def test_modify_and_bootstrap_on_a_base(example, tmp_path):
     assert actual_proc_rows(standalone) == expected_proc_rows()
 
 
-BLOCKING_FUNCTION = """
-import os
-import time
-
-def blocking(key, rows, ctx):
-    # while the block file exists, the task holding key u0 hangs; the other task finishes
-    if key == ("u0",) and os.path.exists({block!r}):
-        time.sleep(300)
-    ctx.value("n").update(rows.num_rows)
-"""
-
-
-def _blocked_bootstrap(tmp_path, stderr=subprocess.DEVNULL):
-    """A bootstrap whose task of key u0 hangs while tmp_path/block exists; returned once
-    the other task has written its file. Runs in a session of its own, as from a terminal."""
-    block = tmp_path / "block"
-    block.touch()
-    (tmp_path / "fns.py").write_text(BLOCKING_FUNCTION.format(block=str(block)))
-    (tmp_path / "keys.csv").write_text("user\n" + "\n".join(f"u{i}" for i in range(200)) + "\n")
-    spec = tmp_path / "spec.yaml"
-    spec.write_text("operators:\n  - uid: p\n    parallelism: 2\n    keyed:\n      key: user\n"
-                    "      input: keys.csv\n      function: fns.py:blocking\n"
-                    "      states: [{name: n, kind: value, type: int64}]\n")
-    out = tmp_path / "out"
-    proc = subprocess.Popen(["statectl", "bootstrap", "--spec", str(spec), str(out)],
-                            stdout=subprocess.DEVNULL, stderr=stderr, text=True,
-                            start_new_session=True)
-    deadline = time.monotonic() + 180
-    while not any(p.endswith(".parquet") for p in files_below(out)):  # one task wrote
-        if proc.poll() is not None or time.monotonic() > deadline:
-            os.killpg(proc.pid, signal.SIGKILL)
-            raise AssertionError("the bootstrap ended or stalled before writing a file")
-        time.sleep(0.05)
-    return proc, spec, block, out
-
-
 @pytest.mark.slow
 def test_an_interrupted_bootstrap_removes_every_file_it_began(tmp_path):
-    proc, _, _, out = _blocked_bootstrap(tmp_path, stderr=subprocess.PIPE)
+    proc, _, _, out = blocked_bootstrap(tmp_path, stderr=subprocess.PIPE)
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal: the whole foreground group
     try:
         _, stderr = proc.communicate(timeout=120)
@@ -231,8 +195,10 @@ def test_an_interrupted_bootstrap_removes_every_file_it_began(tmp_path):
 
 @pytest.mark.slow
 def test_a_killed_bootstrap_leaves_no_savepoint_and_a_rerun_succeeds(tmp_path):
-    proc, spec, block, out = _blocked_bootstrap(tmp_path)
-    os.killpg(proc.pid, signal.SIGKILL)  # the whole job: statectl, its JVM, its workers
+    # the whole job killed: statectl, its JVM, its workers (a Spark of its own; on the warm
+    # engine the server interrupts a dead command's operation: tests/cli/test_engine.py)
+    proc, spec, block, out = blocked_bootstrap(tmp_path, env={"STATECTL_ENGINE": "classic"})
+    os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not (out / "_metadata").exists()
     assert any(p.startswith("_writing-") for p in files_below(out))

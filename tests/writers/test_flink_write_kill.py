@@ -54,8 +54,11 @@ def inputs(tmp_path_factory) -> Path:
 def _kill_at(spec: Path, out: Path, moment: str) -> None:
     """Start the bootstrap in a session of its own and SIGKILL the whole session at *moment*."""
     reached, wait = MOMENTS[moment]
+    # a Spark of its own, killed with it (a warm server interrupts a dead command's operation:
+    # tests/cli/test_engine.py)
     proc = subprocess.Popen(["statectl", "bootstrap", "--spec", str(spec), str(out)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                            env={**os.environ, "STATECTL_ENGINE": "classic"})
     deadline = time.monotonic() + 300
     try:
         while not reached(out):

@@ -191,7 +191,7 @@ def test_cli_rescale_and_its_errors(base, tmp_path):
     (tmp_path / "writers").mkdir()
     (tmp_path / "writers" / "__init__.py").write_text("raise ImportError('shadowed')\n")
     result = statectl_process("rescale", base.location, out, "--max-parallelism", "256", "--parallelism", "4",
-                      cwd=tmp_path)
+                              cwd=tmp_path, env={"STATECTL_ENGINE": "classic"})  # workers of its own Spark
     assert result.returncode == 0, result.stderr
     assert "proc" in result.stdout and "rescaled" in result.stdout
     info = json.loads(statectl("info", out, "--json").stdout)
