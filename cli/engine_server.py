@@ -63,6 +63,9 @@ def server_conf(port: int) -> dict[str, str]:
         "spark.connect.grpc.binding.port": str(port),
         # a session whose command ended (or died) is released; its views and caches go with it
         "spark.connect.session.manager.defaultSessionTimeout": "10m",
+        # a killed task's Python worker is killed as soon as Spark sees it (default: 2 s later),
+        # so an interrupted write's tasks write nothing after it cleaned up (writers/job.py)
+        "spark.python.task.killTimeout": "0s",
     }
 
 

@@ -180,14 +180,16 @@ class _ConnectJobs(_JobGroup):
     def leave(self) -> None:
         self.spark.removeTag(self.token)
 
-    GRACE = 2.0  # seconds for the tasks of interrupted operations to be killed
+    GRACE = 3.0  # seconds: see cancel
 
     def cancel(self, timeout: float) -> bool:
         """The client sees no tasks: the write's operations still running are interrupted (the
-        server runs every operation interruptible and kills its tasks) and given `GRACE`
-        seconds to end. A failed job's operation has already ended (Spark killed its tasks)."""
-        if self.spark.interruptTag(self.token):
-            time.sleep(min(self.GRACE, timeout))
+        server runs every operation interruptible), and the killed tasks of this and of failed
+        jobs are given `GRACE` seconds to end before the write's files are removed: Spark looks
+        at a killed task every 2 s and then kills its Python worker, at once on the warm
+        engine (`spark.python.task.killTimeout`, `cli/engine_server.py`)."""
+        self.spark.interruptTag(self.token)
+        time.sleep(min(self.GRACE, timeout))
         return True
 
 

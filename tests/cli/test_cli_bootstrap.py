@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from collections import defaultdict
 
 import pyarrow.parquet as pq
@@ -181,7 +182,7 @@ def test_modify_and_bootstrap_on_a_base(example, tmp_path):
 
 @pytest.mark.slow
 def test_an_interrupted_bootstrap_removes_every_file_it_began(tmp_path):
-    proc, _, _, out = blocked_bootstrap(tmp_path, stderr=subprocess.PIPE)
+    proc, _, block, out = blocked_bootstrap(tmp_path, stderr=subprocess.PIPE)  # on the warm engine
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal: the whole foreground group
     try:
         _, stderr = proc.communicate(timeout=120)
@@ -191,6 +192,9 @@ def test_an_interrupted_bootstrap_removes_every_file_it_began(tmp_path):
     assert proc.returncode == 130
     assert stderr.strip().splitlines()[-1] == "error: interrupted"
     assert files_below(out) == []  # no _metadata, no data file, no marker
+    block.unlink()  # the waiting task would go on now, had the interrupt not killed it
+    time.sleep(3)
+    assert files_below(out) == []
 
 
 @pytest.mark.slow
