@@ -48,8 +48,8 @@ def diff(
         sp_a, sp_b = load(opened(a)), load(opened(b))  # bad paths fail before Spark starts
         with spark_errors():
             read = sum(f.size for sp in (sp_a, sp_b) for _, f in sp.data_files())  # a read: see cli.jvm
-            spark = lambda: start_spark(master, read_bytes=read, connect=True)  # noqa: E731 (only if needed)
-            result = diff_savepoints(spark, sp_a, sp_b, limit=limit, engine="spark" if master is not None else engine)
+            result = diff_savepoints(lambda: start_spark(master, read_bytes=read, connect=True), sp_a, sp_b,
+                                     limit=limit, engine="spark" if master is not None else engine)
     output_for(json_).savepoint_diff(diff_summary(result))
     if not (result.same_content if content_only else result.identical):
         raise typer.Exit(DIFFERENT)

@@ -79,9 +79,7 @@ class _ConnectProgress:
         self.show(self.job)
 
     def _finish(self) -> None:
-        self.job.total = max(self.job.total, 1)
-        self.job.done = self.job.total
-        self.show(self.job)
+        self.show(self.job.complete())
 
     def __call__(self, stages, inflight_tasks, operation_id, done) -> None:
         stages = list(stages or ())

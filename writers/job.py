@@ -47,6 +47,7 @@ class WriteSession:
         self.out = out
         self.write_id = uuid.uuid4().hex
         self.token = write_token(self.write_id)
+        self.jobs = _JobGroup.of(spark, self.token)
         self.marker = out.child(f"{WRITE_MARKER_PREFIX}{self.token}.json")
         self.removed_leftovers = 0
         self.made_out = False  # whether this write made the output folder (a failed one removes it)
@@ -64,8 +65,7 @@ class WriteSession:
         """Run the job writing *df*'s files; the rows it returns (its files' handles), as dicts."""
         if self.on_job is not None:
             self.on_job(description)
-        jobs = _JobGroup.of(self.spark, self.token)
-        jobs.enter(description)
+        self.jobs.enter(description)
         try:
             with _conf(self.spark, JOB_CONF):
                 rows = df.collect()
@@ -75,7 +75,7 @@ class WriteSession:
                 raise error from None
             raise WriteFailedError(f"writing {description} failed: {first_line(e)}") from e
         finally:
-            jobs.leave()
+            self.jobs.leave()
         return [r.asDict() for r in rows]
 
     def fail(self) -> None:
@@ -96,7 +96,7 @@ class WriteSession:
     def _stop_jobs(self, timeout: float = 60.0) -> bool:
         """Cancel this write's jobs; whether all their tasks ended within *timeout* seconds."""
         try:
-            return _JobGroup.of(self.spark, self.token).cancel(timeout)
+            return self.jobs.cancel(timeout)
         except Exception:  # the JVM or the server is gone: so are its tasks
             return True
 
@@ -174,13 +174,13 @@ class _ClassicJobs(_JobGroup):
 
 
 class _ConnectJobs(_JobGroup):
+    GRACE = 3.0  # seconds: see cancel
+
     def enter(self, description: str) -> None:
         self.spark.addTag(self.token)
 
     def leave(self) -> None:
         self.spark.removeTag(self.token)
-
-    GRACE = 3.0  # seconds: see cancel
 
     def cancel(self, timeout: float) -> bool:
         """The client sees no tasks: the write's operations still running are interrupted (the

@@ -13,6 +13,12 @@ class JobProgress:
     done: int = 0
     total: int = 0
 
+    def complete(self) -> "JobProgress":
+        """Shown done: a job's last report may come before its last tasks end."""
+        self.total = max(self.total, 1)
+        self.done = self.total
+        return self
+
 
 class ProgressWatcher:
     """Polls Spark's status tracker and reports (description, done tasks, total tasks).
@@ -38,9 +44,7 @@ class ProgressWatcher:
             self.report(self.current)
 
     def _finish(self, job: JobProgress) -> None:
-        job.total = max(job.total, 1)
-        job.done = job.total
-        self.report(job)
+        self.report(job.complete())
 
     def _poll(self) -> None:
         done = total = 0

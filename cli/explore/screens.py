@@ -293,6 +293,7 @@ class SizesScreen(Page):
 
     TOP = 20
     LARGEST = 5  # keys per state
+    STATE_COLUMNS = ["state", "scope", "size"]
     BINDINGS = [Binding("l", "largest", "Largest keys")]
 
     def __init__(self, op: Operator, entries: list[StateEntry]):
@@ -343,8 +344,6 @@ class SizesScreen(Page):
             [[*self._state_row(e), *self._measured_cells(measured.get(e.state))]
              for e in self.entries])
         self.status(f"the largest keys and the bytes of {len(states)} keyed state(s)")
-
-    STATE_COLUMNS = ["state", "scope", "size"]
 
     @staticmethod
     def _state_row(e) -> list:
