@@ -9,8 +9,8 @@ max parallelism 128, parallelism 2) has a Long key and per key a TTL ``ValueStat
 ``MapState<String, Long>`` ``seen`` of two entries; last-access times are spread evenly over
 1000 s, so with a TTL of 1000 s the time ``T0 + 1500 s`` has exactly half of them expired.
 
-- A, prune: ``statectl prune SP OUT --expired-at T --ttl 1000s`` (decodes every entry, drops the
-  expired ones, encodes the rest with the base's serializers);
+- A, prune: ``statectl prune SP OUT --expired-at T --ttl 1000s`` (reads each TTL entry's
+  timestamp in its bytes, drops the expired ones, moves the rest as their bytes);
 - B, rescale: ``statectl rescale SP OUT --max-parallelism 256`` (moves the entries as their bytes).
 
 After one untimed run of each, whose outputs are read back in this process (no Spark: A must hold

@@ -20,6 +20,9 @@ from statectl.statefmt.expiry import expired
 from statectl.statefmt.model import TTL_SUFFIX
 
 COLLECTIONS = ("list", "map")
+MARK = "_statectl_removed"  # the column of the rows that carry a batch's counts, not state
+MARK_TYPE = pa.list_(pa.int64())
+MARK_DDL = f"{MARK} array<bigint>"
 
 
 @dataclass(frozen=True)
@@ -109,3 +112,16 @@ def prune_batch(batch: pa.RecordBatch, rule: ExpiryRule) -> tuple[pa.RecordBatch
     out = pa.RecordBatch.from_arrays(list(columns.values()), schema=batch.schema)
     removed["rows"] = int((was_live & ~live).sum())
     return (out if live.all() else out.filter(pa.array(live))), removed
+
+
+def marked(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """*batch* with a null :data:`MARK` column: rows of state."""
+    return pa.RecordBatch.from_arrays([*batch.columns, pa.nulls(batch.num_rows, MARK_TYPE)],
+                                      names=[*batch.schema.names, MARK])
+
+
+def count_row(schema: pa.Schema, counts: list[int]) -> pa.RecordBatch:
+    """One row of *schema*'s columns, every one null, with *counts* in :data:`MARK`: what a
+    task removed, carried beside the rows it kept."""
+    return pa.RecordBatch.from_arrays([*(pa.nulls(1, f.type) for f in schema), pa.array([counts], MARK_TYPE)],
+                                      names=[*schema.names, MARK])

@@ -20,13 +20,10 @@ from statectl.statefmt.ids import OperatorRef
 from statectl.statefmt.model import KEYED_PART, NAMESPACE_COLUMN, Operator, Savepoint, cannot_read
 from statectl.statefmt.vocabulary import StateKind
 
-from .expired import ExpiryRule, TtlState, prune_batch
+from .expired import MARK, ExpiryRule, TtlState, count_row, marked, prune_batch
 from .rebuild import Rebuild
 from .report import WriteReport
 from .savepoint_writer import SavepointWriter
-
-
-MARK = "_statectl_removed"  # the column of the rows that carry a batch's counts, not state
 
 
 @dataclass(frozen=True)
@@ -37,7 +34,10 @@ class PruneRule:
     By expiry, the keyed table is decoded and pruned once: each task's batches pass through
     :func:`.expired.prune_batch`, each followed by one row counting what it removed, and the
     result is persisted, so the writer's several reads of the table (one per state) and the
-    counts (:meth:`counts`) read it again without decoding; :meth:`release` drops it."""
+    counts (:meth:`counts`) read it again without decoding; :meth:`release` drops it. An
+    operator whose entries move as their bytes is pruned in them instead
+    (:class:`.flink.regroup.RegroupedKeyed`), its tasks' rows and counts kept the same way
+    (:meth:`kept`)."""
 
     key_columns: tuple[str, ...]  # the key columns, and namespace if any
     states: tuple[tuple[str, str], ...]  # (name, kind) of every keyed state
@@ -47,27 +47,30 @@ class PruneRule:
 
     def keyed(self, table):
         """The keyed table *table* without what the rule removes."""
-        from pyspark.sql import functions as F
+        from pyspark.sql import types as T
 
         from statectl.readers.conditions import not_selected
 
         if self.where is not None:
             return not_selected(table, self.where)
-        marked = self._marked(table)
-        return marked.where(F.col(MARK).isNull()).drop(MARK)
-
-    def _marked(self, table):
-        from pyspark import StorageLevel
-        from pyspark.sql import types as T
-
         schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in table.schema] +
                               [T.StructField(MARK, T.ArrayType(T.LongType()), True)])
-        marked = table.mapInArrow(ExpiryTask(self.expiry, self._count_names()), schema)
+        return self.kept(table.mapInArrow(ExpiryTask(self.expiry, self.count_names()), schema))
+
+    def kept(self, marked):
+        """The rows of *marked* (rows of state and, in :data:`~.expired.MARK`, the counts of
+        what its tasks removed, in the order of :meth:`count_names`) that are state; *marked*
+        is persisted for :meth:`counts`."""
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
         marked = marked.persist(StorageLevel.MEMORY_AND_DISK)
         self.persisted.append(marked)
-        return marked
+        return marked.where(F.col(MARK).isNull()).drop(MARK)
 
-    def _count_names(self) -> tuple[str, ...]:
+    def count_names(self) -> tuple[str, ...]:
+        """What a count row of an expiry holds, in order: keyed rows removed, then per TTL state
+        the values, list elements or map entries removed."""
         return ("rows", *(s.name for s in self.expiry.states))
 
     def timers(self, timers, table):
@@ -92,9 +95,9 @@ class PruneRule:
         if self.where is None:
             from pyspark.sql import functions as F
 
-            names, found = self._count_names(), dict.fromkeys(self._count_names(), 0)
-            for marked in self.persisted:
-                for row in marked.where(F.col(MARK).isNotNull()).select(MARK).collect():
+            names, found = self.count_names(), dict.fromkeys(self.count_names(), 0)
+            for frame in self.persisted:
+                for row in frame.where(F.col(MARK).isNotNull()).select(MARK).collect():
                     for name, n in zip(names, row[0]):
                         found[name] += n
             return {**found, "timers": 0}
@@ -133,16 +136,11 @@ class ExpiryTask:
     names: tuple[str, ...]
 
     def __call__(self, batches):
-        import pyarrow as pa
-
-        mark = pa.list_(pa.int64())
         for batch in batches:
             pruned, removed = prune_batch(batch, self.rule)
-            names = [*batch.schema.names, MARK]
             if pruned.num_rows:
-                yield pa.RecordBatch.from_arrays([*pruned.columns, pa.nulls(pruned.num_rows, mark)], names=names)
-            counts = pa.array([[removed[n] for n in self.names]], mark)
-            yield pa.RecordBatch.from_arrays([*(pa.nulls(1, f.type) for f in batch.schema), counts], names=names)
+                yield marked(pruned)
+            yield count_row(batch.schema, [removed[n] for n in self.names])
 
 
 # --- choosing ---------------------------------------------------------------------------------

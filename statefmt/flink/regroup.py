@@ -15,10 +15,13 @@ key hashes to:
   encoded keys.
 
 :func:`regrouped_entries` makes them the entry rows the Flink stream writer sorts and assembles
-(:func:`~.stream_write.row_schema`).
+(:func:`~.stream_write.row_schema`); :func:`pruned_entries` the same without the TTL entries
+expired at a time (`prune --expired-at`, :mod:`.ttl_bytes`).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -32,6 +35,7 @@ from .rowdata import RowData
 from .rowdata_keys import key_groups_at
 from .stream_write import KEY, KEY_GROUP, user_key_column, value_column
 from .streams import RawEntries, as_i32
+from .ttl_bytes import LiveEntries, live_entries
 
 TIMESTAMP_BYTES = 8  # a timer's key starts with its timestamp
 
@@ -49,13 +53,68 @@ def regrouped_entries(header: KeyedHeader, raw: dict[int, RawEntries], schema: p
                       max_parallelism: int) -> pa.Table:
     """The entry rows (of *schema*, :func:`~.stream_write.row_schema` of the header's states) of
     every state's entries in *raw*, each in the key group of its key at *max_parallelism*."""
-    try:
-        java = key_placement(header.key, "the stream's")
-    except KeyTypeError:
-        raise FlinkFormatError(f"a {header.key.describe()} key is not placed by its bytes") from None
+    java = _placement(header)
     parts = [_state_rows(header, i, java, entries, schema, max_parallelism)
              for i, entries in sorted(raw.items()) if len(entries.key_starts)]
     return pa.concat_tables(parts) if parts else schema.empty_table()
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """Entry rows without the TTL entries expired, and what went: values, map entries or list
+    elements per state (by name) and keyed rows, (key, namespace) pairs left without an entry."""
+
+    table: pa.Table
+    removed: dict[str, int]
+    rows_removed: int
+
+
+def pruned_entries(header: KeyedHeader, raw: dict[int, RawEntries], schema: pa.Schema, max_parallelism: int,
+                   ttls: dict[str, int], now: int) -> Pruned:
+    """:func:`regrouped_entries` without the entries of the TTL states *ttls* (state name: its
+    time to live in ms) expired at *now* (:mod:`.ttl_bytes`)."""
+    java = _placement(header)
+    parts, removed, before, after = [], dict.fromkeys(ttls, 0), [], []
+    for i, entries in sorted(raw.items()):
+        meta = header.states[i]
+        if not len(entries.key_starts):
+            continue
+        table = _state_rows(header, i, java, entries, schema, max_parallelism)
+        rows = meta.kind != KeyedTable.TIMERS
+        if rows:
+            before.append(table.column(KEY))
+        if meta.name in ttls:
+            live = live_entries(meta, entries, ttls[meta.name], now)
+            removed[meta.name] += live.removed
+            table = _kept(table, live, value_column(i))
+        if rows:
+            after.append(table.column(KEY))
+        parts.append(table)
+    table = pa.concat_tables(parts) if parts else schema.empty_table()
+    return Pruned(table, removed, _distinct(before) - _distinct(after))
+
+
+def _kept(table: pa.Table, live: LiveEntries, values: str) -> pa.Table:
+    """*table*'s rows *live* keeps, with its values where they changed."""
+    table = table.filter(pa.array(live.keep))
+    if live.values is None:
+        return table
+    i = table.schema.get_field_index(values)
+    return table.set_column(i, table.schema.field(i), live.values)
+
+
+def _distinct(keys: list[pa.ChunkedArray]) -> int:
+    import pyarrow.compute as pc
+
+    chunks = [c for k in keys for c in k.chunks]
+    return pc.count_distinct(pa.chunked_array(chunks, pa.binary())).as_py() if chunks else 0
+
+
+def _placement(header: KeyedHeader):
+    try:
+        return key_placement(header.key, "the stream's")
+    except KeyTypeError:
+        raise FlinkFormatError(f"a {header.key.describe()} key is not placed by its bytes") from None
 
 
 def _state_rows(header: KeyedHeader, state_id: int, java, raw: RawEntries, schema: pa.Schema,

@@ -191,28 +191,35 @@ def _group_map(key_groups, keyns, user_keys, values, meta: StateMeta) -> StateRo
     return StateRows(key_groups[first], encoded.dictionary, maps)
 
 
-def _delimited(element: T.FlinkType, buf: Buf, starts: np.ndarray, ends: np.ndarray) -> pa.ListArray:
-    """Lists written as elements separated by ',' (RocksDB list state), all rows at once."""
+def list_rounds(element: T.FlinkType, buf: Buf, starts: np.ndarray, ends: np.ndarray):
+    """The elements of lists written as elements separated by ',' (RocksDB list state), the
+    k-th of every list that has one in round k: per round the lists' indexes, where their
+    elements start and end, and the elements decoded."""
     if not element.decodable:
         raise UnsupportedFlinkFeature(
             f"{buf.source}: list elements of {element.serializer} cannot be delimited")
     cursors = starts.copy()
-    rounds: list[tuple[np.ndarray, pa.Array]] = []
     while True:
         active = np.nonzero(cursors < ends)[0]
         if not len(active):
-            break
-        values, e = element.column(buf, cursors[active], ends[active])
+            return
+        at = cursors[active]
+        values, e = element.column(buf, at, ends[active])
         more = e < ends[active]
         if more.any():
             bad = buf.arr[e[more]] != LIST_DELIMITER
             if bad.any():
-                at = int(e[more][bad][0])
-                raise FlinkFormatError(f"{buf.source}: list element not followed by ',' at offset {buf.base + at}")
+                at_bad = int(e[more][bad][0])
+                raise FlinkFormatError(f"{buf.source}: list element not followed by ',' at offset {buf.base + at_bad}")
         if (e > ends[active]).any():
             raise FlinkFormatError(f"{buf.source}: a list element runs past its value")
         cursors[active] = np.where(more, e + 1, e)
-        rounds.append((active, values))
+        yield active, at, e, values
+
+
+def _delimited(element: T.FlinkType, buf: Buf, starts: np.ndarray, ends: np.ndarray) -> pa.ListArray:
+    """Lists written as elements separated by ',' (RocksDB list state), all rows at once."""
+    rounds = [(active, values) for active, _, _, values in list_rounds(element, buf, starts, ends)]
     counts = np.zeros(len(starts), dtype=np.int64)
     for active, _ in rounds:
         counts[active] += 1

@@ -10,8 +10,10 @@ pointer copies of the base's, their lineage recorded beside `_metadata`; the bas
 read. When every keyed operator is rescaled, the others (operator state only, or none) are
 given the new max parallelism too, in `_metadata` alone (:mod:`.write`): Flink checks every
 stateful operator's max parallelism against the job's, and operator state has no key groups.
-A prune (`writers/prune.py`) is a rebuild at the operator's own limits whose rule the decoded
-tables pass through (:func:`.source.operator_data`). An operator is written under the operator id it has in the base (its uid's, or, without a uid,
+A prune (`writers/prune.py`) is a rebuild at the operator's own limits: by expiry, of an operator
+whose entries move as their bytes, its expired TTL entries are left out of them
+(:mod:`statectl.statefmt.flink.ttl_bytes`); by a condition, or of any other operator, its rule is
+applied to the decoded tables (:func:`.source.operator_data`). An operator is written under the operator id it has in the base (its uid's, or, without a uid,
 the id Flink 1.x `_metadata` and SQL jobs name it by), in the base's metadata version.
 """
 
@@ -39,9 +41,9 @@ def check_flink_rescale(base: Savepoint, rebuilds) -> None:
 
 
 def _from_bytes(op, rebuild: Rebuild) -> bool:
-    """Whether *op*'s keyed entries move as their bytes (a rescale of a regroupable operator);
-    a prune decodes them, to see their values and TTL timestamps."""
-    return rebuild.prune is None and regroupable(op)
+    """Whether *op*'s keyed entries move as their bytes: a rescale or a prune by expiry (which
+    reads only TTL timestamps) of a regroupable operator; a condition needs the decoded table."""
+    return (rebuild.prune is None or rebuild.prune.where is None) and regroupable(op)
 
 
 def rescaled_operators(spark, base: Savepoint, rebuilds: list[Rebuild]) -> list[tuple[OperatorData | None, str]]:
@@ -57,7 +59,7 @@ def rescaled_operators(spark, base: Savepoint, rebuilds: list[Rebuild]) -> list[
     out = []
     for rebuild in rebuilds:
         op = fsp.operator(rebuild.operator.operator_id)
-        keyed = RegroupedKeyed.of(op) if _from_bytes(op, rebuild) else None
+        keyed = RegroupedKeyed.of(op, rebuild.prune) if _from_bytes(op, rebuild) else None
         data = operator_data(reader, op, rebuild.parallelism, rebuild.max_parallelism, keyed, rebuild.prune)
         out.append((data, rebuild.action))
     return out
