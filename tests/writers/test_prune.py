@@ -260,7 +260,7 @@ def test_own_formats_by_a_condition(spark, own_bases, tmp_path, fmt):
     events = table.filter(pa.compute.invert(keep_rows)).column("events").to_pylist()
     assert {s.name: s.entries_removed for s in pruned.states}["events"] == sum(len(e or []) for e in events)
     assert tree_digest(base) == before
-    assert load(str(tmp_path / "out")).operator("proc").format == "canonical"
+    assert load(str(tmp_path / "out")).operator("proc").format == fmt  # the base's format kept
 
 
 def test_own_formats_hold_no_ttl_state(own_bases):

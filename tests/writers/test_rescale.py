@@ -87,6 +87,23 @@ def _check_placement(sp, max_p, p):
     return rows
 
 
+def _check_native_placement(sp, max_p, p):
+    """One database per subtask, on its key-group range; every row in its key's group."""
+    from statectl.readers.local import local_table
+    from statectl.readers.resolve import KEYED, TIMERS, TableChoice
+
+    op = sp.operator("proc")
+    assert (op.max_parallelism, op.parallelism) == (max_p, p)
+    assert {f.key_groups for f in op.keyed.files} == {key_group_range(max_p, p, s) for s in range(p)}
+    rows = 0
+    for table in (KEYED, TIMERS):
+        read = local_table(sp, TableChoice(op, table), include_key_group=True)
+        for user, group in zip(read.column("user").to_pylist(), read.column(KEY_GROUP_COLUMN).to_pylist()):
+            assert group == key_group_for_key([user], ["string"], max_p)
+            rows += 1
+    return rows
+
+
 def _key_groups(sp):
     op = sp.operator("proc")
     from statectl.statefmt.canonical import keyed_schema
@@ -205,7 +222,7 @@ def test_cli_rescale_and_its_errors(base, tmp_path):
     assert unknown.returncode == 1 and "has no keyed state to rescale" in unknown.stderr
 
 
-def test_native_operator_is_rescaled_into_canonical_files(spark, tmp_path):
+def test_native_operator_is_rescaled_into_native_databases(spark, tmp_path):
     events = spark.createDataFrame([(f"u{i % 40}", i, f"e{i}") for i in range(120)],
                                    "user string, ts bigint, event string")
     counts = events.groupBy("user").agg({"ts": "max"}).withColumnRenamed("max(ts)", "n")
@@ -216,7 +233,8 @@ def test_native_operator_is_rescaled_into_canonical_files(spark, tmp_path):
     sp0 = native.write(str(tmp_path / "native"), spark).savepoint
     assert sp0.operator("proc").format == "rocksdb"
     sp = rescale(spark, sp0.location, str(tmp_path / "rescaled"), 64, parallelism=3).savepoint
-    assert sp.operator("proc").format == "canonical"
-    assert _check_placement(load(sp.location), 64, 3) == 40 + 120  # keys + timers
+    assert sp.operator("proc").format == "rocksdb"
+    assert _check_native_placement(load(sp.location), 64, 3) == 40 + 120  # keys + timers
+    assert validate(sp.location, deep=True).valid
     assert _keyed_rows(spark, sp.location) == _keyed_rows(spark, sp0.location)
     assert _keyed_rows(spark, sp.location, timers=True) == _keyed_rows(spark, sp0.location, timers=True)

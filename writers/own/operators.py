@@ -35,10 +35,10 @@ class OperatorPlan:
     jobs: list[tuple[str, object]] = field(default_factory=list)  # (description, DataFrame)
     replaced: set[tuple[str, str | None]] | None = None
 
-    def add_job(self, description: str, df, replaces: tuple[str, str | None]) -> None:
+    def add_job(self, description: str, df, *replaces: tuple[str, str | None]) -> None:
         """A job writing new files for *replaces* (``("keyed", None)``, ``("state", name)``...)."""
         self.jobs.append((description, df))
-        self.replaced = (self.replaced or set()) | {replaces}
+        self.replaced = (self.replaced or set()) | set(replaces)
 
     def _files(self, kind: str, state: str | None, current: tuple, written: list) -> tuple:
         if self.replaced is None or (kind, state) in self.replaced:

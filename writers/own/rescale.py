@@ -1,12 +1,14 @@
-"""`rescale` (and `prune`) of a savepoint of statectl's own format: the plan of one rebuilt operator.
+"""`rescale` (and `prune`) of a savepoint of statectl's own formats: the plan of one rebuilt operator.
 
 A prune rewrites the keyed table and timers as a new max parallelism does, its rule
 (`writers/prune.py`) applied to the tables read; the key groups stay.
 
 A new max parallelism changes every key's group: the keyed table and the timers are read by
 Spark, given the group the new max parallelism assigns (``pmod(xxhash64(key), maxP)`` in the
-JVM), shuffled to the task of their new key-group chunk and written again as canonical
-Parquet; values pass through as Arrow columns. A new parallelism alone keeps the keyed files
+JVM), shuffled to the task of their new key-group chunk and written again in the operator's
+format: canonical Parquet, or one RocksDB database per subtask for a native operator (the
+native writer's job, :func:`.native.native_job`, over the tables read); values pass through as
+Arrow columns. A new parallelism alone keeps the keyed files
 (they are indexed by key group); operator list and union state are dealt out again by Flink's
 even split; broadcast state is kept as it is.
 """
@@ -22,12 +24,15 @@ from statectl.statefmt.fs import Location
 from statectl.statefmt.ids import OperatorRef
 from statectl.statefmt.keygroups import even_split, key_group_sql
 from statectl.statefmt.locations import file_location
-from statectl.statefmt.model import KEY_GROUP_COLUMN, DataFile, Operator, OperatorState, Savepoint
+from statectl.statefmt.model import (KEY_GROUP_COLUMN, NAMESPACE_COLUMN, DataFile, KeyedSection, Operator,
+                                     OperatorState, Savepoint)
 from statectl.statefmt.types import quote_identifier
 from statectl.statefmt.vocabulary import Format, OperatorStateKind
 
 from ..partitioning import Chunks
 from ..rebuild import Rebuild
+from .keyed import KeyedPlan
+from .native import NativeTarget, encoding_order, native_job, subtask_chunks
 from .operators import OperatorPlan, chunked_job, target_tasks
 from .sinks import HANDLE_DDL, FileTarget, OperatorOutput, SingleFileSink, guarded
 
@@ -37,8 +42,6 @@ def plan_rescaled(reader, rebuild: Rebuild, copy: Operator, output: OperatorOutp
     plan's jobs may replace (those not rewritten stay shallow copies); *reader* reads the base."""
     op = copy.replace(max_parallelism=rebuild.max_parallelism, parallelism=rebuild.parallelism)
     rewrites = rebuild.rekeys or rebuild.prune is not None
-    if rewrites:  # rewritten keyed state is canonical, whatever it was before
-        op = op.replace(format=Format.CANONICAL)
     plan = OperatorPlan(op, replaced=set())
     if rewrites:
         _rekey_jobs(reader, rebuild, output, plan)
@@ -48,31 +51,53 @@ def plan_rescaled(reader, rebuild: Rebuild, copy: Operator, output: OperatorOutp
                 original = rebuild.operator.operator_state(state.name)
                 plan.add_job(f"{state.kind} state {state.name} of {op.label}",
                              _redistribute_job(reader.spark, reader.savepoint, original, rebuild.parallelism, output),
-                             replaces=("state", state.name))
+                             ("state", state.name))
     return plan
 
 
 def _rekey_jobs(reader, choice: Rebuild, output: OperatorOutput, plan: OperatorPlan) -> None:
     op, section = choice.operator, choice.operator.keyed
-    chunks = Chunks.plan(choice.max_parallelism, choice.parallelism, target_tasks(reader.spark))
+    native = op.format == Format.ROCKSDB
+    chunks = subtask_chunks(choice.max_parallelism, choice.parallelism) if native else \
+        Chunks.plan(choice.max_parallelism, choice.parallelism, target_tasks(reader.spark))
     regroup = key_group_sql(section.key_names, choice.max_parallelism)
     ref = OperatorRef(operator_id=op.operator_id)
-    tables = []
+    tables = {}
     keyed = reader.keyed(ref) if section.files else None
     if keyed is not None:
-        pruned = keyed if choice.prune is None else choice.prune.keyed(keyed)
-        tables.append(("keyed", pruned, keyed_schema(section)))
-    if section.timers or op.format != Format.CANONICAL:  # native databases hold their timers
+        tables["keyed"] = keyed if choice.prune is None else choice.prune.keyed(keyed)
+    if section.timers or native:  # native databases hold their timers
         timers = reader.timers(ref)
         if choice.prune is not None and keyed is not None:
             timers = choice.prune.timers(timers, keyed)
-        tables.append(("timers", timers, timers_schema(section)))
-    for kind, df, schema in tables:
-        moved = chunks.distribute(df.selectExpr(f"{regroup} AS {KEY_GROUP_COLUMN}", *map(quote_identifier, df.columns)),
-                                  sort_by=(KEY_GROUP_COLUMN, *section.key_names))
-        file_target = output.file_target(kind, schema)
+        tables["timers"] = timers
+    tables = {kind: df.selectExpr(f"{regroup} AS {KEY_GROUP_COLUMN}", *map(quote_identifier, df.columns))
+              for kind, df in tables.items()}
+    if native:
+        plan.add_job(f"keyed state and timers of {op.label} (rocksdb)", _native_job(section, tables, output, chunks, op),
+                     ("keyed", None), ("timers", None))
+        return
+    for kind, df in tables.items():
+        moved = chunks.distribute(df, sort_by=(KEY_GROUP_COLUMN, *section.key_names))
+        schema = keyed_schema(section) if kind == "keyed" else timers_schema(section)
         plan.add_job(f"{'keyed state' if kind == 'keyed' else 'timers'} of {op.label}",
-                     chunked_job(moved, file_target, chunks, op.label), replaces=(kind, None))
+                     chunked_job(moved, output.file_target(kind, schema), chunks, op.label), (kind, None))
+
+
+def _native_job(section: KeyedSection, tables: dict, output: OperatorOutput, chunks: Chunks, op: Operator):
+    """The job writing the native operator's databases from its keyed table and timers, each
+    row in its new key group, in the order of their encoded keys (:func:`.native.native_job`)."""
+    keys = [(f.name, f.type) for f in section.key]
+    if section.namespace_type is not None:
+        keys.append((NAMESPACE_COLUMN, section.namespace_type))
+    order = [quote_identifier(KEY_GROUP_COLUMN)] + [e for n, t in keys for e in encoding_order(quote_identifier(n), t)]
+    plan = KeyedPlan(section.key, section.namespace_type, section.states, tables.get("keyed"), tables.get("timers"),
+                     order=tuple(order), timer_order=(order[0], "domain", "timestamp", *order[1:]),
+                     table_placed=False)
+    target = NativeTarget(output.file_target("keyed", keyed_schema(section)),
+                          output.file_target("timers", timers_schema(section)), section, chunks.ranges,
+                          f"operator {op.label}")
+    return native_job(plan, target, chunks)
 
 
 def _redistribute_job(spark, base: Savepoint, state: OperatorState, parallelism: int,
