@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 _INT32_MAX = 2**31 - 1
+SMALL_GATHER_BYTES = 1 << 20  # slices joined by numpy up to this many bytes, by the compiled copy above
 
 
 def flat(values) -> pa.Array:
@@ -163,8 +164,9 @@ def slices(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, parts: int = 
     lengths = (ends - starts).astype(np.int64)
     offsets = np.zeros(len(starts) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    if offsets[-1] == 0:
-        out = np.empty(0, dtype=np.uint8)
+    total = int(offsets[-1])
+    if total <= SMALL_GATHER_BYTES:  # numpy's gather: no compiler to start for a few rows
+        out = data[np.repeat(np.asarray(starts, dtype=np.int64) - offsets[:-1], lengths) + np.arange(total)]
     else:
         from .slicekernel import concat_slices
         out = concat_slices(data, np.ascontiguousarray(starts, dtype=np.int64), offsets)

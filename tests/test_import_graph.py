@@ -121,7 +121,8 @@ STATEFMT = "statectl.statefmt"
 BASE = {f"{STATEFMT}.{m}" for m in (
     "errors", "refs", "fs", "resolve", "ids", "types", "vocabulary", "keygroups", "scratch", "jit",
     "model", "integrity", "locations", "metadata", "canonical", "seam",
-    "varint", "bytecolumns", "slicekernel")}  # the byte toolkit both families share
+    "varint", "bytecolumns", "slicekernel",  # the byte toolkit both families share
+    "expiry")}  # Flink's TTL rule, which pruning in a format's bytes applies too
 # What a format family's subpackage may import from its parent package, beyond its own modules.
 SUBPACKAGE_MAY_IMPORT = {
     f"{STATEFMT}.rocksdb": BASE,

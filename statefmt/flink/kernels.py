@@ -2,7 +2,8 @@
 
 A canonical keyed stream gives each entry's length only at the entry itself,
 so finding where entries start is a sequential walk that numpy cannot express;
-in Python it costs about a microsecond per entry. Here it runs compiled
+in Python it costs about a microsecond per entry (:mod:`.walk` walks a few key groups so,
+sparing a lookup numba's start). Here it runs compiled
 and cached on disk (`statefmt.jit`: beside this module, in the user's cache, or
 under statectl's scratch space, so a Python worker compiles it once, not per task).
 Kernels return an error code and the offset where the stream stopped making
@@ -15,10 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import njit
+from .walk import ENDS_EARLY, OK, TRAILING, UNKNOWN_STATE
 
 _njit = njit(__file__)
-
-OK, ENDS_EARLY, UNKNOWN_STATE, TRAILING = 0, 1, 2, 3
 
 
 @_njit

@@ -29,6 +29,7 @@ from .types import Buf
 from .types.avro import damaged
 from .types.base import DamagedValue
 from .types.avro_composite import Avro
+from .walk import SMALL_WALK_BYTES, TRAILING, UNKNOWN_STATE, walk_small
 
 META_FOLLOWS = 0x80
 END_OF_KEY_GROUP = 0xFFFF
@@ -66,13 +67,18 @@ def scan_canonical(buf: Buf, header: KeyedHeader, blocks: list[tuple[int, int, i
                    prefix: int) -> dict[int, RawEntries]:
     """Entries of every state in the key-group *blocks* ``(key group, start, end)`` of *buf*.
 
-    The walk from entry to entry is compiled (:mod:`kernels`); it is checked against
-    the block ends, and a stream that breaks off is one error naming the offset.
+    The walk from entry to entry is compiled (:mod:`kernels`), or for a few key groups plain
+    Python (:mod:`.walk`); it is checked against the block ends, and a stream that breaks off
+    is one error naming the offset.
     """
-    from .kernels import TRAILING, UNKNOWN_STATE, walk_canonical
-
     table = np.asarray(blocks, dtype=np.int64).reshape(-1, 3)
-    found, error = walk_canonical(buf.arr, table, len(header.states), prefix, META_FOLLOWS, END_OF_KEY_GROUP)
+    args = (table, len(header.states), prefix, META_FOLLOWS, END_OF_KEY_GROUP)
+    if int((table[:, 2] - table[:, 1]).sum()) <= SMALL_WALK_BYTES:
+        found, error = walk_small(buf.data, *args)
+    else:
+        from .kernels import walk_canonical
+
+        found, error = walk_canonical(buf.arr, *args)
     if error is not None:
         code, b, at, state_id = (int(x) for x in error)
         key_group, end = int(table[b, 0]), int(table[b, 2])
