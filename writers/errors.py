@@ -15,6 +15,8 @@ from statectl.statefmt import errors as fmt_errors
 from statectl.statefmt.errors import DuplicateKeyError, StatectlError, UsageError
 from statectl.readers.worker import task_started
 
+from .owner import watching
+
 
 class SpecError(UsageError):
     """A bootstrap spec is malformed or names something that does not exist.
@@ -67,10 +69,11 @@ def task_error_text(error: StatectlError) -> str:
 def task_errors():
     """The context of every writer task: a StatectlError leaves the task as its marked
     one-line text (and the worker's garbage collection skips what was alive before it,
-    :mod:`statectl.readers.worker`)."""
+    :mod:`statectl.readers.worker`); the task ends with its write's process (:mod:`.owner`)."""
     task_started()
     try:
-        yield
+        with watching():
+            yield
     except StatectlError as e:
         raise RuntimeError(task_error_text(e)) from None
 

@@ -21,6 +21,7 @@ from statectl.statefmt.fs import Location
 from statectl.statefmt.outputs import WRITE_MARKER_PREFIX
 
 from .errors import WriteFailedError, from_spark_error
+from .owner import alive, claim
 
 
 # Session settings while a write job runs: sort-based aggregation (its sort also gives the
@@ -54,6 +55,8 @@ class WriteSession:
 
     # --- lifecycle ---------------------------------------------------------------
     def start(self) -> None:
+        if self.spark is not None:
+            claim(self.spark)  # its tasks on this machine end with this process
         self.made_out = not self.out.exists()
         self.out.make_dirs()
         self.removed_leftovers = remove_dead_writes(self.out)
@@ -228,19 +231,10 @@ def remove_dead_writes(out: Location) -> int:
             host, pid = info["host"], int(info["pid"])
         except (StatectlError, ValueError, KeyError, TypeError):
             continue
-        if host != socket.gethostname() or _alive(pid):
+        if host != socket.gethostname() or alive(pid):
             continue
         token = path[len(WRITE_MARKER_PREFIX):].removesuffix(".json")
         removed += remove_write_files(out, token)
         marker.delete_file()
     return removed
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

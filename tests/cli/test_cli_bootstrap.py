@@ -198,6 +198,24 @@ def test_an_interrupted_bootstrap_removes_every_file_it_began(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_warm_bootstrap_killed_outright_begins_no_file_after_it(tmp_path):
+    """SIGKILL: no clean-up runs, and the write's tasks are the warm server's, not the command's
+    children; they watch the command's process and end with it (writers/owner.py)."""
+    proc, spec, block, out = blocked_bootstrap(tmp_path)  # on the warm engine
+    os.killpg(proc.pid, signal.SIGKILL)  # the command; the server runs in a session of its own
+    proc.wait()
+    time.sleep(2)  # the waiting task's watch looks every 0.5 s
+    left = set(files_below(out))
+    block.unlink()  # the waiting task would write its file now, had it outlived the command
+    time.sleep(4)
+    assert set(files_below(out)) == left and not (out / "_metadata").exists()
+    result = statectl("bootstrap", "--spec", str(spec), str(out))
+    assert result.returncode == 0, result.stderr
+    assert "left by an earlier write that did not finish" in result.stdout
+    assert sorted((r["user"], r["n"]) for r in keyed_rows(out, "p")) == sorted((f"u{i}", 1) for i in range(200))
+
+
+@pytest.mark.slow
 def test_a_killed_bootstrap_leaves_no_savepoint_and_a_rerun_succeeds(tmp_path):
     # the whole job killed: statectl, its JVM, its workers (a Spark of its own; on the warm
     # engine the server interrupts a dead command's operation: tests/cli/test_engine.py)
