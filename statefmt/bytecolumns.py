@@ -158,19 +158,24 @@ def join_pieces(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n: int)
 
 
 def slices(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, parts: int = 1) -> pa.Array:
-    """The bytes ``data[start:end]`` of every row, as one binary column, copied by a compiled loop
-    (the caller has checked the bounds). With *parts* > 1, each row is that many consecutive
-    (start, end) pairs joined."""
+    """The bytes ``data[start:end]`` of every row, as one binary column (the caller has checked
+    the bounds). With *parts* > 1, each row is that many consecutive (start, end) pairs joined."""
     lengths = (ends - starts).astype(np.int64)
     offsets = np.zeros(len(starts) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
+    return binary(joined_slices(data, starts, offsets), offsets[::parts])
+
+
+def joined_slices(data: np.ndarray, starts: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The bytes ``data[starts[i] : starts[i] + offsets[i+1] - offsets[i]]`` of every row, joined
+    (*offsets*: the rows' offsets in the result): by numpy's gather up to
+    :data:`SMALL_GATHER_BYTES` (no compiler to start for a few rows), else by a compiled copy."""
     total = int(offsets[-1])
-    if total <= SMALL_GATHER_BYTES:  # numpy's gather: no compiler to start for a few rows
-        out = data[np.repeat(np.asarray(starts, dtype=np.int64) - offsets[:-1], lengths) + np.arange(total)]
-    else:
-        from .slicekernel import concat_slices
-        out = concat_slices(data, np.ascontiguousarray(starts, dtype=np.int64), offsets)
-    return binary(out, offsets[::parts])
+    starts = np.asarray(starts, dtype=np.int64)
+    if total <= SMALL_GATHER_BYTES:
+        return data[np.repeat(starts - offsets[:-1], np.diff(offsets)) + np.arange(total)]
+    from .slicekernel import concat_slices
+    return concat_slices(data, np.ascontiguousarray(starts), offsets)
 
 
 def group_rows(elements: pa.Array, list_offsets: np.ndarray, valid: np.ndarray | None = None,

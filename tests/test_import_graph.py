@@ -129,7 +129,7 @@ SUBPACKAGE_MAY_IMPORT = {
     # statectl's own family at the seam: its savepoint module loads and commits the document
     f"{STATEFMT}.own": BASE | {f"{STATEFMT}.savepoint"},
     # Flink's native snapshots are read with statectl's SST reader and written with its SST writer
-    f"{STATEFMT}.flink": BASE | {f"{STATEFMT}.rocksdb.sstread", f"{STATEFMT}.rocksdb.sstkernels",
+    f"{STATEFMT}.flink": BASE | {f"{STATEFMT}.rocksdb.sstread", f"{STATEFMT}.rocksdb.sstwalk",
                                  f"{STATEFMT}.rocksdb.sst"},
 }
 # The only module that knows both families: the seam (`validate` and `deep` ask it).

@@ -83,7 +83,7 @@ class SstSnapshot:
         value) and the lengths of its parts (int64: key, value, key, ...), as
         :meth:`RocksDBSnapshot.interleaved` gives them (in one chunk: *batch_size* is
         accepted for that interface and not used)."""
-        from ..slicekernel import concat_slices
+        from ..bytecolumns import joined_slices
 
         found = self.live_entries(column_family, key_groups, max_parallelism)
         if found is None:
@@ -92,7 +92,7 @@ class SstSnapshot:
         lengths = np.column_stack((found.key_ends - found.key_starts, found.value_ends - found.value_starts)).ravel()
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        yield concat_slices(np.frombuffer(found.data, dtype=np.uint8), starts, offsets).tobytes(), lengths
+        yield joined_slices(np.frombuffer(found.data, dtype=np.uint8), starts, offsets).tobytes(), lengths
 
     def live_entries(self, column_family: str, key_groups: tuple[int, int] | None = None,
                      max_parallelism: int | None = None) -> LiveEntries | None:
@@ -102,7 +102,7 @@ class SstSnapshot:
             raise UnknownStateError(
                 f"the RocksDB snapshot {self._description} has no column family {column_family!r}; "
                 f"it has {', '.join(self.column_families) or 'none'}")
-        from ..rocksdb.sstkernels import MERGE, in_order, live, merge_runs
+        from ..rocksdb.sstwalk import MERGE, in_order, live, merge_runs
 
         start, stop = key_group_bounds(key_groups, max_parallelism)
         # files in the order of their first index keys: then non-overlapping files are in order

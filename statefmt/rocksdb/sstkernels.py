@@ -8,7 +8,8 @@ blocks in one call; :func:`merge_runs` orders the entries of overlapping files;
 key/value pairs (newest version wins, deletions
 drop, merge operands are joined by the string-append operator's delimiter).
 Kernels return an error code and where the walk stopped; `.sstread` turns that
-into one error line naming the file.
+into one error line naming the file. A few blocks are walked in plain Python instead
+(:mod:`.sstwalk`, which chooses; both answer in :mod:`.sstcodes`).
 """
 
 from __future__ import annotations
@@ -16,13 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import njit
+from .sstcodes import BAD_ENTRY, BAD_SHARED, DELETION, HASH_INDEX, MERGE, OK, SINGLE_DELETION, VALUE  # noqa: F401
 
 _njit = njit(__file__)
-
-OK, BAD_ENTRY, HASH_INDEX, BAD_SHARED = 0, 1, 2, 3
-
-# value types of internal keys (RocksDB's ValueType)
-DELETION, VALUE, MERGE, SINGLE_DELETION = 0x0, 0x1, 0x2, 0x7
 
 
 @_njit
@@ -90,6 +87,8 @@ def _walk(data, blocks, handles, delta, fill, keys, key_offsets, value_starts, v
                 value_len, pos = _varint(data, pos, restarts)
                 if pos < 0:
                     return BAD_ENTRY, b, entry, n, kpos
+            if shared < 0 or unshared < 0 or value_len < 0:  # a varint past 63 bits
+                return BAD_ENTRY, b, entry, n, kpos
             if shared > prev_len or (at_restart and shared != 0) or pos + unshared > restarts:
                 return BAD_SHARED if shared > prev_len else BAD_ENTRY, b, entry, n, kpos
             key_len = shared + unshared

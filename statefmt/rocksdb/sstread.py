@@ -194,7 +194,7 @@ class SstFile:
 
     def _small_block(self, handle: tuple[int, int], what: str) -> dict[bytes, bytes]:
         """A metaindex or properties block as a dict (their keys are plain strings)."""
-        from .sstkernels import walk_blocks
+        from .sstwalk import walk_blocks
 
         content = self._block(handle, what)
         arr = np.frombuffer(content, dtype=np.uint8)
@@ -228,7 +228,7 @@ class SstFile:
 
     def _index_block(self, handle: tuple[int, int], what: str):
         """(separator key bytes, their offsets, block offsets, block sizes) of one index block."""
-        from .sstkernels import walk_blocks
+        from .sstwalk import walk_blocks
 
         content = self._block(handle, what)
         arr = np.frombuffer(content, dtype=np.uint8)
@@ -319,7 +319,7 @@ def read_entries(files: list[SstFile], start: bytes | None = None, stop: bytes |
     """The internal entries of the data blocks of *files* that can hold user keys in
     ``[start, stop)``, file after file, in one buffer and one compiled walk; and where each
     file's entries begin (``runs[f]`` to ``runs[f+1]``)."""
-    from .sstkernels import BAD_SHARED, HASH_INDEX, walk_blocks
+    from .sstwalk import BAD_SHARED, HASH_INDEX, walk_blocks
 
     chosen = [f.blocks_in_range(start, stop) for f in files]
     parts = [p for f, c in zip(files, chosen) for p in f.read_blocks(c)]

@@ -1,6 +1,8 @@
 """RocksDB SST files read directly (`statefmt.rocksdb.sstread`, `.sstkernels`, and the
 snapshot reader `statefmt.flink.native_sst`): blocks encoded here from the documented format,
-whole tables, databases written by RocksDB itself (rocksdict), and the fallback to rocksdict."""
+whole tables, databases written by RocksDB itself (rocksdict), and the fallback to rocksdict.
+The walks, merges and version rules are tested in both forms: compiled (`.sstkernels`) and
+plain Python for a few blocks (`.sstwalk`), which also agree on blocks damaged anywhere."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from hypothesis import strategies as st
 from statectl.statefmt.flink.native_sst import SstSnapshot
 from statectl.statefmt.flink.rocksdb_native import open_rocksdb_snapshot
 from statectl.statefmt.rocksdb import sstkernels as K
+from statectl.statefmt.rocksdb import sstwalk as W
 from statectl.statefmt.rocksdb.sstread import SstFile, SstFormatError, UnsupportedSstFeature
 from support import sst_encode as E
 
@@ -24,15 +27,19 @@ KEYS = st.binary(min_size=1, max_size=10).map(lambda b: bytes(x % 3 + 0x61 for x
 VALUES = st.binary(max_size=12)
 
 
+FORMS = [pytest.param(K, id="compiled"), pytest.param(W, id="python")]
+
+
 def _as_array(data: bytes) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8)
 
 
 # --- blocks ------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("form", FORMS)
 @given(st.lists(st.tuples(KEYS, VALUES), max_size=40, unique_by=lambda kv: kv[0]),
        st.integers(1, 5), st.integers(1, 6))
-def test_walk_blocks_rebuilds_every_key_and_value(entries, restart_interval, per_block):
+def test_walk_blocks_rebuilds_every_key_and_value(form, entries, restart_interval, per_block):
     entries = sorted(entries)
     blocks, bounds = b"", []
     for i in range(0, len(entries), per_block):
@@ -40,7 +47,7 @@ def test_walk_blocks_rebuilds_every_key_and_value(entries, restart_interval, per
         bounds.append((len(blocks), len(blocks) + len(b)))
         blocks += b
     data = _as_array(blocks)
-    found, error = K.walk_blocks(data, np.array(bounds, dtype=np.int64).reshape(-1, 2))
+    found, error = form.walk_blocks(data, np.array(bounds, dtype=np.int64).reshape(-1, 2))
     assert error is None
     keys, key_offsets, value_starts, value_ends, _, _, block_firsts = found
     assert block_firsts.tolist() == list(range(0, len(entries), per_block)) + [len(entries)]
@@ -49,30 +56,61 @@ def test_walk_blocks_rebuilds_every_key_and_value(entries, restart_interval, per
     assert got == entries
 
 
+@pytest.mark.parametrize("form", FORMS)
 @given(st.lists(st.tuples(KEYS, st.integers(1, 70_000)), min_size=1, max_size=30, unique_by=lambda e: e[0]),
        st.integers(1, 4))
-def test_walk_blocks_decodes_delta_encoded_index_handles(entries, restart_interval):
+def test_walk_blocks_decodes_delta_encoded_index_handles(form, entries, restart_interval):
     entries = sorted(entries)
     handles, offset = [], 0
     for key, size in entries:
         handles.append((key, (offset, size)))
         offset += size + 5  # each block is followed by its 5-byte trailer
     data = _as_array(E.index_block(handles, restart_interval))
-    found, error = K.walk_blocks(data, np.array([[0, len(data)]], dtype=np.int64), handles=True, delta=True)
+    found, error = form.walk_blocks(data, np.array([[0, len(data)]], dtype=np.int64), handles=True, delta=True)
     assert error is None
     keys, key_offsets, _, _, offsets, sizes, _ = found
     assert [keys[key_offsets[i]:key_offsets[i + 1]].tobytes() for i in range(len(sizes))] == [k for k, _ in entries]
     assert list(zip(offsets.tolist(), sizes.tolist())) == [h for _, h in handles]
 
 
-def test_walk_blocks_reports_a_broken_entry_and_a_hash_index():
+@pytest.mark.parametrize("form", FORMS)
+def test_walk_blocks_reports_a_broken_entry_and_a_hash_index(form):
     good = E.block([(b"abc", b"1"), (b"abd", b"2")], 16)
     cut = good[:5] + struct.pack("<II", 0, 1)  # the first entry runs past the restart array
-    found, error = K.walk_blocks(_as_array(cut), np.array([[0, len(cut)]], dtype=np.int64))
+    found, error = form.walk_blocks(_as_array(cut), np.array([[0, len(cut)]], dtype=np.int64))
     assert found is None and error == (K.BAD_ENTRY, 0, 0)
     hashed = good[:-4] + struct.pack("<I", 1 | 0x80000000)
-    found, error = K.walk_blocks(_as_array(hashed), np.array([[0, len(hashed)]], dtype=np.int64))
+    found, error = form.walk_blocks(_as_array(hashed), np.array([[0, len(hashed)]], dtype=np.int64))
     assert found is None and error == (K.HASH_INDEX, 0, len(hashed) - 4)
+
+
+@given(st.lists(st.tuples(KEYS, VALUES), min_size=1, max_size=20, unique_by=lambda kv: kv[0]),
+       st.integers(1, 4), st.booleans(), st.data())
+def test_both_forms_agree_on_blocks_damaged_anywhere(entries, restart_interval, index, damage):
+    """A byte changed or the block cut anywhere: the same entries or the same error, both forms;
+    also as index blocks (block handles, delta-encoded or not)."""
+    entries = sorted(entries)
+    if index:
+        offset, handles = 0, []
+        for key, value in entries:
+            handles.append((key, (offset, len(value) + 1)))
+            offset += len(value) + 6
+        block = E.index_block(handles, restart_interval)
+    else:
+        block = E.block(entries, restart_interval)
+    at = damage.draw(st.integers(0, len(block) - 1))
+    changed = block[:at] + bytes([block[at] ^ damage.draw(st.integers(1, 255))]) + block[at + 1:]
+    for data in (block, changed, block[:at]):
+        for delta in ((False, True) if index else (False,)):
+            bounds = np.array([[0, len(data)]], dtype=np.int64)
+            compiled = K.walk_blocks(_as_array(data), bounds, handles=index, delta=delta)
+            small = W.walk_blocks(_as_array(data), bounds, handles=index, delta=delta)
+            assert (compiled[0] is None) == (small[0] is None)
+            if compiled[0] is None:
+                assert tuple(map(int, compiled[1])) == small[1]
+            else:
+                for a, b in zip(compiled[0], small[0]):
+                    assert a.dtype == b.dtype and a.tolist() == b.tolist()
 
 
 # --- merging files and resolving versions ------------------------------------------------
@@ -98,8 +136,9 @@ def _model(entries) -> list[tuple[bytes, bytes]]:
     return out
 
 
+@pytest.mark.parametrize("form", FORMS)
 @given(st.lists(st.lists(st.tuples(KEYS, KINDS, VALUES), max_size=12), min_size=1, max_size=4), st.randoms())
-def test_merging_files_and_resolving_versions_match_rocksdb_rules(runs, random):
+def test_merging_files_and_resolving_versions_match_rocksdb_rules(form, runs, random):
     seqs = list(range(1, sum(map(len, runs)) + 1))
     random.shuffle(seqs)
     entries, it = [], iter(seqs)
@@ -118,9 +157,9 @@ def test_merging_files_and_resolving_versions_match_rocksdb_rules(runs, random):
     v_ends = np.cumsum(v_len)
     seq = np.array([e[1] for e in flat], dtype=np.uint64)
     runs_at = np.cumsum([0] + [len(r) for r in sorted_runs])
-    order = K.merge_runs(_as_array(keys), starts, ends, seq, runs_at)
+    order = form.merge_runs(_as_array(keys), starts, ends, seq, runs_at)
     assert [flat[i][:2] for i in order] == sorted((e[:2] for e in flat), key=lambda e: (e[0], -e[1]))
-    found, bad = K.live(_as_array(keys), starts, ends, np.array([e[2] for e in flat], dtype=np.uint8),
+    found, bad = form.live(_as_array(keys), starts, ends, np.array([e[2] for e in flat], dtype=np.uint8),
                         _as_array(values), v_ends - v_len, v_ends, order, ord(","))
     assert bad is None
     firsts, value_starts, value_ends, joined = found
@@ -129,9 +168,10 @@ def test_merging_files_and_resolving_versions_match_rocksdb_rules(runs, random):
     assert got == _model(entries)
 
 
-def test_live_refuses_an_unknown_value_type():
+@pytest.mark.parametrize("form", FORMS)
+def test_live_refuses_an_unknown_value_type(form):
     keys = _as_array(b"ab")
-    found, bad = K.live(keys, np.array([0, 1]), np.array([1, 2]), np.array([K.VALUE, 0x11], dtype=np.uint8),
+    found, bad = form.live(keys, np.array([0, 1]), np.array([1, 2]), np.array([K.VALUE, 0x11], dtype=np.uint8),
                            _as_array(b"xy"), np.array([0, 1]), np.array([1, 2]), np.array([0, 1]), ord(","))
     assert found is None and bad == 1
 

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from statectl.statefmt.flink.kernels import walk_canonical
@@ -85,9 +86,11 @@ def test_both_walks_agree_on_a_real_flink_stream():
     assert walked > 0
 
 
-def test_a_key_lookup_walks_without_numba():
-    """`read --key` walks one key group: a fresh process answers without importing numba."""
-    sp = FIXTURES / "long-rocksdb-canonical" / "savepoint"
+@pytest.mark.parametrize("fixture", ["long-rocksdb-canonical", "long-rocksdb-native"])
+def test_a_key_lookup_walks_without_numba(fixture):
+    """`read --key` walks one key group, of a canonical stream or a native snapshot's SST files
+    (statefmt/rocksdb/sstwalk.py): a fresh process answers without importing numba."""
+    sp = FIXTURES / fixture / "savepoint"
     probe = subprocess.run(
         [sys.executable, "-c", "import sys; from statectl.cli.main import run; sys.argv = ['statectl', 'read', "
          f"{str(sp)!r}, '--uid', 'lk-proc', '--key', '9007199254740993', '--format', 'jsonl'];\n"
