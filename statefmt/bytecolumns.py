@@ -11,6 +11,8 @@ outgrows 32-bit offsets.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pyarrow as pa
 
@@ -168,14 +170,21 @@ def slices(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, parts: int = 
 
 def joined_slices(data: np.ndarray, starts: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """The bytes ``data[starts[i] : starts[i] + offsets[i+1] - offsets[i]]`` of every row, joined
-    (*offsets*: the rows' offsets in the result): by numpy's gather up to
-    :data:`SMALL_GATHER_BYTES` (no compiler to start for a few rows), else by a compiled copy."""
+    (*offsets*: the rows' offsets in the result): by a compiled copy, or, up to
+    :data:`SMALL_GATHER_BYTES` while numba is not loaded, by numpy's gather (slower per byte,
+    but a few rows are not worth the compiler's start)."""
     total = int(offsets[-1])
     starts = np.asarray(starts, dtype=np.int64)
-    if total <= SMALL_GATHER_BYTES:
-        return data[np.repeat(starts - offsets[:-1], np.diff(offsets)) + np.arange(total)]
+    if total <= SMALL_GATHER_BYTES and "numba" not in sys.modules:
+        return gathered_slices(data, starts, offsets)
     from .slicekernel import concat_slices
     return concat_slices(data, np.ascontiguousarray(starts), offsets)
+
+
+def gathered_slices(data: np.ndarray, starts: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """:func:`joined_slices` by numpy's gather (an index per byte)."""
+    total = int(offsets[-1])
+    return data[np.repeat(np.asarray(starts, dtype=np.int64) - offsets[:-1], np.diff(offsets)) + np.arange(total)]
 
 
 def group_rows(elements: pa.Array, list_offsets: np.ndarray, valid: np.ndarray | None = None,

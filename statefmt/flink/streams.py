@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import FlinkFormatError, UnsupportedFlinkFeature
+from ..jit import walk_plainly
 from ..vocabulary import KeyedTable, OperatorStateKind, StateKind
 from .headers import KeyedHeader, StateMeta
 from . import types as T
@@ -29,7 +30,7 @@ from .types import Buf
 from .types.avro import damaged
 from .types.base import DamagedValue
 from .types.avro_composite import Avro
-from .walk import SMALL_WALK_BYTES, TRAILING, UNKNOWN_STATE, walk_small
+from .walk import TRAILING, UNKNOWN_STATE, walk_small
 
 META_FOLLOWS = 0x80
 END_OF_KEY_GROUP = 0xFFFF
@@ -73,7 +74,7 @@ def scan_canonical(buf: Buf, header: KeyedHeader, blocks: list[tuple[int, int, i
     """
     table = np.asarray(blocks, dtype=np.int64).reshape(-1, 3)
     args = (table, len(header.states), prefix, META_FOLLOWS, END_OF_KEY_GROUP)
-    if int((table[:, 2] - table[:, 1]).sum()) <= SMALL_WALK_BYTES:
+    if walk_plainly(int((table[:, 2] - table[:, 1]).sum())):
         found, error = walk_small(buf.data, *args)
     else:
         from .kernels import walk_canonical

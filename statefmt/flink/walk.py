@@ -4,7 +4,8 @@ the answer codes of both walks (:mod:`.kernels` compiles the other).
 The compiled walk costs its start once per process: importing numba and loading its CPU target
 take about 0.4 s before a cached kernel runs, the time of walking some hundred thousand entries
 here (about a microsecond each). A key lookup (`read --key`, the explorer's pages) walks one key
-group, so below :data:`SMALL_WALK_BYTES` of blocks :func:`~.streams.scan_canonical` walks here;
+group, so :func:`~.streams.scan_canonical` walks here while the process has not started numba
+and has walked less than :data:`statectl.statefmt.jit.PLAIN_BUDGET` so;
 the two walks give the same answers, errors included (tests/statefmt/flink/test_flink_walk.py).
 """
 
@@ -13,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 
 OK, ENDS_EARLY, UNKNOWN_STATE, TRAILING = 0, 1, 2, 3
-SMALL_WALK_BYTES = 1 << 20  # blocks up to this many bytes are walked here
 
 
 def walk_small(data: bytes, blocks: np.ndarray, n_states: int, prefix: int, last_mark: int, end_mark: int):

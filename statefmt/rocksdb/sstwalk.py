@@ -1,51 +1,72 @@
-"""The walks of RocksDB block-based tables for a few blocks, in plain Python; the compiled ones
-(:mod:`.sstkernels`) for more.
+"""The walks of RocksDB block-based tables in plain Python, and the choice between them and the
+compiled ones (:mod:`.sstkernels`).
 
 The compiled walks cost their start once per process: importing numba and loading its CPU
 target take about 0.4 s before a cached kernel runs, the time of walking some hundred
-thousand entries here. A table's metaindex, properties and index blocks, and the data blocks
-of one key group (a key lookup, the explorer's pages) are small, so below :data:`SMALL_BYTES`
-of blocks (:data:`SMALL_ENTRIES` entries) the functions below walk in Python; both forms give
-the same answers, errors included (tests/statefmt/test_rocksdb_sstwalk.py).
+thousand entries here. A key lookup or an explorer page reads a table's metaindex,
+properties and index blocks and one key group's data blocks, so :func:`walk_blocks`,
+:func:`in_order`, :func:`merge_runs` and :func:`live` run their plain forms (:data:`PLAIN`)
+while the process has not started numba and has walked less than
+:data:`statectl.statefmt.jit.PLAIN_BUDGET` so (:func:`~statectl.statefmt.jit.walk_plainly`),
+and the compiled ones after. Both forms give the same answers, errors included
+(tests/statefmt/test_rocksdb_sstread.py).
 """
 
 from __future__ import annotations
 
 import heapq
+from types import SimpleNamespace
 
 import numpy as np
 
+from ..jit import walk_plainly
 from .sstcodes import BAD_ENTRY, BAD_SHARED, DELETION, HASH_INDEX, MERGE, SINGLE_DELETION, VALUE  # noqa: F401 (callers take them here)
 
-SMALL_BYTES = 1 << 20  # blocks walked in Python up to this many bytes
-SMALL_ENTRIES = 20_000  # entries merged and made live in Python up to this many
+ENTRY_COST = 64  # an entry merged or made live counts as this many bytes walked (jit.walk_plainly)
 
 
 def walk_blocks(data: np.ndarray, blocks: np.ndarray, handles: bool = False, delta: bool = False):
-    """:func:`.sstkernels.walk_blocks`, walked here when *data* is small."""
-    if len(data) <= SMALL_BYTES:
-        return _walk_small(data.tobytes(), blocks, handles, delta)
-    from .sstkernels import walk_blocks as compiled
-
-    return compiled(data, blocks, handles, delta)
+    """:func:`.sstkernels.walk_blocks`, in either form."""
+    return _form(len(data)).walk_blocks(data, blocks, handles, delta)
 
 
 def in_order(keys, starts, ends, seqs) -> bool:
-    """:func:`.sstkernels.in_order`, here for a few entries."""
-    if len(starts) > SMALL_ENTRIES:
-        from .sstkernels import in_order as compiled
+    """:func:`.sstkernels.in_order`, in either form."""
+    return _form(len(starts) * ENTRY_COST).in_order(keys, starts, ends, seqs)
 
-        return compiled(keys, starts, ends, seqs)
+
+def merge_runs(keys, starts, ends, seqs, runs: np.ndarray) -> np.ndarray:
+    """:func:`.sstkernels.merge_runs`, in either form."""
+    return _form(len(starts) * ENTRY_COST).merge_runs(keys, starts, ends, seqs, runs)
+
+
+def live(keys, key_starts, key_ends, kinds, values, value_starts, value_ends, order, delimiter: int):
+    """:func:`.sstkernels.live`, in either form."""
+    return _form(len(order) * ENTRY_COST).live(keys, key_starts, key_ends, kinds, values, value_starts,
+                                               value_ends, order, delimiter)
+
+
+def _form(cost: int):
+    if walk_plainly(cost):
+        return PLAIN
+    from . import sstkernels
+
+    return sstkernels
+
+
+# --- the plain forms -----------------------------------------------------------------------
+
+def _walk_blocks(data: np.ndarray, blocks: np.ndarray, handles: bool = False, delta: bool = False):
+    return _walk_small(data.tobytes(), blocks, handles, delta)
+
+
+def _in_order(keys, starts, ends, seqs) -> bool:
     ordered = _internal_keys(keys, starts, ends, seqs)
     return all(a <= b for a, b in zip(ordered, ordered[1:]))
 
 
-def merge_runs(keys, starts, ends, seqs, runs: np.ndarray) -> np.ndarray:
-    """:func:`.sstkernels.merge_runs`, here for a few entries (ties to the earlier run, as there)."""
-    if len(starts) > SMALL_ENTRIES:
-        from .sstkernels import merge_runs as compiled
-
-        return compiled(keys, starts, ends, seqs, runs)
+def _merge_runs(keys, starts, ends, seqs, runs: np.ndarray) -> np.ndarray:
+    """A k-way merge; among equal internal keys the earlier run first, as the compiled one."""
     internal = _internal_keys(keys, starts, ends, seqs)
     bounds = runs.tolist()
     merged = heapq.merge(*(((internal[i], i) for i in range(a, b)) for a, b in zip(bounds, bounds[1:])),
@@ -53,12 +74,7 @@ def merge_runs(keys, starts, ends, seqs, runs: np.ndarray) -> np.ndarray:
     return np.fromiter((i for _, i in merged), np.int64, int(bounds[-1]))
 
 
-def live(keys, key_starts, key_ends, kinds, values, value_starts, value_ends, order, delimiter: int):
-    """:func:`.sstkernels.live`, here for a few entries."""
-    if len(order) > SMALL_ENTRIES:
-        from .sstkernels import live as compiled
-
-        return compiled(keys, key_starts, key_ends, kinds, values, value_starts, value_ends, order, delimiter)
+def _live(keys, key_starts, key_ends, kinds, values, value_starts, value_ends, order, delimiter: int):
     kb, vb = keys.tobytes(), values.tobytes()
     ks, ke, kinds_, vs, ve = (a.tolist() for a in (key_starts, key_ends, kinds, value_starts, value_ends))
     order = order.tolist()
@@ -98,8 +114,11 @@ def live(keys, key_starts, key_ends, kinds, values, value_starts, value_ends, or
 
 def _internal_keys(keys, starts, ends, seqs) -> list[tuple[bytes, int]]:
     """Each entry's sort key: its user key, then newest (highest sequence number) first."""
-    kb = keys.tobytes()
-    return [(kb[s:e], -q) for s, e, q in zip(starts.tolist(), ends.tolist(), seqs.tolist())]
+    if not len(starts):
+        return []
+    lo = int(starts.min())
+    kb = keys[lo:int(ends.max())].tobytes()  # the part of the buffer these entries use
+    return [(kb[s - lo:e - lo], -q) for s, e, q in zip(starts.tolist(), ends.tolist(), seqs.tolist())]
 
 
 def _u32(data: bytes, pos: int) -> int:
@@ -185,3 +204,6 @@ def _walk_small(data: bytes, blocks: np.ndarray, handles: bool, delta: bool):
     ints = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
     return (np.frombuffer(bytes(keys), np.uint8), ints(key_offsets), ints(value_starts), ints(value_ends),
             ints(h_off), ints(h_size), ints(block_firsts)), None
+
+
+PLAIN = SimpleNamespace(walk_blocks=_walk_blocks, in_order=_in_order, merge_runs=_merge_runs, live=_live)

@@ -72,8 +72,7 @@ NATIVE = Path(__file__).resolve().parents[1] / "fixtures" / "flink-dev" / "long-
 
 LOCAL_READ = PROBE.replace('"numba", "pandas")', '"numba", "pandas", "scipy")').replace(
     "from statectl.cli.main import run\n",  # its few blocks walked by the compiled walks, whose numba imports SciPy
-    "from statectl.cli.main import run\nfrom statectl.statefmt.rocksdb import sstwalk\n"
-    "sstwalk.SMALL_BYTES = sstwalk.SMALL_ENTRIES = 0\n")
+    "from statectl.cli.main import run\nfrom statectl.statefmt import jit\njit.PLAIN_BUDGET = 0\n")
 
 
 def test_a_local_read_decodes_without_pandas_or_scipy():
