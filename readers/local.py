@@ -17,6 +17,7 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from statectl.statefmt.jit import walk_compiled
 from statectl.statefmt.model import KEY_GROUP_COLUMN, NAMESPACE_COLUMN, Operator, Savepoint
 
 from .keys import key_filter
@@ -44,6 +45,8 @@ def local_batches(sp: Savepoint, choice: TableChoice, limit: int | None = None,
     batch at a time, whatever the table's size."""
     source = table_source(sp, choice.operator)
     keys, groups, span = key_filter(source, choice.keys, key_groups)
+    if groups is None and span is None and limit is None:
+        walk_compiled()  # a whole table
     keep = row_filter(choice.operator, keys, groups, choice.states if choice.kind == KEYED else (),
                        span if choice.kind != OPERATOR_STATE else None)
     wanted = table_columns(source, choice)

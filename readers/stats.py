@@ -20,6 +20,7 @@ import numpy as np
 
 from statectl.statefmt.errors import StatectlError, UsageError
 from statectl.statefmt.expiry import Ttls
+from statectl.statefmt.jit import walk_compiled
 from statectl.statefmt.keygroups import key_group_range, subtask_for_key_group
 from statectl.statefmt.locations import METADATA_FILE
 from statectl.statefmt.model import KEYED_PART, Operator, Savepoint
@@ -166,6 +167,7 @@ def savepoint_stats(sp: Savepoint, uids: list[str] | None = None, *, now: int | 
     if parallelism is not None:
         _check_rescale(operators, parallelism)
     _check_ttls(operators, ttls)
+    walk_compiled()  # every entry is measured
     now = int(time.time() * 1000) if now is None else now
     found = [operator_stats(sp, op, now, ttls, parallelism, top) for op in operators]
     return SavepointStats(str(sp.location), now, top, parallelism, _metadata_bytes(sp),

@@ -40,6 +40,13 @@ def walk_plainly(cost: int) -> bool:
     return True
 
 
+def walk_compiled() -> None:
+    """From now on this process walks compiled: what it reads is known to be large (a whole
+    table, a savepoint's figures, a Spark task), so a plain detour would only add to numba's start."""
+    global _plain_spent
+    _plain_spent = PLAIN_BUDGET + 1
+
+
 def writable(folder: str) -> bool:
     """Whether files can be created in *folder* (made if missing), as numba will try."""
     try:
