@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import gc
 
+from statectl.statefmt.jit import walk_compiled
+
 
 def task_started() -> None:
     """Call first in a Spark task's Python function (never in the driver). A task's process
     walks compiled from the start (:func:`statectl.statefmt.jit.walk_compiled`): Spark runs
     many tasks in it."""
-    from statectl.statefmt.jit import walk_compiled
-
     gc.freeze()
     walk_compiled()

@@ -11,13 +11,13 @@ outgrows 32-bit offsets.
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pyarrow as pa
 
+from .jit import numba_started
+
 _INT32_MAX = 2**31 - 1
-SMALL_GATHER_BYTES = 1 << 20  # slices joined by numpy up to this many bytes, by the compiled copy above
+SMALL_GATHER_BYTES = 1 << 20  # slices joined by numpy's gather up to this many bytes, until numba is loaded
 
 
 def flat(values) -> pa.Array:
@@ -175,7 +175,7 @@ def joined_slices(data: np.ndarray, starts: np.ndarray, offsets: np.ndarray) -> 
     but a few rows are not worth the compiler's start)."""
     total = int(offsets[-1])
     starts = np.asarray(starts, dtype=np.int64)
-    if total <= SMALL_GATHER_BYTES and "numba" not in sys.modules:
+    if total <= SMALL_GATHER_BYTES and not numba_started():
         return gathered_slices(data, starts, offsets)
     from .slicekernel import concat_slices
     return concat_slices(data, np.ascontiguousarray(starts), offsets)

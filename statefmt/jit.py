@@ -34,10 +34,15 @@ def walk_plainly(cost: int) -> bool:
     so (these included). A key lookup then never starts numba; a larger read starts it after a
     bounded detour. The plain walks give the compiled ones' answers (their tests say so)."""
     global _plain_spent
-    if "numba" in sys.modules or _plain_spent + cost > PLAIN_BUDGET:
+    if numba_started() or _plain_spent + cost > PLAIN_BUDGET:
         return False
     _plain_spent += cost
     return True
+
+
+def numba_started() -> bool:
+    """Whether this process has imported numba (its start is paid: compiled code costs no more)."""
+    return "numba" in sys.modules
 
 
 def walk_compiled() -> None:

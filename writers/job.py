@@ -237,4 +237,3 @@ def remove_dead_writes(out: Location) -> int:
         removed += remove_write_files(out, token)
         marker.delete_file()
     return removed
-

@@ -80,14 +80,14 @@ def pruned_entries(header: KeyedHeader, raw: dict[int, RawEntries], schema: pa.S
         if not len(entries.key_starts):
             continue
         table = _state_rows(header, i, java, entries, schema, max_parallelism)
-        rows = meta.kind != KeyedTable.TIMERS
-        if rows:
+        keyed_row = meta.kind != KeyedTable.TIMERS  # a timer is no keyed row
+        if keyed_row:
             before.append(table.column(KEY))
         if meta.name in ttls:
             live = live_entries(meta, entries, ttls[meta.name], now)
             removed[meta.name] += live.removed
             table = _kept(table, live, value_column(i))
-        if rows:
+        if keyed_row:
             after.append(table.column(KEY))
         parts.append(table)
     table = pa.concat_tables(parts) if parts else schema.empty_table()

@@ -107,17 +107,27 @@ class _Inputs:
         return [KEY_GROUP_COLUMN, *self.key] + ([NAMESPACE_COLUMN] if self.keyed.namespace else [])
 
     def order(self, sort_key: SortKey | None) -> list[str]:
-        """SQL of the order of the keyed rows: key group, then each key column and the
-        namespace as *sort_key* orders them (by their value without one)."""
+        """SQL of the order of the keyed rows (:func:`row_order`)."""
         columns = [(n, t) for n, t in zip(self.key, self.key_types)]
         if self.keyed.namespace:
             columns.append((NAMESPACE_COLUMN, self.ns_type))
-        return [q(KEY_GROUP_COLUMN)] + [e for n, t in columns
-                                         for e in (sort_key(q(n), t) if sort_key else [q(n)])]
+        return row_order(columns, sort_key)
 
 
 # the SQL expressions a key or namespace column (quoted name, type) is sorted by
 SortKey = Callable[[str, DataType], list]
+
+
+def row_order(columns: list[tuple[str, DataType]], sort_key: SortKey | None) -> list[str]:
+    """SQL of the order of keyed rows: key group, then each key and namespace column (name,
+    type) as *sort_key* orders it (by its value without one)."""
+    return [q(KEY_GROUP_COLUMN)] + [e for n, t in columns for e in (sort_key(q(n), t) if sort_key else [q(n)])]
+
+
+def timer_row_order(order: list[str], sort_key: SortKey | None) -> list[str]:
+    """SQL of the order of timer rows, given the keyed rows' *order*: their native key's order
+    (key group, domain, time, key) when *sort_key* orders for it."""
+    return [order[0], "domain", "timestamp", *order[1:]] if sort_key else [*order, "timestamp", "domain"]
 
 
 def _label(item) -> str:
@@ -145,9 +155,7 @@ def plan_keyed(keyed: KeyedData, uid: str, max_parallelism: int, chunks: Chunks,
     inputs = _Inputs(keyed, what, max_parallelism)
     key = tuple(Field(n, t) for n, t in zip(inputs.key, inputs.key_types))
     order = inputs.order(sort_key)
-    # timers in their native key's order (key group, domain, time, key) when sorted for it
-    timer_order = [order[0], "domain", "timestamp", *order[1:]] if sort_key else \
-        [*order, "timestamp", "domain"]
+    timer_order = timer_row_order(order, sort_key)
     placing = chunks if place else None
     table, states, grouping, placed = None, (), None, True
     if keyed.states and group_in_tasks and all(map(_groups_in_tasks, keyed.states)):

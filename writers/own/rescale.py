@@ -31,7 +31,7 @@ from statectl.statefmt.vocabulary import Format, OperatorStateKind
 
 from ..partitioning import Chunks
 from ..rebuild import Rebuild
-from .keyed import KeyedPlan
+from .keyed import KeyedPlan, row_order, timer_row_order
 from .native import NativeTarget, encoding_order, native_job, subtask_chunks
 from .operators import OperatorPlan, chunked_job, target_tasks
 from .sinks import HANDLE_DDL, FileTarget, OperatorOutput, SingleFileSink, guarded
@@ -90,9 +90,9 @@ def _native_job(section: KeyedSection, tables: dict, output: OperatorOutput, chu
     keys = [(f.name, f.type) for f in section.key]
     if section.namespace_type is not None:
         keys.append((NAMESPACE_COLUMN, section.namespace_type))
-    order = [quote_identifier(KEY_GROUP_COLUMN)] + [e for n, t in keys for e in encoding_order(quote_identifier(n), t)]
+    order = row_order(keys, encoding_order)
     plan = KeyedPlan(section.key, section.namespace_type, section.states, tables.get("keyed"), tables.get("timers"),
-                     order=tuple(order), timer_order=(order[0], "domain", "timestamp", *order[1:]),
+                     order=tuple(order), timer_order=tuple(timer_row_order(order, encoding_order)),
                      table_placed=False)
     target = NativeTarget(output.file_target("keyed", keyed_schema(section)),
                           output.file_target("timers", timers_schema(section)), section, chunks.ranges,
