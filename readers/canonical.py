@@ -60,7 +60,8 @@ class CanonicalSource(TableSource):
     def checked_files(self, table: str, span: tuple[int, int] | None = None) -> list[Split]:
         return self.splits(table, span=span)
 
-    def decode(self, split: Split, table: str, groups: list[int] | None = None) -> Iterator[pa.RecordBatch]:
+    def decode(self, split: Split, table: str, groups: list[int] | None = None,
+               keys: list[tuple] | None = None) -> Iterator[pa.RecordBatch]:
         """The rows of one Parquet file, verified (size, sha256, schema) before they are read."""
         from statectl.statefmt.canonical import check_parquet
         from statectl.statefmt.integrity import verify_file

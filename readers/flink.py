@@ -27,7 +27,7 @@ from statectl.statefmt.model import NAMESPACE_COLUMN, DataFile
 from statectl.statefmt.vocabulary import Format
 
 from .files import Split, splits
-from .resolve import TIMERS
+from .resolve import KEYED, TIMERS
 from .tablesource import Measure, TableSource, count_groups, keyed_part
 
 
@@ -73,10 +73,16 @@ class FlinkSource(TableSource):
     def checked_files(self, table: str, span: tuple[int, int] | None = None) -> list[Split]:
         return splits(self.savepoint, self.table_files(table), None)  # sizes only
 
-    def decode(self, split, table: str, groups: list[int] | None = None) -> Iterator[pa.RecordBatch]:
+    def decode(self, split, table: str, groups: list[int] | None = None,
+               keys: list[tuple] | None = None) -> Iterator[pa.RecordBatch]:
         from statectl.statefmt.flink.savepoint import read_split
 
-        return read_split(split, table, None if groups is None else set(groups))
+        prefixes = ()
+        if keys and table == KEYED:  # a lookup in a native RocksDB snapshot reads its keys' blocks only
+            from statectl.statefmt.flink.key_prefix import entry_prefixes
+
+            prefixes = entry_prefixes(self.info.key_type, keys, self._groups_of(keys), self.operator.max_parallelism)
+        return read_split(split, table, None if groups is None else set(groups), prefixes=prefixes)
 
     def split_key_groups(self, split) -> tuple[int, int] | None:
         return split.key_groups
@@ -123,6 +129,10 @@ class FlinkSource(TableSource):
                        all_bytes, True)
 
     def key_groups(self, keys: list[tuple]) -> list[int]:
+        return sorted(set(self._groups_of(keys)))
+
+    def _groups_of(self, keys: list[tuple]) -> list[int]:
+        """Each key's key group, by Flink's hash."""
         from statectl.statefmt.flink.keyhash import flink_key_group
         from statectl.statefmt.flink.model import java_key_type
         from statectl.statefmt.flink.rowdata import RowData
@@ -131,12 +141,11 @@ class FlinkSource(TableSource):
         op, key_type = self.operator, self.info.key_type
         if isinstance(key_type, RowData):  # a SQL operator's key row
             try:
-                return sorted({row_key_group(k, key_type.fields, op.max_parallelism) for k in keys})
+                return [row_key_group(k, key_type.fields, op.max_parallelism) for k in keys]
             except KeyTypeError as e:
                 raise KeyTypeError(f"operator {op.label}: key filter: {e}") from None
         java = java_key_type(key_type, op.label)
-        return sorted({flink_key_group(k if isinstance(java, tuple) else k[0], java, op.max_parallelism)
-                       for k in keys})
+        return [flink_key_group(k if isinstance(java, tuple) else k[0], java, op.max_parallelism) for k in keys]
 
     def spark_types(self, schema: pa.Schema) -> pa.Schema:
         from statectl.statefmt.flink.model import spark_schema

@@ -56,7 +56,7 @@ def local_batches(sp: Savepoint, choice: TableChoice, limit: int | None = None,
 
     def batches() -> Iterator[pa.RecordBatch]:
         left = limit
-        for batch in _batches(source, choice.table, groups, span):
+        for batch in _batches(source, choice.table, groups, span, keys):
             if keep is not None:
                 batch = batch.filter(keep(batch))
             batch = batch.select(wanted)
@@ -70,10 +70,10 @@ def local_batches(sp: Savepoint, choice: TableChoice, limit: int | None = None,
     return schema, batches()
 
 
-def _batches(source: TableSource, table: str, groups, span) -> Iterator[pa.RecordBatch]:
+def _batches(source: TableSource, table: str, groups, span, keys) -> Iterator[pa.RecordBatch]:
     """The batches of every split of the read, decoded one after another."""
     for split in source.splits(table, groups, span):
-        yield from source.decode(split, table, groups)
+        yield from source.decode(split, table, groups, keys)
 
 
 def table_columns(source: TableSource, choice: TableChoice) -> list[str]:

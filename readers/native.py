@@ -75,7 +75,8 @@ class NativeSource(CanonicalSource):
     def checked_files(self, table: str, span: tuple[int, int] | None = None) -> list[Split]:
         return [] if keyed_part(table) else super().checked_files(table, span)
 
-    def decode(self, split, table: str, groups: list[int] | None = None) -> Iterator[pa.RecordBatch]:
+    def decode(self, split, table: str, groups: list[int] | None = None,
+               keys: list[tuple] | None = None) -> Iterator[pa.RecordBatch]:
         if not keyed_part(table):
             return super().decode(split, table, groups)
         from statectl.statefmt.rocksdb.rows import read_subtask

@@ -247,8 +247,10 @@ class TableSource:
         """The splits a read of *table* decodes: those that can hold *groups* or meet *span*."""
         raise NotImplementedError
 
-    def decode(self, split, table: str, groups: list[int] | None = None) -> Iterator[pa.RecordBatch]:
-        """The record batches of *table* in one *split* (a decoder may skip other key groups)."""
+    def decode(self, split, table: str, groups: list[int] | None = None,
+               keys: list[tuple] | None = None) -> Iterator[pa.RecordBatch]:
+        """The record batches of *table* in one *split* (a decoder may skip other key groups, and
+        with a key filter's *keys* other keys' rows: the caller keeps the keys' rows exactly)."""
         raise NotImplementedError
 
     def checked_files(self, table: str, span: tuple[int, int] | None = None) -> list[Split]:

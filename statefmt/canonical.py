@@ -15,10 +15,10 @@ alone. Spark reads these files with its own Parquet reader.
 from __future__ import annotations
 
 import io
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from .errors import DataFileError, UsageError
 from .fs import Location
@@ -38,6 +38,9 @@ from .model import (
 )
 from .types import to_arrow
 from .vocabulary import OperatorStateKind
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 ROW_GROUP_ROWS = 128 * 1024
 # Dictionary encoding only where values repeat by design: on keys and state values
@@ -128,6 +131,8 @@ class FileWriter:
         self.row_group_rows = row_group_rows
         self.rows = 0
         self._seen: tuple[int, int] | None = None
+        import pyarrow.parquet as pq  # here: a Flink savepoint's read needs no Parquet
+
         self._stream = self.location.open_output_stream()
         self._writer = pq.ParquetWriter(self._stream, schema, compression="zstd",
                                         use_dictionary=sorted(DICTIONARY_COLUMNS & set(schema.names)),
@@ -187,14 +192,16 @@ def write_file(savepoint_dir: Location, relative_path: str, table: pa.Table, sch
 
 # --- reading -------------------------------------------------------------------
 
-def _open_parquet(source, location: Location) -> pq.ParquetFile:
+def _open_parquet(source, location: Location) -> "pq.ParquetFile":
+    import pyarrow.parquet as pq
+
     try:
         return pq.ParquetFile(io.BytesIO(source) if isinstance(source, bytes) else source)
     except (pa.ArrowInvalid, OSError) as e:
         raise DataFileError(f"{location}: not a readable Parquet file ({e})") from None
 
 
-def _check_schema(pf: pq.ParquetFile, schema: pa.Schema, location: Location) -> None:
+def _check_schema(pf: "pq.ParquetFile", schema: pa.Schema, location: Location) -> None:
     actual = pf.schema_arrow
     if actual.names != schema.names or any(
         not a.type.equals(e.type) for a, e in zip(actual, schema)
@@ -209,7 +216,7 @@ def _describe(schema: pa.Schema) -> str:
 
 
 def check_parquet(location: Location, source, schema: pa.Schema,
-                  expected: DataFile) -> pq.ParquetFile:
+                  expected: DataFile) -> "pq.ParquetFile":
     """Open verified bytes (or a file) as Parquet; check schema, rows and key-group bounds."""
     pf = _open_parquet(source, location)
     _check_schema(pf, schema, location)
@@ -227,7 +234,7 @@ def check_parquet(location: Location, source, schema: pa.Schema,
     return pf
 
 
-def _row_group_key_groups(pf: pq.ParquetFile) -> list[tuple[int, int]]:
+def _row_group_key_groups(pf: "pq.ParquetFile") -> list[tuple[int, int]]:
     """(min, max) of ``_key_group`` per row group; the key-group index of the file."""
     column = pf.schema_arrow.get_field_index(KEY_GROUP_COLUMN)
     out = []
@@ -264,6 +271,8 @@ def read_key_group_range(location: Location, expected: DataFile, schema: pa.Sche
 def decode_pages(sp: Savepoint, op: Operator, skip: set[tuple[str, str]]) -> tuple[int, int, tuple[str, ...]]:
     """`validate --deep` of a canonical operator: every Parquet page of its files decoded
     (but those in *skip*, (operator id, file path) already found bad): rows, files, problems."""
+    import pyarrow.parquet as pq
+
     rows, parts, problems = 0, 0, []
     for f in op.data_files():
         if (op.operator_id, f.ref.path) in skip:

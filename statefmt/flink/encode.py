@@ -24,7 +24,6 @@ from ..bytecolumns import (big_endian, binary, fixed, flat, flat_elements, group
 from ..errors import FlinkEncodeError
 from . import types as T
 from .avro_encode import encode_avro
-from .kryo.encode import encode_fixed
 from .rowdata_encode import ENCODERS as ROWDATA_ENCODERS
 from .types.avro_composite import Avro
 from .types.kryo import NOT_FIXED
@@ -355,6 +354,8 @@ def _big_decimal(t, values, where):
 def _kryo(t: T.Kryo, values, where):
     if t.plan is None:
         raise FlinkEncodeError(f"{where}: values of {t.describe()} cannot be written: {NOT_FIXED}")
+    from .kryo.encode import encode_fixed  # numba's kernels: only for a Kryo value
+
     return encode_fixed(t.plan, t.type_class, values, t.decoder.config.generation, where)
 
 

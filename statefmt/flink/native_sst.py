@@ -95,9 +95,10 @@ class SstSnapshot:
         yield joined_slices(np.frombuffer(found.data, dtype=np.uint8), starts, offsets).tobytes(), lengths
 
     def live_entries(self, column_family: str, key_groups: tuple[int, int] | None = None,
-                     max_parallelism: int | None = None) -> LiveEntries | None:
-        """The live entries of one column family (in the key-group range), where they lie:
-        keys and values are not copied one by one, only joined merge operands are new."""
+                     max_parallelism: int | None = None, prefixes: tuple[bytes, ...] = ()) -> LiveEntries | None:
+        """The live entries of one column family (in the key-group range; with *prefixes*, only
+        those whose keys start with one of them: a key-group prefix and a key's bytes), where
+        they lie: keys and values are not copied one by one, only joined merge operands are new."""
         if column_family not in self._tables:
             raise UnknownStateError(
                 f"the RocksDB snapshot {self._description} has no column family {column_family!r}; "
@@ -105,9 +106,10 @@ class SstSnapshot:
         from ..rocksdb.sstwalk import MERGE, in_order, live, merge_runs
 
         start, stop = key_group_bounds(key_groups, max_parallelism)
+        ranges = [(p, _past(p)) for p in sorted(prefixes)] if prefixes else [(start, stop)]
         # files in the order of their first index keys: then non-overlapping files are in order
         tables = sorted(self._tables[column_family], key=lambda t: t.first_index_key)
-        entries, runs = read_entries(tables, start, stop)
+        entries, runs = read_entries(tables, ranges)
         if not len(entries):
             return None
         if (entries.kinds == MERGE).any():
@@ -119,7 +121,7 @@ class SstSnapshot:
                 if not in_order(entries.keys, entries.key_starts[a:b], entries.key_ends[a:b], entries.seqs[a:b]):
                     raise SstFormatError(f"{t.name}: not a readable RocksDB table: keys out of order")
             order = merge_runs(entries.keys, entries.key_starts, entries.key_ends, entries.seqs, runs)
-        keep = self._in_range(entries, start, stop, column_family)
+        keep = _starting_with(entries, prefixes) if prefixes else self._in_range(entries, start, stop, column_family)
         if keep is not None:
             order = order[keep[order]]
         found, bad = live(entries.keys, entries.key_starts, entries.key_ends, entries.kinds, entries.values,
@@ -160,3 +162,23 @@ class SstSnapshot:
         if stop is not None:
             keep &= group < int.from_bytes(stop, "big")
         return keep
+
+
+def _past(prefix: bytes) -> bytes | None:
+    """The least key above every key starting with *prefix* (None: there is none)."""
+    kept = prefix.rstrip(b"\xff")
+    return kept[:-1] + bytes([kept[-1] + 1]) if kept else None
+
+
+def _starting_with(entries: Entries, prefixes: tuple[bytes, ...]) -> np.ndarray:
+    """Which entries' user keys start with one of *prefixes*."""
+    keep = np.zeros(len(entries), dtype=bool)
+    lengths = entries.key_ends - entries.key_starts
+    for p in prefixes:
+        match = lengths >= len(p)
+        starts = entries.key_starts[match]
+        same = np.ones(len(starts), dtype=bool)
+        for i, byte in enumerate(p):
+            same &= entries.keys[starts + i] == byte
+        keep[np.flatnonzero(match)[same]] = True
+    return keep

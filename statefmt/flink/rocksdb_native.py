@@ -28,7 +28,6 @@ from typing import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
-from rocksdict import AccessType, Options, Rdict, ReadOptions
 
 from ..errors import FlinkFormatError, StatectlError, UnknownStateError, UnsafeReferenceError
 from ..fs import Location
@@ -90,6 +89,8 @@ class RocksDBSnapshot:
         self.directory = directory
         self._description = description
         self._db = None
+        from rocksdict import AccessType, Options, Rdict  # here: the direct SST reader needs none of it
+
         try:
             db_options, cf_options = Options.load_latest(directory)
             # Flink 1.x writes the task's own wal_dir (a temporary folder long gone) into
@@ -158,6 +159,8 @@ class RocksDBSnapshot:
                 size: int) -> Iterator[list[tuple[bytes, bytes]]]:
         """Lists of at most *size* ``(key, value)`` pairs in ``[start, stop)``, taken from
         rocksdict's ``items()`` without a Python step per entry."""
+        from rocksdict import ReadOptions
+
         cf = self._db.get_column_family(name)
         bounds = ReadOptions()
         if stop is not None:
@@ -173,7 +176,7 @@ class RocksDBSnapshot:
         finally:
             del cf
 
-    def _check_end(self, cf, bounds: ReadOptions, name: str, start: bytes | None,
+    def _check_end(self, cf, bounds, name: str, start: bytes | None,
                    last: bytes | None) -> None:
         """Step past the last key read: an iterator that stopped at an error stops there
         again, and its status says why."""

@@ -105,19 +105,23 @@ def _native_ranges(handle: IncrementalRocksDB, key_groups: tuple[int, int], size
     return [(lo + i * width // n, lo + (i + 1) * width // n - 1) for i in range(n)]
 
 
-def decode_keyed_split(split: FlinkSplit, key_groups: Iterable[int] | None = None, timers: bool | None = None
-                       ) -> Iterator[tuple[KeyedHeader, dict[str, StateRows]]]:
+def decode_keyed_split(split: FlinkSplit, key_groups: Iterable[int] | None = None, timers: bool | None = None,
+                       prefixes: tuple[bytes, ...] = ()) -> Iterator[tuple[KeyedHeader, dict[str, StateRows]]]:
     """Every keyed state's rows in a split (or only in *key_groups*, a key filter's groups),
     piece by piece (:func:`_pieces`).
 
     *timers*: True for the timer states only, False for the others, None for all
     (heap-native streams are walked whole either way: they have no entry lengths).
+    *prefixes*: a key filter's keys as their entries' keys begin (:func:`key_prefix.entry_prefixes`),
+    to which a native RocksDB snapshot's non-timer entries are narrowed: only the SST blocks
+    that can hold them are read (rows of other keys may still come).
     """
     wanted = None if key_groups is None else set(key_groups)
     pieces = _pieces(split)
     try:
         if isinstance(split.handle, IncrementalRocksDB):
-            yield from _decode_rocksdb(split, [p.key_groups for p in pieces], wanted, timers)
+            yield from _decode_rocksdb(split, [p.key_groups for p in pieces], wanted, timers,
+                                       prefixes if timers is False else ())
             return
         for piece in pieces:
             yield _decode_stream(piece, wanted, timers)
@@ -198,11 +202,12 @@ def _decompress_blocks(data: bytes, blocks, source: str, base: int):
 
 
 def _decode_rocksdb(split: FlinkSplit, ranges: list[tuple[int, int]], wanted: set[int] | None,
-                    timers: bool | None) -> Iterator[tuple[KeyedHeader, dict[str, StateRows]]]:
+                    timers: bool | None, prefixes: tuple[bytes, ...]
+                    ) -> Iterator[tuple[KeyedHeader, dict[str, StateRows]]]:
     """The rows of a native RocksDB snapshot's split, one key-group range of *ranges* after
     another, its files opened once."""
     chosen = [_narrowed(r, wanted) for r in ranges]
-    for header, entries in _rocksdb_entries(split, chosen, lambda meta: _wanted(meta, timers)):
+    for header, entries in _rocksdb_entries(split, chosen, lambda meta: _wanted(meta, timers), prefixes):
         out = {}
         for i, raw in entries.items():
             if wanted is not None:
@@ -213,11 +218,11 @@ def _decode_rocksdb(split: FlinkSplit, ranges: list[tuple[int, int]], wanted: se
         yield header, out
 
 
-def _rocksdb_entries(split: FlinkSplit, ranges: list[tuple[int, int] | None], chosen
-                     ) -> Iterator[tuple[KeyedHeader, dict[int, RawEntries]]]:
+def _rocksdb_entries(split: FlinkSplit, ranges: list[tuple[int, int] | None], chosen,
+                     prefixes: tuple[bytes, ...] = ()) -> Iterator[tuple[KeyedHeader, dict[int, RawEntries]]]:
     """Per key-group range of *ranges*, the entries of the states *chosen* (a predicate on a
-    header state) of a native RocksDB snapshot's split, undecoded, by state id; its files
-    opened once."""
+    header state) of a native RocksDB snapshot's split, undecoded, by state id (narrowed to
+    *prefixes* where the direct reader reads); its files opened once."""
     base = split_base(split)
     handle: IncrementalRocksDB = split.handle
     source = stream_name(base, handle.meta)
@@ -227,7 +232,7 @@ def _rocksdb_entries(split: FlinkSplit, ranges: list[tuple[int, int] | None], ch
     tmp = new_scratch_dir("flink")
     try:
         files = native_files(base, handle, tmp)
-        for entries in _native_entries(files, tmp, names, split, ranges):
+        for entries in _native_entries(files, tmp, names, split, ranges, prefixes):
             yield header, {i: raw_from_extents(*entries[m.name], prefix, f"{source} column family {m.name}")
                            for i, m in enumerate(header.states) if m.name in entries}
     finally:
@@ -244,7 +249,8 @@ def _narrowed(key_groups: tuple[int, int] | None, wanted: set[int] | None) -> tu
 
 
 def _native_entries(files, workdir: str, names: set[str], split: FlinkSplit,
-                    ranges: list[tuple[int, int] | None]) -> Iterator[dict[str, tuple]]:
+                    ranges: list[tuple[int, int] | None], prefixes: tuple[bytes, ...] = ()
+                    ) -> Iterator[dict[str, tuple]]:
     """Per inclusive key-group range of *ranges* (None: all), the entries of the column
     families *names* of one native RocksDB snapshot, as ``(data, key starts, key ends,
     value starts, value ends)``: read from the SST files directly (`native_sst`), or through
@@ -259,7 +265,8 @@ def _native_entries(files, workdir: str, names: set[str], split: FlinkSplit,
         with SstSnapshot(files, f"of operator {split.operator_id} subtask {split.subtask}") as db:
             for r in ranges:
                 kw = dict(key_groups=r, max_parallelism=split.max_parallelism)
-                found = {cf: db.live_entries(cf, **kw) for cf in db.column_families if cf in names}
+                found = _narrowed_entries(db, [cf for cf in db.column_families if cf in names], kw,
+                                          _prefixes_in(prefixes, r, split.max_parallelism))
                 yield {cf: (e.data, e.key_starts, e.key_ends, e.value_starts, e.value_ends)
                        for cf, e in found.items() if e is not None}
                 done += 1
@@ -284,16 +291,36 @@ def _native_entries(files, workdir: str, names: set[str], split: FlinkSplit,
     yield out
 
 
+def _prefixes_in(prefixes: tuple[bytes, ...], key_groups: tuple[int, int] | None,
+                 max_parallelism: int) -> tuple[bytes, ...]:
+    """The *prefixes* whose key group (their first bytes) lies in *key_groups*."""
+    if not prefixes or key_groups is None:
+        return prefixes
+    width = prefix_bytes(max_parallelism)
+    return tuple(p for p in prefixes if key_groups[0] <= int.from_bytes(p[:width], "big") <= key_groups[1])
+
+
+def _narrowed_entries(db, families: list[str], kw: dict, prefixes: tuple[bytes, ...]) -> dict:
+    """Each column family's live entries, narrowed to *prefixes* if some; when none starts with
+    them, the key groups' entries: a key written in bytes other than ours is then still found."""
+    if prefixes:
+        found = {cf: db.live_entries(cf, prefixes=prefixes, **kw) for cf in families}
+        if any(e is not None for e in found.values()):
+            return found
+    return {cf: db.live_entries(cf, **kw) for cf in families}
+
+
 def read_split(split: FlinkSplit, table: str = KeyedTable.KEYED, key_groups: Iterable[int] | None = None,
-               batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+               batch_rows: int = BATCH_ROWS, prefixes: tuple[bytes, ...] = ()) -> Iterator[pa.RecordBatch]:
     """The record batches of *table* in one split.
 
     *table*: ``keyed`` or ``timers`` for keyed splits; an operator state's name
     for operator splits. Keyed splits are bounded by key-group ranges of about
-    :data:`SPLIT_BYTES` of stream.
+    :data:`SPLIT_BYTES` of stream. *key_groups* and *prefixes* (:func:`decode_keyed_split`)
+    narrow a key filter's read; the caller keeps its keys' rows.
     """
     with _decoding(split):
-        yield from _read_split(split, table, key_groups, batch_rows)
+        yield from _read_split(split, table, key_groups, batch_rows, prefixes)
 
 
 DATA_ERRORS = (ValueError, OverflowError, IndexError, KeyError, struct.error, MemoryError, pa.ArrowException)
@@ -314,7 +341,8 @@ def _decoding(split: FlinkSplit):
                                f"{str(e).splitlines()[0] if str(e) else 'no detail'})") from None
 
 
-def _read_split(split: FlinkSplit, table: str, key_groups, batch_rows: int) -> Iterator[pa.RecordBatch]:
+def _read_split(split: FlinkSplit, table: str, key_groups, batch_rows: int,
+                prefixes: tuple[bytes, ...]) -> Iterator[pa.RecordBatch]:
     if split.kind == "coordinator":
         yield from coordinator.table(split, batch_rows)
         return
@@ -325,7 +353,7 @@ def _read_split(split: FlinkSplit, table: str, key_groups, batch_rows: int) -> I
         raise StatectlError(f"unknown keyed table {table!r} ({' or '.join(KeyedTable.words())})")
     base = split_base(split)
     source = f"{base} operator {split.operator_id} subtask {split.subtask}"
-    for header, rows in decode_keyed_split(split, key_groups, timers=table == KeyedTable.TIMERS):
+    for header, rows in decode_keyed_split(split, key_groups, timers=table == KeyedTable.TIMERS, prefixes=prefixes):
         if table == KeyedTable.KEYED:
             schema = TB.keyed_schema(header.key, header.states)
             t = TB.keyed_table(header.key, header.states, rows, schema, source)

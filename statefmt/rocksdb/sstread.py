@@ -222,6 +222,8 @@ class SstFile:
             raise UnsupportedSstFeature(f"{self.name}: index type {index_type}")
         self.index_type = index_type
         self.delta_index = bool(_varint_value(props.get(b"rocksdb.index.value.is.delta.encoded", b"\0")))
+        # separators are user keys, or internal keys (a user key, then 8 bytes of sequence and type)
+        self._separator_tag = 0 if _varint_value(props.get(b"rocksdb.index.key.is.user.key", b"\0")) else 8
         self.column_family = props.get(b"rocksdb.column.family.name", b"").decode("utf-8", "replace")
         self.merge_operator = props.get(b"rocksdb.merge.operator", b"").decode("utf-8", "replace")
         self.num_entries = _varint_value(props.get(b"rocksdb.num.entries", b"\0"))
@@ -267,23 +269,21 @@ class SstFile:
         return self._index_keys[k[0]:k[1]].tobytes() if len(k) > 1 else b""
 
     def blocks_in_range(self, start: bytes | None, stop: bytes | None) -> np.ndarray:
-        """Indexes of the data blocks that can hold user keys in ``[start, stop)``, compared
-        on the bounds' length of key prefix (the index keys separate the blocks: every key
-        of block *i* is at most its separator and above block *i-1*'s). Block *i* is out when
-        its separator's prefix is below *start*, or when block *i-1*'s is at least *stop*;
-        separators are sorted, and so are their prefixes: the blocks kept are one run, found by
-        two binary searches (a key group's range in a table of thousands of blocks)."""
+        """Indexes of the data blocks that can hold user keys in ``[start, stop)``. The index's
+        separators part the blocks: every key of block *i* is at most its separator and above
+        block *i-1*'s. Block *i* is out when its separator's user key is below *start*, or when
+        block *i-1*'s is at least *stop*; compared whole, as the comparator orders user keys (a
+        separator may be shortened below the bounds' length: ``"user-0279"`` parts
+        ``"user-027950"`` from ``"user-028"``). Separators are sorted: the blocks kept are one
+        run, found by two binary searches (a key's blocks in a table of thousands)."""
         n = len(self.block_offsets)
-        if start is None and stop is None:
-            return np.arange(n)
-        keys, k_off = self._index_keys, self._index_key_offsets
-        width = len(start if start is not None else stop)
+        keys, k_off, tag = self._index_keys, self._index_key_offsets, self._separator_tag
 
-        def prefix(i: int) -> bytes:
-            return keys[k_off[i]:min(k_off[i + 1], k_off[i] + width)].tobytes()
+        def separator(i: int) -> bytes:
+            return keys[k_off[i]:max(k_off[i], k_off[i + 1] - tag)].tobytes()
 
-        first = bisect.bisect_left(range(n), start, key=prefix) if start is not None else 0
-        end = min(n, bisect.bisect_left(range(n), stop, key=prefix) + 1) if stop is not None else n
+        first = bisect.bisect_left(range(n), start, key=separator) if start is not None else 0
+        end = min(n, bisect.bisect_left(range(n), stop, key=separator) + 1) if stop is not None else n
         return np.arange(first, max(first, end))
 
     def read_blocks(self, chosen: np.ndarray) -> list:
@@ -311,17 +311,18 @@ class SstFile:
     def entries(self, start: bytes | None = None, stop: bytes | None = None) -> Entries:
         """The internal entries of the data blocks that can hold user keys in ``[start, stop)``
         (whole blocks: the caller drops the keys outside)."""
-        return read_entries([self], start, stop)[0]
+        return read_entries([self], [(start, stop)])[0]
 
 
-def read_entries(files: list[SstFile], start: bytes | None = None, stop: bytes | None = None
+def read_entries(files: list[SstFile], ranges: list[tuple[bytes | None, bytes | None]] = ((None, None),)
                  ) -> tuple[Entries, np.ndarray]:
-    """The internal entries of the data blocks of *files* that can hold user keys in
-    ``[start, stop)``, file after file, in one buffer and one compiled walk; and where each
-    file's entries begin (``runs[f]`` to ``runs[f+1]``)."""
+    """The internal entries of the data blocks of *files* that can hold user keys in one of
+    *ranges* ``[start, stop)``, file after file, in one buffer and one compiled walk; and where
+    each file's entries begin (``runs[f]`` to ``runs[f+1]``)."""
     from .sstwalk import BAD_SHARED, HASH_INDEX, walk_blocks
 
-    chosen = [f.blocks_in_range(start, stop) for f in files]
+    chosen = [np.unique(np.concatenate([f.blocks_in_range(a, b) for a, b in ranges])) if len(ranges) > 1
+              else f.blocks_in_range(*ranges[0]) for f in files]
     parts = [p for f, c in zip(files, chosen) for p in f.read_blocks(c)]
     lengths = np.fromiter(map(len, parts), np.int64, len(parts))
     ends = np.cumsum(lengths)

@@ -19,7 +19,7 @@ from statectl.statefmt.flink.native_sst import SstSnapshot
 from statectl.statefmt.flink.rocksdb_native import open_rocksdb_snapshot
 from statectl.statefmt.rocksdb import sstkernels as K
 from statectl.statefmt.rocksdb import sstwalk as W
-from statectl.statefmt.rocksdb.sstread import SstFile, SstFormatError, UnsupportedSstFeature
+from statectl.statefmt.rocksdb.sstread import SstFile, SstFormatError, UnsupportedSstFeature, read_entries
 from support import sst_encode as E
 
 # keys from a small alphabet share prefixes often, so shared-prefix encoding is exercised
@@ -216,10 +216,10 @@ def test_a_key_group_range_reads_only_the_blocks_that_can_hold_it(tmp_path):
 
 
 def _blocks_one_by_one(t: SstFile, start: bytes | None, stop: bytes | None) -> list[int]:
-    """The rule `blocks_in_range` applies, block by block: out when its separator's prefix (the
-    bounds' length) is below *start*, or when the previous block's is at least *stop*."""
-    width = len(start if start is not None else stop)
-    seps = [t._index_keys[t._index_key_offsets[i]:t._index_key_offsets[i + 1]].tobytes()[:width]
+    """The rule `blocks_in_range` applies, block by block: out when its separator's user key
+    (the internal key less its 8 bytes of sequence and type) is below *start*, or when the
+    previous block's is at least *stop*."""
+    seps = [t._index_keys[t._index_key_offsets[i]:t._index_key_offsets[i + 1]].tobytes()[:-8]
             for i in range(len(t.block_offsets))]
     return [i for i, p in enumerate(seps)
             if not (start is not None and p < start) and not (stop is not None and i and seps[i - 1] >= stop)]
@@ -230,15 +230,38 @@ def _blocks_one_by_one(t: SstFile, start: bytes | None, stop: bytes | None) -> l
        st.one_of(st.none(), KEYS), st.one_of(st.none(), KEYS))
 def test_a_key_range_chooses_the_blocks_the_rule_says(tmp_path, keys, per_block, partition_entries, start, stop):
     """The blocks kept are found by binary search over the sorted separators: exactly those the
-    block-by-block rule keeps, flat and partitioned indexes alike."""
+    block-by-block rule keeps, flat and partitioned indexes alike; and every key in the range
+    lies in a kept block."""
     entries = [(k, 7, K.VALUE, b"v") for k in sorted(keys)]
-    if start is not None and stop is not None:
-        stop = stop[:len(start)].ljust(len(start), b"a")  # both bounds are prefixes of one length
     for name, options in (("flat.sst", {}), ("partitioned.sst", dict(partition_entries=partition_entries))):
         with SstFile(_write(tmp_path, E.table(entries, block_entries=per_block, **options), name)) as t:
-            assert t.blocks_in_range(start, stop).tolist() == (
-                list(range(len(t.block_offsets))) if start is None and stop is None
-                else _blocks_one_by_one(t, start, stop))
+            chosen = t.blocks_in_range(start, stop).tolist()
+            assert chosen == (list(range(len(t.block_offsets))) if start is None and stop is None
+                              else _blocks_one_by_one(t, start, stop))
+            inside = [k for k in sorted(keys) if (start is None or k >= start) and (stop is None or k < stop)]
+            kept = read_entries([t], [(start, stop)])[0]
+            got = {kept.keys[a:b].tobytes() for a, b in zip(kept.key_starts, kept.key_ends)}
+            assert set(inside) <= got
+
+
+@pytest.mark.parametrize("user_keys", [False, True])
+def test_a_shortened_separator_keeps_the_blocks_of_the_keys_it_prefixes(tmp_path, user_keys):
+    """RocksDB shortens separators (``k\\x02`` parts ``k\\x01`` from ``k\\x02\\x01``), internal
+    keys (followed by an 8-byte tag, here ``\\x16\\xff...``) or user keys as the table's
+    properties say. Compared as whole user keys, the shortened one keeps the block holding
+    ``k\\x02\\x01``; compared on the bounds' length, its tag's first byte would have put the
+    block out."""
+    keys = [b"k\x01", b"k\x02\x01", b"k\x03"]
+    tag = (lambda k: k) if user_keys else (lambda k: E.internal_key(k, (1 << 56) - 1, 0x16))
+    separators = [tag(b"k\x02"), tag(b"k\x02\x02"), tag(b"k\x03")]
+    properties = {b"rocksdb.index.key.is.user.key": b"\x01"} if user_keys else None
+    data = E.table([(k, 7, K.VALUE, b"v") for k in keys], block_entries=1, separators=separators,
+                   properties=properties)
+    with SstFile(_write(tmp_path, data)) as t:
+        assert t.blocks_in_range(b"k\x02\x01", b"k\x02\x02").tolist() == [1]
+        assert t.blocks_in_range(b"k\x02\x00", b"k\x03").tolist() == [1, 2]
+        got = t.entries(b"k\x02\x01", b"k\x02\x02")
+        assert got.keys[got.key_starts[0]:got.key_ends[0]].tobytes() == b"k\x02\x01"
 
 
 def test_a_bad_checksum_is_one_line_naming_the_file_and_block(tmp_path):

@@ -84,8 +84,10 @@ def table(entries: list[tuple[bytes, int, int, bytes]], *, column_family: str = 
           block_entries: int = 4, restart_interval: int = 2, snappy: bool = True,
           checksum_type: int = XXH3, extra_meta: dict[bytes, bytes] | None = None,
           properties: dict[bytes, bytes] | None = None, compression: int | None = None,
-          partition_entries: int | None = None) -> bytes:
+          partition_entries: int | None = None, separators: list[bytes] | None = None) -> bytes:
     """A whole SST file of internal entries ``(user key, seq, kind, value)`` in order.
+    *separators*: the index's key of each data block (else its last internal key), as RocksDB
+    shortens them.
     *partition_entries*: a partitioned index (kTwoLevelIndexSearch, as ForSt writes them) of
     that many data blocks per partition, the partitions before the metaindex and a top-level
     index of (last key, partition handle)."""
@@ -101,7 +103,8 @@ def table(entries: list[tuple[bytes, int, int, bytes]], *, column_family: str = 
     index = []
     for i in range(0, len(entries), block_entries):
         part = [(internal_key(k, s, t), v) for k, s, t, v in entries[i:i + block_entries]]
-        index.append((part[-1][0], put(block(part, restart_interval), True)))
+        separator = part[-1][0] if separators is None else separators[i // block_entries]
+        index.append((separator, put(block(part, restart_interval), True)))
     partitions = []
     if partition_entries is not None:
         for i in range(0, len(index), partition_entries):
