@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from statectl.statefmt.errors import KeyTypeError
+from statectl.statefmt.flink.handles import IncrementalRocksDB
 from statectl.statefmt.model import NAMESPACE_COLUMN, DataFile
 from statectl.statefmt.vocabulary import Format
 
@@ -78,7 +79,8 @@ class FlinkSource(TableSource):
         from statectl.statefmt.flink.savepoint import read_split
 
         prefixes = ()
-        if keys and table == KEYED:  # a lookup in a native RocksDB snapshot reads its keys' blocks only
+        if keys and table == KEYED and isinstance(split.handle, IncrementalRocksDB):
+            # a lookup in a native RocksDB snapshot reads its keys' blocks only
             from statectl.statefmt.flink.key_prefix import entry_prefixes
 
             prefixes = entry_prefixes(self.info.key_type, keys, self._groups_of(keys), self.operator.max_parallelism)
