@@ -112,3 +112,59 @@ def walk_canonical(data: np.ndarray, blocks: np.ndarray, n_states: int, prefix: 
         part = slice(firsts[sid], firsts[sid + 1])
         out[sid] = (groups[part], key_starts[part], key_ends[part], value_ends[part])
     return out, None
+
+
+LIST_DELIMITER = 44  # ','
+
+
+@_njit
+def _short_ascii_lists(data, starts, ends, fill, counts, element_starts, element_ends):
+    """One pass over lists of strings separated by ',' (each list ``data[starts[i]:ends[i]]``):
+    each string a one-byte length (length + 1, under 0x80) and that many ASCII characters.
+    Without *fill*, counts each list's strings into *counts*; with it, writes where each
+    string's characters start and end. Returns the strings' number, or -1 at anything else (a
+    null, a longer or non-ASCII string, a missing ',', a string past its list): the caller then
+    decodes the lists the general way, which says what is wrong."""
+    n = 0
+    for i in range(starts.shape[0]):
+        pos, end = starts[i], ends[i]
+        count = 0
+        while pos < end:
+            b = np.int64(data[pos])
+            if b == 0 or b >= 0x80:
+                return -1
+            stop = pos + b
+            if stop > end:
+                return -1
+            for j in range(pos + 1, stop):
+                if data[j] >= 0x80:
+                    return -1
+            if fill:
+                element_starts[n] = pos + 1
+                element_ends[n] = stop
+            n += 1
+            count += 1
+            if stop < end:
+                if data[stop] != LIST_DELIMITER:
+                    return -1
+                stop += 1
+            pos = stop
+        if not fill:
+            counts[i] = count
+    return n
+
+
+def short_ascii_lists(data: np.ndarray, starts: np.ndarray, ends: np.ndarray):
+    """(strings per list, their characters' starts and ends) of lists of short ASCII strings
+    separated by ',' (the common case of a list state of Strings, found in two compiled passes
+    instead of a round per element), or None where the lists hold anything else."""
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    ends = np.ascontiguousarray(ends, dtype=np.int64)
+    counts = np.zeros(len(starts), dtype=np.int64)
+    none = np.empty(0, dtype=np.int64)
+    total = _short_ascii_lists(data, starts, ends, False, counts, none, none)
+    if total < 0:
+        return None
+    element_starts, element_ends = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
+    _short_ascii_lists(data, starts, ends, True, counts, element_starts, element_ends)
+    return counts, element_starts, element_ends

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import FlinkFormatError, UnsupportedFlinkFeature
-from ..jit import walk_plainly
+from ..jit import numba_started, walk_plainly
 from ..vocabulary import KeyedTable, OperatorStateKind, StateKind
 from .headers import KeyedHeader, StateMeta
 from . import types as T
@@ -226,6 +226,34 @@ def list_rounds(element: T.FlinkType, buf: Buf, starts: np.ndarray, ends: np.nda
 
 def _delimited(element: T.FlinkType, buf: Buf, starts: np.ndarray, ends: np.ndarray) -> pa.ListArray:
     """Lists written as elements separated by ',' (RocksDB list state), all rows at once."""
+    if isinstance(element, T.String) and numba_started():  # compiled code costs no start now
+        found = _short_strings(buf, starts, ends)
+        if found is not None:
+            return found
+    return _delimited_in_rounds(element, buf, starts, ends)
+
+
+def _short_strings(buf: Buf, starts: np.ndarray, ends: np.ndarray) -> pa.ListArray | None:
+    """:func:`_delimited` of lists of short ASCII strings, by a compiled pass (None: others)."""
+    from ..bytecolumns import joined_slices
+    from .kernels import short_ascii_lists
+
+    found = short_ascii_lists(buf.arr, starts, ends)
+    if found is None:
+        return None
+    counts, element_starts, element_ends = found
+    list_offsets = np.zeros(len(counts) + 1, dtype=np.int32)
+    np.cumsum(counts, out=list_offsets[1:])
+    char_offsets = np.zeros(len(element_starts) + 1, dtype=np.int32)
+    np.cumsum(element_ends - element_starts, out=char_offsets[1:])
+    chars = joined_slices(buf.arr, element_starts, char_offsets)
+    strings = pa.Array.from_buffers(pa.string(), len(element_starts),
+                                    [None, pa.py_buffer(char_offsets), pa.py_buffer(chars)])
+    return pa.ListArray.from_arrays(pa.array(list_offsets), strings)
+
+
+def _delimited_in_rounds(element: T.FlinkType, buf: Buf, starts: np.ndarray, ends: np.ndarray) -> pa.ListArray:
+    """:func:`_delimited` of any element type: the k-th element of every list in round k."""
     rounds = [(active, values) for active, _, _, values in list_rounds(element, buf, starts, ends)]
     counts = np.zeros(len(starts), dtype=np.int64)
     for active, _ in rounds:

@@ -1,0 +1,67 @@
+"""A list state of Strings (elements separated by ','), decoded by one compiled pass when its
+strings are short and ASCII (`streams._short_strings`), gives what the general decoder's rounds
+give (`streams._delimited_in_rounds`), element for element; anything else it leaves to them:
+longer or non-ASCII strings, nulls, and lists damaged anywhere (whose error the rounds word)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import given, settings, strategies as st
+
+from statectl.statefmt.errors import StatectlError
+from statectl.statefmt.flink import types as T
+from statectl.statefmt.flink.encode import encode
+from statectl.statefmt.flink.streams import _delimited, _delimited_in_rounds, _short_strings
+from statectl.statefmt.flink.types import Buf
+
+SHORT_ASCII = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=126)
+ANY_TEXT = st.one_of(SHORT_ASCII, st.text(max_size=200))
+
+
+def lists_bytes(lists: list[list[str]]) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """The lists as a RocksDB list state writes them, back to back: (bytes, starts, ends)."""
+    parts, starts, ends, at = [], [], [], 0
+    for items in lists:
+        value = b",".join(encode(T.String(), pa.array(items, pa.string())).to_pylist()) if items else b""
+        parts.append(value)
+        starts.append(at)
+        at += len(value)
+        ends.append(at)
+    return b"".join(parts), np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
+
+
+def by_rounds(buf: Buf, starts, ends):
+    """The rounds' lists, or their error's text (a ValueError too: `savepoint._decoding` words it)."""
+    try:
+        return _delimited_in_rounds(T.String(), buf, starts, ends)
+    except (StatectlError, ValueError) as e:
+        return str(e)
+
+
+@settings(max_examples=300)
+@given(st.lists(st.lists(SHORT_ASCII, max_size=5), max_size=30))
+def test_short_ascii_lists_are_taken_in_one_pass_as_the_rounds_give_them(lists):
+    data, starts, ends = lists_bytes(lists)
+    buf = Buf(data, "stream")
+    got = _short_strings(buf, starts, ends)
+    assert got is not None
+    assert got.equals(by_rounds(buf, starts, ends))
+    assert got.to_pylist() == lists
+
+
+@settings(max_examples=500)
+@given(st.lists(st.lists(ANY_TEXT, max_size=4), min_size=1, max_size=12), st.data())
+def test_any_lists_damaged_or_not_give_the_rounds_answer(lists, data):
+    raw, starts, ends = lists_bytes(lists)
+    raw = bytearray(raw)
+    if raw and data.draw(st.booleans()):
+        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+    buf = Buf(bytes(raw), "stream")
+    want = by_rounds(buf, starts, ends)
+    got = _short_strings(buf, starts, ends)
+    assert got is None or (not isinstance(want, str) and got.equals(want)), (got, want)
+    try:
+        assert _delimited(T.String(), buf, starts, ends).equals(want)
+    except (StatectlError, ValueError) as e:
+        assert str(e) == want
