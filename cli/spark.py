@@ -212,6 +212,9 @@ def _connected(make):
 
     with spinner("starting Spark…"):  # shown after a second: a server starting, a far endpoint
         spark = make()
+    from statectl.readers.owner import claim
+
+    claim(spark)  # its tasks on this machine end with this process, if it is killed outright
     REMOTE_SESSIONS.append(spark)
     atexit.register(_release, spark)
     _plain_interrupts()

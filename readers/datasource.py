@@ -19,6 +19,7 @@ import pickle
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from .files import read_splits, spark_ddl, spark_opens
+from .owner import watching
 from .tablesource import TableSource
 from .worker import task_started
 
@@ -63,12 +64,13 @@ class SplitReader(DataSourceReader):
             return
         source = source_class(partition.format)(self.location, self.operator_id)
         target = None
-        for batch in source.decode(partition.split, self.table, self.key_groups):
-            if target is None:  # Spark's declared schema has nullable top-level columns
-                target = _nullable(source.spark_types(batch.schema))
-            yield pa.RecordBatch.from_arrays(
-                [c.cast(f.type) if c.type != f.type else c for c, f in zip(batch.columns, target)],
-                schema=target)
+        with watching():  # a command killed outright does not leave its reads running
+            for batch in source.decode(partition.split, self.table, self.key_groups):
+                if target is None:  # Spark's declared schema has nullable top-level columns
+                    target = _nullable(source.spark_types(batch.schema))
+                yield pa.RecordBatch.from_arrays(
+                    [c.cast(f.type) if c.type != f.type else c for c, f in zip(batch.columns, target)],
+                    schema=target)
 
 
 class SplitSource(DataSource):

@@ -15,7 +15,7 @@ from statectl.statefmt import errors as fmt_errors
 from statectl.statefmt.errors import DuplicateKeyError, StatectlError, UsageError
 from statectl.readers.worker import task_started
 
-from .owner import watching
+from statectl.readers.owner import watching
 
 
 class SpecError(UsageError):
@@ -69,7 +69,7 @@ def task_error_text(error: StatectlError) -> str:
 def task_errors():
     """The context of every writer task: a StatectlError leaves the task as its marked
     one-line text (and the worker's garbage collection skips what was alive before it,
-    :mod:`statectl.readers.worker`); the task ends with its write's process (:mod:`.owner`)."""
+    :mod:`statectl.readers.worker`); the task ends with its write's process (:mod:`statectl.readers.owner`)."""
     task_started()
     try:
         with watching():

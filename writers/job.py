@@ -21,7 +21,7 @@ from statectl.statefmt.fs import Location
 from statectl.statefmt.outputs import WRITE_MARKER_PREFIX
 
 from .errors import WriteFailedError, from_spark_error
-from .owner import alive, claim
+from statectl.readers.owner import alive, claim
 
 
 # Session settings while a write job runs: sort-based aggregation (its sort also gives the

@@ -200,7 +200,7 @@ def test_an_interrupted_bootstrap_removes_every_file_it_began(tmp_path):
 @pytest.mark.slow
 def test_a_warm_bootstrap_killed_outright_begins_no_file_after_it(tmp_path):
     """SIGKILL: no clean-up runs, and the write's tasks are the warm server's, not the command's
-    children; they watch the command's process and end with it (writers/owner.py)."""
+    children; they watch the command's process and end with it (readers/owner.py)."""
     proc, spec, block, out = blocked_bootstrap(tmp_path)  # on the warm engine
     os.killpg(proc.pid, signal.SIGKILL)  # the command; the server runs in a session of its own
     proc.wait()

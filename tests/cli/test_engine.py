@@ -226,6 +226,40 @@ def test_the_python_api_takes_a_connect_session(savepoint, engine_dir, tmp_path)
 FLINK = Path(__file__).resolve().parents[1] / "fixtures" / "flink-dev" / "long-rocksdb-native" / "savepoint"
 
 
+GONE_OWNER_SCRIPT = """
+import subprocess, sys
+from pyspark.sql import SparkSession
+from statectl import open_savepoint
+from statectl.readers.owner import OWNER_CONF, identity
+spark = SparkSession.builder.remote(sys.argv[2]).getOrCreate()
+gone = subprocess.Popen(["true"])
+gone.wait()  # a process that has ended: a command killed outright
+spark.conf.set(OWNER_CONF, identity(gone.pid))
+try:
+    print("read", open_savepoint(sys.argv[1], spark=spark).keyed("lk-proc").count())
+except Exception as e:
+    print("refused", type(e).__name__)
+spark.conf.set(OWNER_CONF, identity())  # this process, alive
+print("read", open_savepoint(sys.argv[1], spark=spark).keyed("lk-proc").count())
+"""
+
+
+def test_a_read_of_a_command_killed_outright_does_not_run_on(engine_dir):
+    """The Data Source's tasks belong to the command that named its process (readers/owner.py):
+    once it is gone, they do not begin (and end within 0.5 s when it goes while they run), so
+    a warm `sql` killed with SIGKILL does not leave the server reading to the end; the server
+    serves the next read."""
+    assert run(engine_dir, "sql", str(FLINK), "SELECT count(*) AS n FROM `lk-proc`", "-f", "jsonl").returncode == 0
+    record = _record(engine_dir)
+    url = f"sc://localhost:{record['port']}/;token={record['token']}"
+    done = subprocess.run([sys.executable, "-c", GONE_OWNER_SCRIPT, str(FLINK), url],
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    refused, served = done.stdout.strip().splitlines()[-2:]
+    assert refused.startswith("refused ") and served == "read 30", done.stdout
+    run(engine_dir, "engine", "stop")
+
+
 def test_writes_and_diff_run_on_the_warm_engine(savepoint, engine_dir, tmp_path):
     """rescale, prune and bootstrap over the warm engine write what classic Spark writes (diff,
     itself warm, finds them identical); a write whose data is wrong ends in its one line and

@@ -1,15 +1,17 @@
-"""The process a write belongs to, and its tasks' watch on it.
+"""The process a command belongs to, and its Spark tasks' watch on it.
 
-A write's tasks run where its Spark runs them. In the command's own Spark they end with the
+A command's tasks run where its Spark runs them. In the command's own Spark they end with the
 command; on a warm engine (or any Spark server on this machine) they would run on after the
-command was killed outright (SIGKILL: no clean-up runs), and write files into the output
-after it is gone. So a write names its process in the session setting :data:`OWNER_CONF`
+command was killed outright (SIGKILL: no clean-up runs): a read would take both cores to its
+end, a write would write files into its output after it is gone. So a command on Spark Connect
+(`cli.spark`), and every write, names its process in the session setting :data:`OWNER_CONF`
 (host, pid and the process's start time, which a reused pid does not share), which Spark hands
-every task of the write's jobs. A task on that host watches the process while it runs
-(:func:`watching`, every :data:`POLL` seconds) and ends its Python worker at once when the
-process is gone: no file is begun after that, and the files begun before lie beside the
-write's marker, which the next write into that folder removes (`job.remove_dead_writes`).
-Tasks on other hosts (a cluster) cannot see the process and do not watch.
+every task of its jobs. A task on that host does not begin once the process is gone, and
+watches it while it runs (:func:`watching`, every :data:`POLL` seconds), ending its Python
+worker at once when the process goes: no file is begun after that, and the files begun before
+lie beside the write's marker, which the next write into that folder removes
+(`writers/job.remove_dead_writes`). Tasks on other hosts (a cluster) cannot see the process and
+do not watch.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import threading
 import time
 
 OWNER_CONF = "spark.statectl.owner"
-POLL = 0.5  # seconds between a task's looks at its write's process
+POLL = 0.5  # seconds between a task's looks at its command's process
 
 
 def _stat(pid: int) -> tuple[str, str] | None:
@@ -65,13 +67,13 @@ def claim(spark) -> None:
 
 # --- the task side ---------------------------------------------------------------------------
 
-_watched: tuple[int, str] | None = None  # (pid, start) of the write whose task this worker runs
+_watched: tuple[int, str] | None = None  # (pid, start) of the command whose task this worker runs
 _watcher: threading.Thread | None = None
 _lock = threading.Lock()
 
 
 def _owner_here() -> tuple[int, str] | None:
-    """The running task's write's process, when it runs on this host."""
+    """The running task's command's process, when it runs on this host."""
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
@@ -93,12 +95,15 @@ def _watch() -> None:
 
 @contextlib.contextmanager
 def watching():
-    """While a task runs: end its worker once its write's process is gone (see the module doc)."""
+    """While a task runs: end its worker once its command's process is gone (see the module
+    doc); a task whose command is gone already does not begin."""
     global _watched, _watcher
     owner = _owner_here()
     if owner is None:
         yield
         return
+    if not alive(*owner):
+        os.kill(os.getpid(), signal.SIGKILL)  # the worker ends: Spark fails the task
     with _lock:
         if _watcher is None:
             _watcher = threading.Thread(target=_watch, name="statectl-owner-watch", daemon=True)
