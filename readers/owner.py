@@ -85,12 +85,16 @@ def _owner_here() -> tuple[int, str] | None:
         return None
 
 
+def _end_worker() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)  # the worker ends: Spark fails the task
+
+
 def _watch() -> None:
     while True:
         time.sleep(POLL)
         owner = _watched
         if owner is not None and not alive(*owner):
-            os.kill(os.getpid(), signal.SIGKILL)  # the worker ends: Spark fails the task
+            _end_worker()
 
 
 @contextlib.contextmanager
@@ -103,7 +107,7 @@ def watching():
         yield
         return
     if not alive(*owner):
-        os.kill(os.getpid(), signal.SIGKILL)  # the worker ends: Spark fails the task
+        _end_worker()
     with _lock:
         if _watcher is None:
             _watcher = threading.Thread(target=_watch, name="statectl-owner-watch", daemon=True)

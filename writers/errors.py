@@ -13,9 +13,8 @@ import re
 
 from statectl.statefmt import errors as fmt_errors
 from statectl.statefmt.errors import DuplicateKeyError, StatectlError, UsageError
-from statectl.readers.worker import task_started
-
 from statectl.readers.owner import watching
+from statectl.readers.worker import task_started
 
 
 class SpecError(UsageError):

@@ -16,12 +16,12 @@ import socket
 import time
 import uuid
 
+from statectl.readers.owner import alive, claim
 from statectl.statefmt.errors import StatectlError, first_line
 from statectl.statefmt.fs import Location
 from statectl.statefmt.outputs import WRITE_MARKER_PREFIX
 
 from .errors import WriteFailedError, from_spark_error
-from statectl.readers.owner import alive, claim
 
 
 # Session settings while a write job runs: sort-based aggregation (its sort also gives the

@@ -28,7 +28,7 @@ from typing import Iterable, Iterator
 import numpy as np
 from ..errors import FlinkFormatError, UnknownStateError
 from ..fs import Location
-from ..rocksdb.sstread import Entries, SstFile, SstFormatError, UnsupportedSstFeature, read_entries
+from ..rocksdb.sstread import Entries, SstFile, SstFormatError, UnsupportedSstFeature, read_entries, successor
 from .rocksdb_native import DEFAULT_CF, key_group_bounds
 
 LIST_MERGE_OPERATORS = ("StringAppendTESTOperator", "stringappendtest")
@@ -106,7 +106,7 @@ class SstSnapshot:
         from ..rocksdb.sstwalk import MERGE, in_order, live, merge_runs
 
         start, stop = key_group_bounds(key_groups, max_parallelism)
-        ranges = [(p, _past(p)) for p in sorted(prefixes)] if prefixes else [(start, stop)]
+        ranges = [(p, successor(p)) for p in sorted(prefixes)] if prefixes else [(start, stop)]
         # files in the order of their first index keys: then non-overlapping files are in order
         tables = sorted(self._tables[column_family], key=lambda t: t.first_index_key)
         entries, runs = read_entries(tables, ranges)
@@ -162,12 +162,6 @@ class SstSnapshot:
         if stop is not None:
             keep &= group < int.from_bytes(stop, "big")
         return keep
-
-
-def _past(prefix: bytes) -> bytes | None:
-    """The least key above every key starting with *prefix* (None: there is none)."""
-    kept = prefix.rstrip(b"\xff")
-    return kept[:-1] + bytes([kept[-1] + 1]) if kept else None
 
 
 def _starting_with(entries: Entries, prefixes: tuple[bytes, ...]) -> np.ndarray:

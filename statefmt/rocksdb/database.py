@@ -18,7 +18,8 @@ from ..scratch import scratch_dir
 from ..model import DataFile, KeyedStateDescriptor, Operator, Savepoint
 from .codec import KEY_GROUP_BYTES, KeyLayout, split_timer
 from .files import download, subtask_databases
-from .table import RocksTable, iter_prefix, successor
+from .sstread import successor
+from .table import RocksTable, iter_prefix
 
 STATE_CF_PREFIX = "state:"
 TIMERS_CF = "timers"

@@ -35,7 +35,7 @@ from ..errors import SstFormatError, UnsupportedSstFeature
 from ..fs import Location
 from ..varint import VarintError, read_varint
 
-__all__ = ["SstFile", "Entries", "read_entries", "SstFormatError", "UnsupportedSstFeature"]
+__all__ = ["SstFile", "Entries", "read_entries", "successor", "SstFormatError", "UnsupportedSstFeature"]
 
 LEGACY_MAGIC = 0xDB4775248B80FB57
 BLOCK_BASED_MAGIC = 0x88E241B785F4CFF7
@@ -66,6 +66,17 @@ class Entries:
 
     def __len__(self) -> int:
         return len(self.key_starts)
+
+
+def successor(prefix: bytes) -> bytes | None:
+    """The smallest key greater than every key starting with *prefix* (None: no bound)."""
+    p = bytearray(prefix)
+    while p and p[-1] == 0xFF:
+        p.pop()
+    if not p:
+        return None
+    p[-1] += 1
+    return bytes(p)
 
 
 def _handle(data: bytes, pos: int) -> tuple[int, int, int]:
@@ -321,8 +332,7 @@ def read_entries(files: list[SstFile], ranges: list[tuple[bytes | None, bytes | 
     each file's entries begin (``runs[f]`` to ``runs[f+1]``)."""
     from .sstwalk import BAD_SHARED, HASH_INDEX, walk_blocks
 
-    chosen = [np.unique(np.concatenate([f.blocks_in_range(a, b) for a, b in ranges])) if len(ranges) > 1
-              else f.blocks_in_range(*ranges[0]) for f in files]
+    chosen = [np.unique(np.concatenate([f.blocks_in_range(a, b) for a, b in ranges])) for f in files]
     parts = [p for f, c in zip(files, chosen) for p in f.read_blocks(c)]
     lengths = np.fromiter(map(len, parts), np.int64, len(parts))
     ends = np.cumsum(lengths)

@@ -15,17 +15,7 @@ from typing import Iterator
 from ..model import KeyedStateDescriptor
 from ..vocabulary import StateKind
 from .codec import KeyLayout, ValueCodec, map_pairs
-
-
-def successor(prefix: bytes) -> bytes | None:
-    """The smallest key greater than every key starting with *prefix* (None: no bound)."""
-    p = bytearray(prefix)
-    while p and p[-1] == 0xFF:
-        p.pop()
-    if not p:
-        return None
-    p[-1] += 1
-    return bytes(p)
+from .sstread import successor
 
 
 _PREFIX_END = object()
