@@ -95,10 +95,25 @@ def _nullable(schema):
 
 def split_frame(spark, source: TableSource, table: str, groups: list[int] | None = None):
     """*table* of *source* read through :class:`SplitSource` (only the splits holding *groups*)."""
+    return _reader(spark).options(**split_options(source, table, groups)).load()
+
+
+def read_nothing(spark) -> None:
+    """A read of no splits through :class:`SplitSource`: each of Spark's Python workers that
+    create the source, plan its read and run its tasks serves one request. Spark ends a worker
+    idle for a minute; the warm engine's server reads nothing while it waits for commands, so
+    the next command's read finds its workers started (`cli.engine_server`)."""
+    nothing = {"ddl": "n INT", "savepoint": "", "operator_id": "", "table": "", "format": "",
+               "splits": base64.b64encode(pickle.dumps([])).decode("ascii")}
+    _reader(spark).options(**nothing).load().collect()
+
+
+def _reader(spark):
+    """``spark.read`` of :class:`SplitSource`, registered once per Spark session."""
     if id(spark) not in _registered:
         spark.dataSource.register(SplitSource)
         _registered.add(id(spark))
-    return spark.read.format(SOURCE_NAME).options(**split_options(source, table, groups)).load()
+    return spark.read.format(SOURCE_NAME)
 
 
 def split_options(source: TableSource, table: str, groups: list[int] | None = None) -> dict[str, str]:

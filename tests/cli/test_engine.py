@@ -244,6 +244,32 @@ print("read", open_savepoint(sys.argv[1], spark=spark).keyed("lk-proc").count())
 """
 
 
+def _python_processes(pid: int) -> set[int]:
+    """Spark's Python daemons and workers under the server *pid*."""
+    found = set()
+    for p in _tree(pid):
+        with _suppress():
+            if b"pyspark.daemon" in Path(f"/proc/{p}/cmdline").read_bytes():
+                found.add(p)
+    return found
+
+
+def test_a_command_after_a_pause_finds_its_python_workers_started(engine_dir):
+    """Spark ends a Python worker idle for a minute; the server keeps its workers started while
+    it waits (cli/engine_server.WorkerKeeper), so a command after a longer pause starts no Python
+    process: it reads in the workers of the command before (a worker's start and imports cost a
+    small `sql` about 1.5 s)."""
+    query = ("sql", str(FLINK), "SELECT count(*) AS n FROM `lk-proc`", "-f", "jsonl")
+    assert run(engine_dir, *query).returncode == 0
+    pid = _record(engine_dir)["pid"]
+    before = _python_processes(pid)
+    time.sleep(75)
+    after = run(engine_dir, *query)
+    assert (after.returncode, after.stdout) == (0, '{"n":30}\n'), after.stderr
+    assert before and _python_processes(pid) - before == set()
+    run(engine_dir, "engine", "stop")
+
+
 def test_a_read_of_a_command_killed_outright_does_not_run_on(engine_dir):
     """The Data Source's tasks belong to the command that named its process (readers/owner.py):
     once it is gone, they do not begin (and end within 0.5 s when it goes while they run), so
