@@ -65,7 +65,7 @@ def serve(state_dir: str, port: int, idle: float, fingerprint: str) -> None:
 class WorkerKeeper:
     """Spark ends a Python worker idle for a minute (fixed in PySpark 4), and a command whose
     workers must start again pays their start and imports: about 1.5 s more for a small `sql`
-    (2.8-3.6 s against 1.3 s). :meth:`keep` reads nothing (`readers.datasource.read_nothing`)
+    (2.8-3.8 s against 1.3 s). :meth:`keep` reads nothing (`readers.datasource.read_nothing`)
     through a Spark Connect session of the server's own, as a command reads: Spark keeps one
     set of workers per kind of session, and a read of the server's own Spark session would
     keep another set than the commands'."""
