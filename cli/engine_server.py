@@ -13,7 +13,7 @@ Every :data:`POLL` seconds it asks whether it is idle: no Spark job running and 
 having touched the activity file for IDLE_SECONDS (a connected command touches it every
 :data:`cli.engine.HEARTBEAT` seconds until it ends); then, or on SIGTERM, it stops Spark
 (which removes its folders), removes its record and exits. While it waits for commands it
-keeps Spark's Python workers started (:func:`keep_workers`).
+keeps Spark's Python workers started (:class:`WorkerKeeper`).
 """
 
 from __future__ import annotations

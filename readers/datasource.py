@@ -104,7 +104,7 @@ def read_nothing(spark) -> None:
     idle for a minute; the warm engine's server reads nothing while it waits for commands, so
     the next command's read finds its workers started (`cli.engine_server`)."""
     nothing = {"ddl": "n INT", "savepoint": "", "operator_id": "", "table": "", "format": "",
-               "splits": base64.b64encode(pickle.dumps([])).decode("ascii")}
+               "splits": _pickled([])}
     _reader(spark).options(**nothing).load().collect()
 
 
@@ -121,10 +121,15 @@ def split_options(source: TableSource, table: str, groups: list[int] | None = No
     *groups*) planned here, on the loaded model."""
     options = {"ddl": spark_ddl(source.spark_types(source.schema(table))), "savepoint": source.location,
                "operator_id": source.operator_id, "table": table, "format": str(source.format),
-               "splits": base64.b64encode(pickle.dumps(source.splits(table, groups))).decode("ascii")}
+               "splits": _pickled(source.splits(table, groups))}
     if groups is not None:
         options["key_groups"] = json.dumps(sorted(groups))
     return options
+
+
+def _pickled(splits: list) -> str:
+    """The ``splits`` option: *splits* pickled, base64 (:meth:`SplitReader.partitions` reads it)."""
+    return base64.b64encode(pickle.dumps(splits)).decode("ascii")
 
 
 def table_frame(spark, source: TableSource, table: str, groups: list[int] | None = None,
