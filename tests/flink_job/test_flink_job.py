@@ -4,6 +4,7 @@ with exactly the state its expected.json names."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -128,6 +129,21 @@ def test_missing_jars_fail_clearly(tmp_path, monkeypatch):
     assert str(err.value) == (
         f"no Flink 1.17.2 jars in {tmp_path}/1.17.2/lib: run `python tests/support/flink_job.py fetch 1.17.2` "
         "(it pip-downloads apache-flink-libraries==1.17.2), or set STATECTL_FLINK_HOME")
+
+
+def test_a_hung_job_fails_with_its_main_threads_stack(tmp_path):
+    """A Flink JVM that never ends is killed at its timeout and raises FlinkJobHung (not
+    FlinkJobError, which a test expecting Flink to refuse a savepoint would take for a pass), whose
+    message is where its main thread waited."""
+    (tmp_path / "Hang.java").write_text(
+        "public class Hang { public static void main(String[] a) throws Exception { Thread.sleep(600_000); } }")
+    subprocess.run(["javac", "-d", str(tmp_path), str(tmp_path / "Hang.java")], check=True)
+    with pytest.raises(flink_job.FlinkJobHung) as err:
+        flink_job._run_or_dump(["java", "-cp", str(tmp_path), "Hang"], "1.20.3", timeout=3)
+    assert not isinstance(err.value, flink_job.FlinkJobError)
+    message = str(err.value)
+    assert message.startswith('the Flink 1.20.3 job ran over 3 s; its main thread then:\n"main" #1')
+    assert "at Hang.main(Hang.java:1)" in message
 
 
 def test_a_changed_job_description_leaves_later_ones_alone():

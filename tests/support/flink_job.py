@@ -61,6 +61,11 @@ class FlinkJobError(RuntimeError):
     """The Flink job failed; the message holds the causes in its output and its end."""
 
 
+class FlinkJobHung(RuntimeError):
+    """The Flink job's JVM ran over its time: not a FlinkJobError, so a test that expects Flink to
+    refuse a savepoint fails on a hang instead of passing."""
+
+
 def flink_home() -> Path:
     """Where each release's jars live: $STATECTL_FLINK_HOME/<version>/lib."""
     return Path(os.environ.get("STATECTL_FLINK_HOME") or Path.home() / ".cache/statectl/flink")
@@ -210,7 +215,7 @@ def run_job(version: str, runs: list[dict[str, str]], timeout: float = 1800) -> 
     quick = ["-Xmx8g"] if any(k.get("mode") in SIZE_MODES for k in runs) else QUICK_JVM_FLAGS
     cmd = [_tool("java"), *JVM_FLAGS, *quick, f"-Dlog4j.configurationFile={JOB_DIR / 'log4j2.properties'}",
            "-cp", f"{classes}:{lib_dir(version)}/*", "flinkjob.Main", *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    proc = _run_or_dump(cmd, version, timeout)
     if proc.returncode != 0:
         lines = (proc.stdout + proc.stderr).splitlines()
         # the causes, then the end: a shutdown's own warnings may follow the failure's trace
@@ -218,6 +223,23 @@ def run_job(version: str, runs: list[dict[str, str]], timeout: float = 1800) -> 
         tail = "\n".join([*causes, "...", *lines[-40:]])
         raise FlinkJobError(f"the Flink {version} job failed (exit {proc.returncode}):\n{tail}")
     return proc.stdout
+
+
+def _run_or_dump(cmd: list[str], version: str, timeout: float) -> subprocess.CompletedProcess:
+    """Runs the job's JVM; one that outlives timeout is killed after its threads' stacks are taken,
+    and its main thread's stack is the failure's message (where it hung, not only that it did)."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            stacks = subprocess.run([_tool("jstack"), str(proc.pid)], capture_output=True, text=True, timeout=60)
+            proc.kill()
+            out, err = proc.communicate()
+            main = [t for t in stacks.stdout.split("\n\n") if t.startswith('"main"')] or [stacks.stdout + stacks.stderr]
+            raise FlinkJobHung(f"the Flink {version} job ran over {timeout:.0f} s; its main thread then:\n"
+                               f"{main[0]}\n... its output's end:\n"
+                               + "\n".join((out + err).splitlines()[-40:])) from None
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 # Knobs and their defaults (see tests/flink/README.md). Python names use '_' for the job's '-'.

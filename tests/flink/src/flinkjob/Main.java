@@ -9,7 +9,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.tuple.Tuple2;
@@ -144,13 +143,18 @@ public final class Main {
         waitFor(client, what, done, 300_000);
     }
 
+    /**
+     * Waits until done, failing once the job has ended. The job's end is told by its result future,
+     * never by asking the cluster its status: the MiniCluster of an executeAsync job closes itself as
+     * the job ends, and a status request sent to it while it closes may never be answered.
+     */
     static void waitFor(JobClient client, String what, java.util.function.BooleanSupplier done, long timeoutMs) throws Exception {
+        java.util.concurrent.CompletableFuture<?> end = client.getJobExecutionResult();
         long deadline = System.currentTimeMillis() + timeoutMs;
         while (!done.getAsBoolean()) {
-            JobStatus st = client.getJobStatus().get();
-            if (st.isGloballyTerminalState()) {
-                client.getJobExecutionResult().get();
-                throw new IllegalStateException("the job ended (" + st + ") before " + what);
+            if (end.isDone()) {
+                end.get();
+                throw new IllegalStateException("the job ended before " + what);
             }
             if (System.currentTimeMillis() > deadline) throw new IllegalStateException("timed out waiting for " + what);
             Thread.sleep(20);
@@ -212,11 +216,16 @@ public final class Main {
         System.out.println("snapshot " + path + " in " + (System.currentTimeMillis() - t0) + " ms");
     }
 
+    /** A savepoint of a size run's 10M keys takes minutes on a slow machine; a hung one ends the run. */
+    static final long SAVEPOINT_TIMEOUT_MS = 1_200_000;
+
     /** Triggers a savepoint, again while some task is still being deployed (Flink refuses then). */
     static String savepoint(JobClient client, String dir, SavepointFormatType format) throws Exception {
         for (int attempt = 0; ; attempt++) {
             try {
-                return client.triggerSavepoint(dir, format).get();
+                java.util.concurrent.CompletableFuture<String> path = client.triggerSavepoint(dir, format);
+                waitFor(client, "the savepoint", path::isDone, SAVEPOINT_TIMEOUT_MS);
+                return path.get();
             } catch (java.util.concurrent.ExecutionException e) {
                 String msg = String.valueOf(e.getCause());
                 if (attempt >= 100 || !msg.contains("not being executed at the moment")) throw e;
