@@ -12,16 +12,19 @@ there; it is never on a command line). When the server is up it writes its recor
 Every :data:`POLL` seconds it asks whether it is idle: no Spark job running and no command
 having touched the activity file for IDLE_SECONDS (a connected command touches it every
 :data:`cli.engine.HEARTBEAT` seconds until it ends); then, or on SIGTERM, it stops Spark
-(which removes its folders), removes its record and exits. While it waits for commands it
-keeps Spark's Python workers started (:class:`WorkerKeeper`).
+(which removes its folders, all in the server's ``tmp/<pid>``: :func:`own_scratch`), removes its
+record and exits. While it waits for commands it keeps Spark's Python workers started
+(:class:`WorkerKeeper`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 
@@ -37,7 +40,8 @@ def serve(state_dir: str, port: int, idle: float, fingerprint: str) -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    spark = spark_session(app_name="statectl-engine", extra_conf=server_conf(port))
+    scratch = own_scratch(state_dir)
+    spark = spark_session(app_name="statectl-engine", extra_conf=server_conf(port), scratch=scratch)
     spark.sparkContext.setLogLevel("ERROR")
     record = engine.Record(pid=os.getpid(), port=port, token=os.environ["SPARK_CONNECT_AUTHENTICATE_TOKEN"],
                            fingerprint=fingerprint, started=time.time(), idle=idle)
@@ -60,6 +64,25 @@ def serve(state_dir: str, port: int, idle: float, fingerprint: str) -> None:
         engine.remove_record(state_dir, os.getpid())
         keeper.close()
         spark.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def own_scratch(state_dir: str) -> str:
+    """``tmp/<pid>`` in *state_dir*, made: the folder of every folder and file this server's JVM,
+    Python workers and warehouse make. Spark removes its folders when it stops; a server killed
+    (SIGKILL, the OOM killer) could not, so a server starting removes those of servers gone,
+    as a command removes a dead server's record."""
+    from . import engine
+
+    root = os.path.join(state_dir, "tmp")
+    os.makedirs(root, mode=0o700, exist_ok=True)
+    for name in os.listdir(root):
+        if name.isdigit() and not engine.is_server(int(name)):
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+    mine = os.path.join(root, str(os.getpid()))
+    os.makedirs(mine, mode=0o700, exist_ok=True)
+    os.environ["TMPDIR"] = tempfile.tempdir = mine  # the Python workers inherit it through the JVM
+    return mine
 
 
 class WorkerKeeper:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 import signal
 import sys
 import threading
@@ -31,10 +32,12 @@ DEFAULT_CONF = {
 
 
 def spark_session(master: str | None = None, app_name: str = "statectl", read_bytes: int | None = None,
-                  extra_conf: dict[str, str] | None = None):
+                  extra_conf: dict[str, str] | None = None, scratch: str | None = None):
     """A SparkSession: *master* if given, else SPARK_MASTER / spark-submit's, else local[*].
     *read_bytes*: how much state the command reads, if that is all it does (see `cli.jvm`);
-    *extra_conf*: more settings (the warm engine's Connect server, `cli.engine_server`)."""
+    *extra_conf*: more settings (the warm engine's Connect server, `cli.engine_server`);
+    *scratch*: the folder for the folders the driver JVM makes (``spark.local.dir`` and
+    ``java.io.tmpdir``: ``blockmgr-*``, ``spark-*``, ``artifacts-*``), else the system's."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -58,6 +61,9 @@ def spark_session(master: str | None = None, app_name: str = "statectl", read_by
             builder = builder.config(key, value)
     from .jvm import EXTRA_JAVA_OPTIONS, SHARED_ARCHIVE, driver_java_options, extra_java_options, without_archive
     ours = driver_java_options(read_bytes, user)
+    if scratch is not None:
+        builder = builder.config("spark.local.dir", scratch)
+        ours = " ".join(o for o in (ours, f"-Djava.io.tmpdir={shlex.quote(scratch)}") if o)
     try:
         spark = builder.config(EXTRA_JAVA_OPTIONS, extra_java_options(user, ours)).getOrCreate()
     except Exception as e:  # PySpark's gateway error: the JVM ended before it was up

@@ -164,13 +164,16 @@ def test_killed_stale_and_concurrent(savepoint, engine_dir):
     assert [r.returncode for r in runs] == [0, 0], [r.stderr for r in runs]
     assert runs[0].stdout == runs[1].stdout
     record = _record(engine_dir)
-    # killed: the next command starts a new server
+    killed_scratch = engine_dir / "tmp" / str(record["pid"])  # Spark's folders: there, not in /tmp
+    assert {p.name.split("-")[0] for p in killed_scratch.iterdir()} >= {"blockmgr", "spark", "artifacts"}
+    # killed: the next command starts a new server, which removes the folders the killed one left
     os.killpg(record["pid"], signal.SIGKILL)
     time.sleep(0.5)
     again = run(engine_dir, "sql", savepoint, QUERY, "-f", "jsonl")
     assert again.returncode == 0 and again.stdout == runs[0].stdout, again.stderr
     newer = _record(engine_dir)
     assert newer["pid"] != record["pid"] and _alive(newer["pid"])
+    assert [p.name for p in (engine_dir / "tmp").iterdir()] == [str(newer["pid"])]
     # a server of other code (another fingerprint), no command connected to it: replaced
     time.sleep(6)  # the last command's heartbeat has gone stale (a server in use is not pulled)
     (engine_dir / "engine.json").write_text(json.dumps({**newer, "fingerprint": "another-version"}))
@@ -178,6 +181,7 @@ def test_killed_stale_and_concurrent(savepoint, engine_dir):
     assert replaced.returncode == 0, replaced.stderr
     assert not _alive(newer["pid"]) and _record(engine_dir)["pid"] != newer["pid"]
     run(engine_dir, "engine", "stop")
+    assert list((engine_dir / "tmp").iterdir()) == []  # a server stopped leaves nothing
 
 
 def test_it_stops_when_idle(savepoint, engine_dir):
