@@ -123,8 +123,12 @@ class WorkerKeeper:
 
 def server_conf(port: int) -> dict[str, str]:
     """The Spark Connect settings of the warm engine: loopback, *port*, the token from the
-    environment (Spark reads ``SPARK_CONNECT_AUTHENTICATE_TOKEN`` itself)."""
-    return {
+    environment (Spark reads ``SPARK_CONNECT_AUTHENTICATE_TOKEN`` itself); and local[*]'s default
+    parallelism (its cores) said outright unless the user's Spark properties say it, for a
+    command has no SparkContext to ask (`readers.datasource.default_parallelism`)."""
+    from .sparkconf import spark_defaults
+
+    conf = {
         "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.driver.host": "127.0.0.1",  # the driver's RPC and block manager: loopback too
@@ -136,6 +140,9 @@ def server_conf(port: int) -> dict[str, str]:
         # so an interrupted write's tasks write nothing after it cleaned up (writers/job.py)
         "spark.python.task.killTimeout": "0s",
     }
+    if "spark.default.parallelism" not in spark_defaults():
+        conf["spark.default.parallelism"] = str(len(os.sched_getaffinity(0)))
+    return conf
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
-"""A state table as a Spark DataFrame: one Python Data Source, one partition per split.
+"""A state table as a Spark DataFrame: one Python Data Source, its splits in partitions.
 
 Spark cannot read RocksDB files or Flink streams, so their table sources' splits are
 decoded in Spark's tasks by a Python Data Source: the driver plans the splits
 (:meth:`TableSource.splits`) on the model it has loaded and hands them over in an option,
-each becomes a partition, and the task runs the source's :meth:`TableSource.decode` on it,
-the decoder the local engine runs too. The table's schema is declared up front (the ``ddl``
+grouped into no more partitions than Spark runs tasks at once (:func:`group_splits`), and a
+task runs the source's :meth:`TableSource.decode` on each split of its partition, the decoder
+the local engine runs too. The table's schema is declared up front (the ``ddl``
 option), so Spark's planning (in a Python process of its own) neither infers a schema nor
 loads the savepoint again. The source is registered once per Spark session. Parquet files
 are read by Spark's own reader where its filesystems reach them.
@@ -29,11 +30,11 @@ _registered: set[int] = set()
 
 
 class SplitPartition(InputPartition):
-    """One split of a table source of *format*."""
+    """Consecutive splits of a table source of *format*, read one after the other."""
 
-    def __init__(self, index: int, format: str, split):
+    def __init__(self, index: int, format: str, splits: list):
         super().__init__(index)
-        self.format, self.split = format, split
+        self.format, self.splits = format, splits
 
 
 class SplitReader(DataSourceReader):
@@ -51,8 +52,8 @@ class SplitReader(DataSourceReader):
         self.key_groups = None if groups is None else json.loads(groups)
 
     def partitions(self):
-        return [SplitPartition(i, self.format, s)
-                for i, s in enumerate(pickle.loads(base64.b64decode(self.splits)))]
+        return [SplitPartition(i, self.format, group)
+                for i, group in enumerate(pickle.loads(base64.b64decode(self.splits)))]
 
     def read(self, partition):
         import pyarrow as pa
@@ -60,17 +61,18 @@ class SplitReader(DataSourceReader):
         from .sources import source_class
 
         task_started()
-        if getattr(partition, "split", None) is None:  # a read of no splits
+        if not getattr(partition, "splits", None):  # a read of no splits
             return
         source = source_class(partition.format)(self.location, self.operator_id)
         target = None
         with watching():  # a command killed outright does not leave its reads running
-            for batch in source.decode(partition.split, self.table, self.key_groups):
-                if target is None:  # Spark's declared schema has nullable top-level columns
-                    target = _nullable(source.spark_types(batch.schema))
-                yield pa.RecordBatch.from_arrays(
-                    [c.cast(f.type) if c.type != f.type else c for c, f in zip(batch.columns, target)],
-                    schema=target)
+            for split in partition.splits:
+                for batch in source.decode(split, self.table, self.key_groups):
+                    if target is None:  # Spark's declared schema has nullable top-level columns
+                        target = _nullable(source.spark_types(batch.schema))
+                    yield pa.RecordBatch.from_arrays(
+                        [c.cast(f.type) if c.type != f.type else c for c, f in zip(batch.columns, target)],
+                        schema=target)
 
 
 class SplitSource(DataSource):
@@ -95,7 +97,19 @@ def _nullable(schema):
 
 def split_frame(spark, source: TableSource, table: str, groups: list[int] | None = None):
     """*table* of *source* read through :class:`SplitSource` (only the splits holding *groups*)."""
-    return _reader(spark).options(**split_options(source, table, groups)).load()
+    options = split_options(source, table, groups, default_parallelism(spark))
+    return _reader(spark).options(**options).load()
+
+
+def default_parallelism(spark) -> int | None:
+    """How many tasks *spark* runs at once: its SparkContext's default parallelism, or over
+    Spark Connect (no SparkContext) ``spark.default.parallelism`` if the server sets it (the
+    warm engine's does: `cli.engine_server.server_conf`); None if not known."""
+    try:
+        return spark.sparkContext.defaultParallelism
+    except Exception:  # a Connect session has no SparkContext
+        value = spark.conf.get("spark.default.parallelism", None)
+        return int(value) if value and value.isdigit() and int(value) > 0 else None
 
 
 def read_nothing(spark) -> None:
@@ -116,20 +130,47 @@ def _reader(spark):
     return spark.read.format(SOURCE_NAME)
 
 
-def split_options(source: TableSource, table: str, groups: list[int] | None = None) -> dict[str, str]:
+def split_options(source: TableSource, table: str, groups: list[int] | None = None,
+                  parallelism: int | None = None) -> dict[str, str]:
     """The :class:`SplitReader` options of *table* of *source*: its splits (those holding
-    *groups*) planned here, on the loaded model."""
+    *groups*) planned here, on the loaded model, in at most *parallelism* partitions (None:
+    one each)."""
+    splits = source.splits(table, groups)
+    weights = [source.split_bytes(s, table)[0] for s in splits]
     options = {"ddl": spark_ddl(source.spark_types(source.schema(table))), "savepoint": source.location,
                "operator_id": source.operator_id, "table": table, "format": str(source.format),
-               "splits": _pickled(source.splits(table, groups))}
+               "splits": _pickled(group_splits(splits, weights, parallelism or len(splits)))}
     if groups is not None:
         options["key_groups"] = json.dumps(sorted(groups))
     return options
 
 
-def _pickled(splits: list) -> str:
-    """The ``splits`` option: *splits* pickled, base64 (:meth:`SplitReader.partitions` reads it)."""
-    return base64.b64encode(pickle.dumps(splits)).decode("ascii")
+def group_splits(splits: list, weights: list[int], parts: int) -> list[list]:
+    """*splits* in at most *parts* runs of consecutive splits (their order kept: a table's
+    rows stay in key-group order), the runs' *weights* (bytes) as even as cutting at the even
+    shares allows. Each of Spark's tasks costs a round trip to a Python worker (about 0.05 s
+    of both cores, measured: a warm 10M-key `sql` in twelve tasks took 4.1-4.7 s, in two
+    3.4-4.3 s), so no more tasks than run at once."""
+    if parts >= len(splits):
+        return [[s] for s in splits]
+    if not sum(weights):
+        weights = [1] * len(splits)
+    total = sum(weights)
+    runs, run, done = [], [], 0
+    for split, weight in zip(splits, weights):
+        # a run ends once its middle passes its even share's end (each run holds one split at least)
+        if run and (done + weight / 2) * parts / total >= len(runs) + 1 and len(runs) < parts - 1:
+            runs.append(run)
+            run = []
+        run.append(split)
+        done += weight
+    return runs + [run]
+
+
+def _pickled(groups: list[list]) -> str:
+    """The ``splits`` option: the partitions' splits pickled, base64 (:meth:`SplitReader.partitions`
+    reads it)."""
+    return base64.b64encode(pickle.dumps(groups)).decode("ascii")
 
 
 def table_frame(spark, source: TableSource, table: str, groups: list[int] | None = None,

@@ -49,7 +49,7 @@ def test_key_filter_reads_only_the_keys_groups(spark, name, uid):
     from statectl.readers.sources import table_source
     source = table_source(reader.savepoint, reader.operator(uid))
     plan = SplitReader(split_options(source, "keyed", sorted({r["_key_group"] for r in rows})))
-    splits = [p.split for p in plan.partitions()]
+    splits = [s for p in plan.partitions() for s in p.splits]
     assert splits and all(any(s.key_groups[0] <= r["_key_group"] <= s.key_groups[1] for r in rows)
                           for s in splits)
 

@@ -28,7 +28,8 @@ def test_what_was_alive_is_out_of_the_walk_and_what_the_task_makes_is_collected(
     try:
         task_started()
         gc.enable()
-        assert gc.get_freeze_count() >= tracked > 10_000  # a test process holds many
+        # a test process holds many; another thread (Spark's, py4j's) may free a few meanwhile
+        assert gc.get_freeze_count() > tracked - 1_000 and tracked > 10_000
         assert len(gc.get_objects()) < 1_000
         made = _Node()
         made.me = made  # a cycle: only the collection frees it
