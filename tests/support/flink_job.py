@@ -232,14 +232,24 @@ def _run_or_dump(cmd: list[str], version: str, timeout: float) -> subprocess.Com
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            stacks = subprocess.run([_tool("jstack"), str(proc.pid)], capture_output=True, text=True, timeout=60)
+            stack = _main_thread_stack(proc.pid)
             proc.kill()
             out, err = proc.communicate()
-            main = [t for t in stacks.stdout.split("\n\n") if t.startswith('"main"')] or [stacks.stdout + stacks.stderr]
             raise FlinkJobHung(f"the Flink {version} job ran over {timeout:.0f} s; its main thread then:\n"
-                               f"{main[0]}\n... its output's end:\n"
+                               f"{stack}\n... its output's end:\n"
                                + "\n".join((out + err).splitlines()[-40:])) from None
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def _main_thread_stack(pid: int) -> str:
+    """The stack of JVM *pid*'s main thread by jstack (all it printed if no main thread is in it);
+    a jstack that does not answer leaves the JVM to be killed all the same."""
+    try:
+        stacks = subprocess.run([_tool("jstack"), str(pid)], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return "(jstack did not answer in 60 s)"
+    main = [t for t in stacks.stdout.split("\n\n") if t.startswith('"main"')]
+    return main[0] if main else stacks.stdout + stacks.stderr
 
 
 # Knobs and their defaults (see tests/flink/README.md). Python names use '_' for the job's '-'.
