@@ -181,6 +181,18 @@ def joined_slices(data: np.ndarray, starts: np.ndarray, offsets: np.ndarray) -> 
     return concat_slices(data, np.ascontiguousarray(starts), offsets)
 
 
+def same_slices(a: np.ndarray, a_starts: np.ndarray, b: np.ndarray, b_starts: np.ndarray,
+                lengths: np.ndarray) -> bool:
+    """Whether the slices of *a* and *b* at *a_starts* and *b_starts*, of *lengths* bytes, are
+    equal row by row: compiled, or by numpy's gather as :func:`joined_slices` decides."""
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if int(offsets[-1]) <= SMALL_GATHER_BYTES and not numba_started():
+        return bool(np.array_equal(gathered_slices(a, a_starts, offsets), gathered_slices(b, b_starts, offsets)))
+    from .slicekernel import same_slices as compiled
+    return compiled(a, a_starts, b, b_starts, lengths)
+
+
 def gathered_slices(data: np.ndarray, starts: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """:func:`joined_slices` by numpy's gather (an index per byte)."""
     total = int(offsets[-1])

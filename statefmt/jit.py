@@ -1,6 +1,7 @@
 """numba's compiler with its on-disk cache wherever one can be written.
 
-The compiled kernels (`statefmt.flink.kernels`, `statefmt.slicekernel`, `statefmt.rocksdb.sstkernels`)
+The compiled kernels (`statefmt.flink.kernels`, `statefmt.flink.stringkernels`, `statefmt.slicekernel`,
+`statefmt.rocksdb.sstkernels`)
 are cached (``cache=True``) so that each Python worker compiles them once, not
 per task. numba keeps that cache beside the module (``__pycache__``), else in
 the user's cache folder (``~/.cache/numba``), else under ``NUMBA_CACHE_DIR``;

@@ -1,4 +1,4 @@
-"""The compiled copy of many byte slices into one buffer, for binary columns (`statefmt.bytecolumns`).
+"""The compiled copy and comparison of many byte slices, for binary columns (`statefmt.bytecolumns`).
 
 Compiled with numba and cached on disk (`statefmt.jit`); numba is imported only
 when a column is cut from bytes, never by ``info`` or ``validate``.
@@ -11,25 +11,29 @@ import numpy as np
 from .jit import njit
 
 _njit = njit(__file__)
+_inline = njit(__file__, inline="always")
 
 SHORT = 16
 
 
+@_inline
+def copy_slice(data, start, n, out, at):
+    """``data[start:start + n]`` to ``out[at:]``. A slice of at most SHORT bytes is moved as a
+    fixed SHORT bytes when both sides have room (a fixed-length loop compiles to a few wide
+    moves): the bytes past its end land where the following slices are written next."""
+    if n <= SHORT and start + SHORT <= data.shape[0] and at + SHORT <= out.shape[0]:
+        for j in range(SHORT):
+            out[at + j] = data[start + j]
+    else:
+        for j in range(n):
+            out[at + j] = data[start + j]
+
+
 @_njit
 def _copy_slices(data, starts, offsets, out):
-    """Rows in order; a row of at most SHORT bytes is moved as a fixed SHORT bytes when both
-    sides have room (a fixed-length loop compiles to a few wide moves): the bytes past its
-    end land where the following rows are written next, so the result is the same."""
-    n_data, n_out = data.shape[0], out.shape[0]
+    """Rows in order, each where *offsets* puts it."""
     for i in range(starts.shape[0]):
-        s, o = starts[i], offsets[i]
-        n = offsets[i + 1] - o
-        if n <= SHORT and s + SHORT <= n_data and o + SHORT <= n_out:
-            for j in range(SHORT):
-                out[o + j] = data[s + j]
-        else:
-            for j in range(n):
-                out[o + j] = data[s + j]
+        copy_slice(data, starts[i], offsets[i + 1] - offsets[i], out, offsets[i])
 
 
 def concat_slices(data: np.ndarray, starts: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -38,3 +42,22 @@ def concat_slices(data: np.ndarray, starts: np.ndarray, offsets: np.ndarray) -> 
     out = np.empty(int(offsets[-1]), dtype=np.uint8)
     _copy_slices(data, starts, offsets, out)
     return out
+
+
+@_njit
+def _same_slices(a, a_starts, b, b_starts, lengths):
+    for i in range(lengths.shape[0]):
+        s, t = a_starts[i], b_starts[i]
+        for j in range(lengths[i]):
+            if a[s + j] != b[t + j]:
+                return False
+    return True
+
+
+def same_slices(a: np.ndarray, a_starts: np.ndarray, b: np.ndarray, b_starts: np.ndarray,
+                lengths: np.ndarray) -> bool:
+    """Whether ``a[a_starts[i]:][:lengths[i]]`` equals ``b[b_starts[i]:][:lengths[i]]`` for every
+    row (the caller has checked the bounds)."""
+    return bool(_same_slices(a, np.ascontiguousarray(a_starts, dtype=np.int64), b,
+                             np.ascontiguousarray(b_starts, dtype=np.int64),
+                             np.ascontiguousarray(lengths, dtype=np.int64)))

@@ -359,7 +359,7 @@ def _read_split(split: FlinkSplit, table: str, key_groups, batch_rows: int,
             t = TB.keyed_table(header.key, header.states, rows, schema, source)
         else:
             schema = TB.timers_schema(header.key, header.states)
-            t = TB.timers_table(header.key, header.states, rows, schema, source)
+            t = TB.timers_table(header.key, header.states, rows, schema)
         yield from t.to_batches(max_chunksize=batch_rows)
 
 

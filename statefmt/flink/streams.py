@@ -27,6 +27,7 @@ from ..vocabulary import KeyedTable, OperatorStateKind, StateKind
 from .headers import KeyedHeader, StateMeta
 from . import types as T
 from .types import Buf
+from .types.buffer import Extents
 from .types.avro import damaged
 from .types.base import DamagedValue
 from .types.avro_composite import Avro
@@ -58,7 +59,7 @@ class RawEntries:
 @dataclass
 class StateRows:
     key_groups: np.ndarray  # int32
-    keyns: pa.BinaryArray   # key bytes + namespace bytes
+    keyns: Extents          # key bytes + namespace bytes
     values: pa.Array        # the state's column (timers: int64 timestamps)
 
 
@@ -157,8 +158,7 @@ def _decode_canonical_state(meta: StateMeta, key: T.FlinkType, raw: RawEntries) 
     buf = raw.buf
     if meta.kind == KeyedTable.TIMERS:
         ts = T.as_dtype(buf.gather(raw.key_starts, 8), ">i8").astype("<i8") ^ np.int64(T.LONG_MIN)
-        keyns = buf.slices(raw.key_starts + 8, raw.key_ends)
-        return StateRows(raw.key_groups, keyns, pa.array(ts))
+        return StateRows(raw.key_groups, Extents(buf, raw.key_starts + 8, raw.key_ends), pa.array(ts))
     ns = meta.namespace
     if meta.kind == StateKind.MAP:
         split = _split_key(key, ns, buf, raw.key_starts)
@@ -166,8 +166,8 @@ def _decode_canonical_state(meta: StateMeta, key: T.FlinkType, raw: RawEntries) 
         user_keys, _ = meta.value.key.column(buf, split, raw.key_ends)
         values, ends = T.null_flagged(meta.value.value, buf, raw.value_starts, raw.value_ends)
         _whole(meta.value.value, buf, raw.value_starts, ends, raw.value_ends)
-        return _group_map(raw.key_groups, keyns, user_keys, values, meta)
-    keyns = buf.slices(raw.key_starts, raw.key_ends)
+        return _group_map(raw.key_groups, keyns, user_keys, values, meta, buf.source)
+    keyns = Extents(buf, raw.key_starts, raw.key_ends)
     if meta.kind == StateKind.LIST:
         values = _delimited(meta.value.element, buf, raw.value_starts, raw.value_ends)
     else:
@@ -183,7 +183,7 @@ def _whole(t: T.FlinkType, buf: Buf, starts: np.ndarray, ends: np.ndarray, value
         raise damaged(buf, f"it ends {int(value_ends[i] - ends[i])} byte(s) before its entry does", int(starts[i]))
 
 
-def _group_map(key_groups, keyns, user_keys, values, meta: StateMeta) -> StateRows:
+def _group_map(key_groups, keyns, user_keys, values, meta: StateMeta, source: str) -> StateRows:
     import pyarrow.compute as pc
 
     encoded = pc.dictionary_encode(keyns)
@@ -195,7 +195,7 @@ def _group_map(key_groups, keyns, user_keys, values, meta: StateMeta) -> StateRo
     take = pa.array(order)
     maps = pa.MapArray.from_arrays(pa.array(offsets), user_keys.take(take), values.take(take))
     first = order[offsets[:-1]]
-    return StateRows(key_groups[first], encoded.dictionary, maps)
+    return StateRows(key_groups[first], Extents.of(encoded.dictionary, source), maps)
 
 
 def list_rounds(element: T.FlinkType, buf: Buf, starts: np.ndarray, ends: np.ndarray):
@@ -235,21 +235,9 @@ def _delimited(element: T.FlinkType, buf: Buf, starts: np.ndarray, ends: np.ndar
 
 def _short_strings(buf: Buf, starts: np.ndarray, ends: np.ndarray) -> pa.ListArray | None:
     """:func:`_delimited` of lists of short ASCII strings, by a compiled pass (None: others)."""
-    from ..bytecolumns import joined_slices
-    from .kernels import short_ascii_lists
+    from .stringkernels import short_ascii_lists
 
-    found = short_ascii_lists(buf.arr, starts, ends)
-    if found is None:
-        return None
-    counts, element_starts, element_ends = found
-    list_offsets = np.zeros(len(counts) + 1, dtype=np.int32)
-    np.cumsum(counts, out=list_offsets[1:])
-    char_offsets = np.zeros(len(element_starts) + 1, dtype=np.int32)
-    np.cumsum(element_ends - element_starts, out=char_offsets[1:])
-    chars = joined_slices(buf.arr, element_starts, char_offsets)
-    strings = pa.Array.from_buffers(pa.string(), len(element_starts),
-                                    [None, pa.py_buffer(char_offsets), pa.py_buffer(chars)])
-    return pa.ListArray.from_arrays(pa.array(list_offsets), strings)
+    return short_ascii_lists(buf.arr, starts, ends)
 
 
 def _delimited_in_rounds(element: T.FlinkType, buf: Buf, starts: np.ndarray, ends: np.ndarray) -> pa.ListArray:
@@ -348,20 +336,12 @@ def _heap_state_rows(buf: Buf, meta: StateMeta, kgs: list, first: list, second: 
     a, b_, c = (np.asarray(x, dtype=np.int64) for x in (first, second, third))
     if meta.kind == KeyedTable.TIMERS:
         ts = T.as_dtype(buf.gather(a, 8), ">i8").astype("<i8") ^ np.int64(T.LONG_MIN)
-        return StateRows(kg, buf.slices(a + 8, c), pa.array(ts))
+        return StateRows(kg, Extents(buf, a + 8, c), pa.array(ts))
     # the row identity is key + namespace: here they come as namespace, key
     keyns = buf.slices(np.column_stack([b_, a]).ravel(), np.column_stack([c, b_]).ravel(), parts=2)
     ends = np.append(a[1:], len(buf.data)) if len(a) else a
     values, _ = _located(meta, kg, a, ends, lambda: meta.value.column(buf, c))
-    return StateRows(kg, keyns, values)
-
-
-def _concat_rows(rows: list[StateRows]) -> StateRows:
-    if len(rows) == 1:
-        return rows[0]
-    return StateRows(np.concatenate([r.key_groups for r in rows]),
-                     pa.concat_arrays([r.keyns for r in rows]),
-                     pa.concat_arrays([r.values for r in rows]))
+    return StateRows(kg, Extents.of(keyns, buf.source), values)
 
 
 # --- operator state ---------------------------------------------------------------------

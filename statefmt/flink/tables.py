@@ -19,7 +19,7 @@ from .headers import StateMeta
 from .rowdata import RowData
 from .streams import StateRows
 from . import types as T
-from .types import Buf
+from .types.buffer import Extents
 
 TIMER_PREFIX = "_timer_state/"
 
@@ -106,21 +106,13 @@ def timer_service(name: str) -> tuple[str, str]:
 
 # --- keys and namespaces from the row identity -------------------------------------------
 
-def _buf_of(binary: pa.Array, source: str) -> tuple[Buf, np.ndarray, np.ndarray]:
-    binary = pa.concat_arrays([binary.cast(pa.binary())]) if binary.offset else binary.cast(pa.binary())
-    offsets = np.frombuffer(binary.buffers()[1], dtype=np.int32)[: len(binary) + 1].astype(np.int64)
-    data = binary.buffers()[2]
-    raw = data.to_pybytes() if data is not None else b""
-    return Buf(raw, source), offsets[:-1], offsets[1:]
-
-
-def decode_keys(key: T.FlinkType, namespace: T.FlinkType | None, keyns: pa.Array, ns_field: pa.Field | None,
-                source: str) -> list[pa.Array]:
+def decode_keys(key: T.FlinkType, namespace: T.FlinkType | None, keyns: Extents,
+                ns_field: pa.Field | None) -> list[pa.Array]:
     """Key column(s) and, when *ns_field* is set, the namespace column of each key + namespace.
 
     *namespace* None: the rows' namespaces are of several types (kept as bytes).
     """
-    buf, starts, ends = _buf_of(keyns, source)
+    buf, starts, ends = keyns.buf, keyns.starts, keyns.ends
     ns_width = None if namespace is None else namespace.width
     limits = ends - ns_width if ns_width is not None else None
     keys, key_ends = key.column(buf, starts, limits)
@@ -170,8 +162,8 @@ def _struct_field(struct: pa.Array, i: int) -> pa.Array:
     return pc.struct_field(struct, [i])
 
 
-def _rows_of(kept: list[StateMeta], rows: dict[str, StateRows]
-             ) -> tuple[pa.Array, np.ndarray, dict[str, np.ndarray] | None]:
+def _rows_of(kept: list[StateMeta], rows: dict[str, StateRows], source: str
+             ) -> tuple[Extents, np.ndarray, dict[str, np.ndarray] | None]:
     """The table's rows: every key + namespace of any state, ordered by key group, then
     first appearance; their key groups; and per state, the position of each row's value
     (-1: none). Positions are None when every state has the very same rows in that order
@@ -179,10 +171,10 @@ def _rows_of(kept: list[StateMeta], rows: dict[str, StateRows]
     import pyarrow.compute as pc  # here, not at the top: `info` loads this module and decodes no rows
 
     first = rows[kept[0].name]
-    same = all(rows[s.name].keyns.equals(first.keyns) for s in kept[1:])
+    same = all(rows[s.name].keyns.same(first.keyns) for s in kept[1:])
     if same and (len(first.key_groups) < 2 or (np.diff(first.key_groups) >= 0).all()):
         return first.keyns, first.key_groups.astype(np.int32, copy=False), None
-    all_keyns = pa.concat_arrays([rows[s.name].keyns for s in kept])
+    all_keyns = pa.concat_arrays([rows[s.name].keyns.binary() for s in kept])
     all_groups = np.concatenate([rows[s.name].key_groups for s in kept])
     encoded = pc.dictionary_encode(all_keyns)
     ids = encoded.indices.to_numpy(zero_copy_only=False)
@@ -199,7 +191,7 @@ def _rows_of(kept: list[StateMeta], rows: dict[str, StateRows]
         p[rank[ids[at:at + n]]] = np.arange(n)
         positions[s.name] = p
         at += n
-    return encoded.dictionary.take(pa.array(order)), groups[order], positions
+    return Extents.of(encoded.dictionary.take(pa.array(order)), source), groups[order], positions
 
 
 def keyed_table(key: T.FlinkType, states: tuple[StateMeta, ...], rows: dict[str, StateRows],
@@ -207,13 +199,13 @@ def keyed_table(key: T.FlinkType, states: tuple[StateMeta, ...], rows: dict[str,
     kept = [s for s in keyed_states(states) if s.name in rows and len(rows[s.name].keyns)]
     if not kept:
         return schema.empty_table()
-    keyns, groups, positions = _rows_of(kept, rows)
+    keyns, groups, positions = _rows_of(kept, rows, source)
     n_rows = len(keyns)
     kinds = {s.namespace.describe() for s in kept}
     namespace = kept[0].namespace if len(kinds) == 1 else None
     ns_field = schema.field(NAMESPACE_COLUMN) if NAMESPACE_COLUMN in schema.names else None
     columns = {KEY_GROUP_COLUMN: pa.array(groups)}
-    key_arrays = decode_keys(key, namespace, keyns, ns_field, source)
+    key_arrays = decode_keys(key, namespace, keyns, ns_field)
     names = [f.name for f in key_fields(key)] + ([NAMESPACE_COLUMN] if ns_field is not None else [])
     columns.update(zip(names, key_arrays))
     for s in kept:
@@ -226,7 +218,7 @@ def keyed_table(key: T.FlinkType, states: tuple[StateMeta, ...], rows: dict[str,
 
 
 def timers_table(key: T.FlinkType, states: tuple[StateMeta, ...], rows: dict[str, StateRows],
-                 schema: pa.Schema, source: str) -> pa.Table:
+                 schema: pa.Schema) -> pa.Table:
     import pyarrow.compute as pc
 
     parts = []
@@ -238,7 +230,7 @@ def timers_table(key: T.FlinkType, states: tuple[StateMeta, ...], rows: dict[str
         domain, service = timer_service(s.name)
         columns = {KEY_GROUP_COLUMN: pa.array(r.key_groups.astype(np.int32))}
         names = [f.name for f in key_fields(key)] + ([NAMESPACE_COLUMN] if ns_field is not None else [])
-        columns.update(zip(names, decode_keys(key, s.namespace, r.keyns, ns_field, source)))
+        columns.update(zip(names, decode_keys(key, s.namespace, r.keyns, ns_field)))
         n = len(r.keyns)
         columns["timestamp"] = r.values
         columns["domain"] = pa.array([domain] * n, pa.string())

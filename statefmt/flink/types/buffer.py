@@ -1,11 +1,12 @@
-"""The bytes of one stream (or block), read as columns: fixed-width matrices and slices."""
+"""The bytes of one stream (or block), read as columns: fixed-width matrices and slices;
+rows' bytes left where they lie (:class:`Extents`) until a column needs them copied."""
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
 
-from ...bytecolumns import slices
+from ...bytecolumns import same_slices, slices
 from ...errors import FlinkFormatError
 from ..binary import Reader
 
@@ -39,10 +40,48 @@ class Buf:
 
         With *parts* > 1, each row is that many consecutive (start, end) pairs joined.
         """
-        lengths = (ends - starts).astype(np.int64)
-        if len(lengths) and (lengths.min() < 0 or int(ends.max()) > len(self.data)):
-            raise FlinkFormatError(f"{self.source}: a value runs past the end of its bytes")
+        self.check_extents(starts, ends)
         return slices(self.arr, starts, ends, parts)
+
+    def check_extents(self, starts: np.ndarray, ends: np.ndarray) -> None:
+        """One error unless every ``[start, end)`` lies in these bytes."""
+        if len(starts) and ((ends - starts).min() < 0 or int(ends.max()) > len(self.data)):
+            raise FlinkFormatError(f"{self.source}: a value runs past the end of its bytes")
+
+
+class Extents:
+    """Each row's bytes as the extent ``[start, end)`` of one :class:`Buf`, not copied: what a
+    decoder keeps of its rows' keys until it knows whether it needs them as a column
+    (:meth:`binary`) or only compared (:meth:`same`) or decoded (``buf``, ``starts``, ``ends``)."""
+
+    __slots__ = ("buf", "starts", "ends")
+
+    def __init__(self, buf: Buf, starts: np.ndarray, ends: np.ndarray):
+        self.buf, self.starts, self.ends = buf, starts, ends
+
+    @classmethod
+    def of(cls, binary: pa.Array, source: str) -> "Extents":
+        """The rows of a binary column (its bytes copied once, into a :class:`Buf`)."""
+        binary = pa.concat_arrays([binary.cast(pa.binary())]) if binary.offset else binary.cast(pa.binary())
+        offsets = np.frombuffer(binary.buffers()[1], dtype=np.int32)[: len(binary) + 1].astype(np.int64)
+        data = binary.buffers()[2]
+        return cls(Buf(data.to_pybytes() if data is not None else b"", source), offsets[:-1], offsets[1:])
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def binary(self) -> pa.BinaryArray:
+        """The rows' bytes as one binary column."""
+        return self.buf.slices(self.starts, self.ends)
+
+    def same(self, other: "Extents") -> bool:
+        """Whether *other* holds the same bytes row by row."""
+        lengths = self.ends - self.starts
+        if len(self) != len(other) or not np.array_equal(lengths, other.ends - other.starts):
+            return False
+        self.buf.check_extents(self.starts, self.ends)
+        other.buf.check_extents(other.starts, other.ends)
+        return same_slices(self.buf.arr, self.starts, other.buf.arr, other.starts, lengths)
 
 
 def as_dtype(m: np.ndarray, dtype: str) -> np.ndarray:

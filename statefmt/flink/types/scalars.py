@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...errors import FlinkFormatError, UnsupportedFlinkFeature
+from ...jit import numba_started
 from ..binary import Reader, utf16_units_to_str
 from .base import FlinkType
 from .buffer import as_dtype
@@ -90,10 +91,16 @@ class String(FlinkType):
         return skip
 
     def column(self, buf, starts, limits=None):
-        """ASCII strings shorter than 127 characters (one length byte) without a Python loop."""
+        """ASCII strings shorter than 127 characters (one length byte) without a Python loop:
+        compiled once numba runs in this process, else by numpy."""
         starts = np.asarray(starts, dtype=np.int64)
         if not len(starts):
             return pa.array([], pa.string()), starts
+        if numba_started() and int(starts.min()) >= 0 and int(starts.max()) < len(buf.data):
+            from ..stringkernels import short_ascii_strings
+
+            found = short_ascii_strings(buf.arr, starts)
+            return found if found is not None else super().column(buf, starts, limits)
         first = buf.gather(starts, 1)[:, 0].astype(np.int64)
         if first.max() >= 0x80:
             return super().column(buf, starts, limits)

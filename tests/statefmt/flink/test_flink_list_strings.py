@@ -65,3 +65,52 @@ def test_any_lists_damaged_or_not_give_the_rounds_answer(lists, data):
         assert _delimited(T.String(), buf, starts, ends).equals(want)
     except (StatectlError, ValueError) as e:
         assert str(e) == want
+
+
+def general_strings(buf: Buf, starts):
+    """The Strings at *starts* decoded one by one (the general decoder), or its error's text."""
+    from statectl.statefmt.flink.types.base import FlinkType
+    try:
+        return FlinkType.column(T.String(), buf, starts)
+    except (StatectlError, ValueError) as e:
+        return str(e)
+
+
+@settings(max_examples=500)
+@given(st.lists(st.one_of(st.none(), ANY_TEXT), min_size=1, max_size=30), st.data())
+def test_string_columns_compiled_give_the_general_decoders_answer(strings, data):
+    """`String.column` once numba runs (`stringkernels.short_ascii_strings`): every String, null,
+    damaged or not, as the general decoder reads it, with where each ends; else its error."""
+    from statectl.statefmt.flink.stringkernels import short_ascii_strings
+
+    values = encode(T.String(), pa.array(strings, pa.string())).to_pylist()
+    starts = np.cumsum([0] + [len(v) for v in values[:-1]]).astype(np.int64)
+    raw = bytearray(b"".join(values))
+    if data.draw(st.booleans()):
+        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+    buf = Buf(bytes(raw), "stream")
+    want = general_strings(buf, starts)
+    found = short_ascii_strings(buf.arr, starts)
+    if found is not None:
+        assert not isinstance(want, str) and found[0].equals(want[0]) and (found[1] == want[1]).all()
+    try:
+        got = T.String().column(buf, starts)
+        assert got[0].equals(want[0]) and (got[1] == want[1]).all()
+    except (StatectlError, ValueError) as e:
+        assert str(e) == want
+
+
+@settings(max_examples=300)
+@given(st.lists(st.tuples(st.binary(max_size=40), st.binary(max_size=40)), max_size=30), st.booleans())
+def test_extents_are_the_same_exactly_when_their_bytes_are(pairs, compiled):
+    """`Extents.same` (compiled, or by numpy's gather while numba is not loaded) is the rows'
+    equality."""
+    from unittest import mock
+
+    from statectl.statefmt import bytecolumns
+    from statectl.statefmt.flink.types.buffer import Extents
+
+    left = Extents.of(pa.array([a for a, _ in pairs], pa.binary()), "a")
+    right = Extents.of(pa.array([b for _, b in pairs], pa.binary()), "b")
+    with mock.patch.object(bytecolumns, "numba_started", lambda: compiled):
+        assert left.same(right) == ([a for a, _ in pairs] == [b for _, b in pairs])

@@ -202,6 +202,7 @@ def test_keys_of_rows_with_namespaces_of_two_types():
     from statectl.statefmt.flink.headers import StateMeta
     from statectl.statefmt.flink.streams import StateRows
     from statectl.statefmt.flink.tables import keyed_schema, keyed_table
+    from statectl.statefmt.flink.types.buffer import Extents
     key = read_snapshot(Reader(STRING, "s"))
     window = T.TimeWindow("TimeWindow$Serializer")
     void = T.VoidNamespace("VoidNamespaceSerializer")
@@ -211,8 +212,8 @@ def test_keys_of_rows_with_namespaces_of_two_types():
     assert schema.field("namespace").type == pa.binary()
     ns = i64(0) + i64(10)
     rows = {
-        "per_window": StateRows(np.array([5], np.int32), pa.array([sv("k") + ns]), pa.array([1])),
-        "global": StateRows(np.array([5], np.int32), pa.array([sv("k") + b"\x00"]), pa.array([2])),
+        "per_window": StateRows(np.array([5], np.int32), Extents.of(pa.array([sv("k") + ns]), "t"), pa.array([1])),
+        "global": StateRows(np.array([5], np.int32), Extents.of(pa.array([sv("k") + b"\x00"]), "t"), pa.array([2])),
     }
     assert keyed_table(key, states, rows, schema, "t").to_pylist() == [
         {"_key_group": 5, "key": "k", "namespace": ns, "per_window": 1, "global": None},
