@@ -36,6 +36,19 @@ def _copy_slices(data, starts, offsets, out):
         copy_slice(data, starts[i], offsets[i + 1] - offsets[i], out, offsets[i])
 
 
+@_njit
+def _gather_rows(data, starts, width, out):
+    for i in range(starts.shape[0]):
+        copy_slice(data, starts[i], width, out, i * width)
+
+
+def gather_rows(data: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
+    """An (n, width) matrix of the *width* bytes at each start (the caller has checked the bounds)."""
+    out = np.empty(len(starts) * width, dtype=np.uint8)
+    _gather_rows(data, np.ascontiguousarray(starts, dtype=np.int64), width, out)
+    return out.reshape(len(starts), width)
+
+
 def concat_slices(data: np.ndarray, starts: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """The bytes ``data[starts[i] : starts[i] + offsets[i+1] - offsets[i]]`` of every row, joined
     (*offsets* are the rows' offsets in the result; the caller has checked the bounds)."""

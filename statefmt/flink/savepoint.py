@@ -33,8 +33,8 @@ from .kryo.context import KryoSetting, kryo_setting
 from .headers import KeyedHeader, StateMeta, read_keyed_header, read_operator_header
 from .lineage import check_present, flink_savepoint_id, lineage_roots, read_lineage
 from .metadata import is_flink_metadata, parse_metadata
-from .streamio import (METADATA, FlinkFolder, header_length, native_files, read_range, read_stream, split_base,
-                       stream_name)
+from .streamio import (METADATA, FlinkFolder, OpenStream, header_length, native_files, read_stream,
+                       split_base, stream_name)
 from .streams import (DamagedValueError, RawEntries, StateRows, decode_canonical_state, decode_heap_native,
                       decode_operator_state, prefix_bytes, raw_from_extents, scan_canonical)
 from .types import Buf
@@ -123,17 +123,18 @@ def decode_keyed_split(split: FlinkSplit, key_groups: Iterable[int] | None = Non
             yield from _decode_rocksdb(split, [p.key_groups for p in pieces], wanted, timers,
                                        prefixes if timers is False else ())
             return
+        opened = _open_keyed(split)
         for piece in pieces:
-            yield _decode_stream(piece, wanted, timers)
+            yield _decode_stream(piece, wanted, timers, opened)
     except DamagedValueError as e:
         raise FlinkFormatError(f"{e.source}: operator {split.operator_id} subtask {split.subtask}, "
                                f"{e.detail}") from None
 
 
-def _decode_stream(split: FlinkSplit, wanted: set[int] | None, timers: bool | None
-                   ) -> tuple[KeyedHeader, dict[str, StateRows]]:
+def _decode_stream(split: FlinkSplit, wanted: set[int] | None, timers: bool | None,
+                   opened: tuple[OpenStream, KeyedHeader]) -> tuple[KeyedHeader, dict[str, StateRows]]:
     """The rows of a keyed stream's split (a canonical or heap-native stream)."""
-    header, buf, blocks = _stream_bytes(split, wanted)
+    header, buf, blocks = _stream_bytes(split, wanted, opened)
     if split.handle.layout == "native":
         by_id = decode_heap_native(buf, header, blocks)
         return header, {header.states[i].name: rows for i, rows in by_id.items()}
@@ -151,8 +152,9 @@ def raw_entries(split: FlinkSplit) -> Iterator[tuple[KeyedHeader, dict[int, RawE
         if isinstance(split.handle, IncrementalRocksDB):
             yield from _rocksdb_entries(split, [p.key_groups for p in _pieces(split)], lambda meta: True)
             return
+        opened = _open_keyed(split)
         for piece in _pieces(split):
-            header, buf, blocks = _stream_bytes(piece, None)
+            header, buf, blocks = _stream_bytes(piece, None, opened)
             yield header, scan_canonical(buf, header, blocks, prefix_bytes(split.max_parallelism))
 
 
@@ -164,19 +166,26 @@ def has_raw_entries(split: FlinkSplit) -> bool:
         (isinstance(handle, KeyGroupsStream) and handle.layout == "canonical")
 
 
-def _stream_bytes(split: FlinkSplit, wanted: set[int] | None) -> tuple[KeyedHeader, Buf, list]:
-    """The header of a keyed stream's split and the bytes of its key groups (those in *wanted*),
-    decompressed, with their blocks ``(key group, start, end)`` in those bytes."""
-    base = split_base(split)
+def _open_keyed(split: FlinkSplit) -> tuple[OpenStream, KeyedHeader]:
+    """The keyed stream of *split* with its file checked, and its header: once per split, for
+    all of its pieces."""
+    stream = OpenStream(split_base(split), split.handle.stream)
+    return stream, read_keyed_header(stream.read(0, header_length(split.handle)), stream.name)
+
+
+def _stream_bytes(split: FlinkSplit, wanted: set[int] | None, opened: tuple[OpenStream, KeyedHeader]
+                  ) -> tuple[KeyedHeader, Buf, list]:
+    """The header of a keyed stream's split (*opened*: its stream and header) and the bytes of
+    its key groups (those in *wanted*), decompressed, with their blocks ``(key group, start,
+    end)`` in those bytes."""
+    stream, header = opened
+    source = stream.name
     handle = split.handle
-    stream = handle.stream
-    source = stream_name(base, stream)
-    header = read_keyed_header(read_range(base, stream, 0, header_length(handle)), source)
-    blocks = key_group_blocks(handle, stream.size, split.key_groups)
+    blocks = key_group_blocks(handle, handle.stream.size, split.key_groups)
     if wanted is not None:
         blocks = [b for b in blocks if b[0] in wanted]
     start = blocks[0][1] if blocks else 0
-    data = read_range(base, stream, start, blocks[-1][2] if blocks else 0)  # only this split's key groups
+    data = stream.read(start, blocks[-1][2] if blocks else 0)  # only this split's key groups
     blocks = [(kg, s - start, e - start) for kg, s, e in blocks]
     if header.compressed:
         data, blocks = _decompress_blocks(data, blocks, source, start)

@@ -83,9 +83,35 @@ def read_stream(base: Location, handle: StreamHandle) -> bytes:
 
 def read_range(base: Location, handle: StreamHandle, start: int, end: int) -> bytes:
     """Bytes [start, end) of a stream, after checking its file is there with its recorded size."""
-    if isinstance(handle, InlineStream):
-        return handle.data[start:end]
-    loc = stream_location(base, handle)
+    return OpenStream(base, handle).read(start, end)
+
+
+class OpenStream:
+    """A stream whose file is resolved and checked once (there, a file, of its recorded size),
+    for reads of many of its ranges: a split's key groups are read piece by piece."""
+
+    def __init__(self, base: Location, handle: StreamHandle):
+        self.handle = handle
+        self.loc = stream_location(base, handle)
+        self.name = stream_name(base, handle) if self.loc is None else str(self.loc)
+        self.offset = handle.start if isinstance(handle, SegmentFile) else 0
+        if self.loc is not None:
+            _check_file(self.loc, base, handle)
+
+    def read(self, start: int, end: int) -> bytes:
+        """Bytes [start, end) of the stream."""
+        if self.loc is None:
+            return self.handle.data[start:end]
+        start, end = start + self.offset, end + self.offset
+        with self.loc.open_input_file() as f:
+            f.seek(start)
+            data = f.read(end - start)
+        if len(data) != end - start:
+            raise FlinkFormatError(f"{self.loc}: ends early: bytes [{start}, {end}) expected")
+        return data
+
+
+def _check_file(loc: Location, base: Location, handle: StreamHandle) -> None:
     info = loc.info()
     if info.type == pafs.FileType.NotFound:
         raise MissingFileError(f"{loc}: file is missing (referenced by {base.child(METADATA)})")
@@ -96,15 +122,8 @@ def read_range(base: Location, handle: StreamHandle, start: int, end: int) -> by
         if info.size < handle.start + handle.size:
             raise FlinkFormatError(f"{loc}: segment [{handle.start}, {handle.start + handle.size}) "
                                    f"runs past the end of the file ({info.size} bytes)")
-        start, end = start + handle.start, end + handle.start
     elif info.size != handle.size:
         raise FlinkFormatError(f"{loc}: {info.size} bytes, _metadata says {handle.size}")
-    with loc.open_input_file() as f:
-        f.seek(start)
-        data = f.read(end - start)
-    if len(data) != end - start:
-        raise FlinkFormatError(f"{loc}: ends early: bytes [{start}, {end}) expected")
-    return data
 
 
 def _not_a_file(info: pafs.FileInfo) -> str:

@@ -8,6 +8,7 @@ import pyarrow as pa
 
 from ...bytecolumns import same_slices, slices
 from ...errors import FlinkFormatError
+from ...jit import numba_started
 from ..binary import Reader
 
 
@@ -27,12 +28,16 @@ class Buf:
 
     def gather(self, starts: np.ndarray, width: int) -> np.ndarray:
         """An (n, width) matrix of the bytes at each start."""
-        if len(starts) and int(starts.max()) + width > len(self.data):
-            bad = int(starts[np.argmax(starts + width > len(self.data))])
+        if len(starts) and (int(starts.max()) + width > len(self.data) or int(starts.min()) < 0):
+            bad = int(starts[np.argmax((starts + width > len(self.data)) | (starts < 0))])
             raise FlinkFormatError(f"{self.source}: ends early: a {width}-byte value at offset "
                                    f"{self.base + bad} runs past the end")
         if width == 0 or not len(starts):
             return np.zeros((len(starts), width), dtype=np.uint8)
+        if numba_started():  # compiled code costs no start now
+            from ...slicekernel import gather_rows
+
+            return gather_rows(self.arr, starts, width)
         return np.lib.stride_tricks.sliding_window_view(self.arr, width)[starts]
 
     def slices(self, starts: np.ndarray, ends: np.ndarray, parts: int = 1) -> pa.BinaryArray:
