@@ -85,6 +85,9 @@ def _walk(data, blocks, n_states, prefix, last_mark, end_mark, fill, counts, slo
     return OK, 0, 0, 0
 
 
+ONE_PASS_BYTES = 64 << 20  # the most a walk reserves (untouched) to find every state's entries in one pass
+
+
 def walk_canonical(data: np.ndarray, blocks: np.ndarray, n_states: int, prefix: int, last_mark: int,
                    end_mark: int):
     """Per state id, its entries' (key groups, key starts, key ends, value ends) in
@@ -93,7 +96,16 @@ def walk_canonical(data: np.ndarray, blocks: np.ndarray, n_states: int, prefix: 
     *data* is the stream (uint8), *blocks* an int64 ``(n, 3)`` array of (key group,
     start, end). Keys start after their key-group prefix; values start 4 bytes
     after their key ends (the value's length).
+
+    An entry takes at least ``8 + prefix`` bytes, so no state has more entries than *data*
+    holds of those: where that bound for every state fits :data:`ONE_PASS_BYTES`, each state
+    gets that room (reserved, touched only where entries are written) and one pass fills it;
+    else a first pass counts each state's entries and a second writes them.
     """
+    bound = len(data) // (8 + prefix) + 1
+    if n_states * bound * 28 <= ONE_PASS_BYTES:
+        return _filled(data, blocks, n_states, prefix, last_mark, end_mark,
+                       np.arange(n_states, dtype=np.int64) * bound, n_states * bound)
     counts = np.zeros(n_states, dtype=np.int64)
     none = np.empty(0, dtype=np.int64)
     error = _walk(data, blocks, n_states, prefix, last_mark, end_mark, False, counts,
@@ -102,13 +114,20 @@ def walk_canonical(data: np.ndarray, blocks: np.ndarray, n_states: int, prefix: 
         return None, error
     firsts = np.zeros(n_states + 1, dtype=np.int64)
     np.cumsum(counts, out=firsts[1:])
-    total = int(firsts[-1])
-    groups = np.empty(total, dtype=np.int32)
-    key_starts, key_ends, value_ends = (np.empty(total, dtype=np.int64) for _ in range(3))
-    _walk(data, blocks, n_states, prefix, last_mark, end_mark, True, counts,
-          firsts[:-1].copy(), groups, key_starts, key_ends, value_ends)
+    return _filled(data, blocks, n_states, prefix, last_mark, end_mark, firsts[:-1], int(firsts[-1]))
+
+
+def _filled(data, blocks, n_states, prefix, last_mark, end_mark, firsts, size):
+    """The walk that writes each state's entries from ``firsts[state]`` on, in arrays of *size*."""
+    groups = np.empty(size, dtype=np.int32)
+    key_starts, key_ends, value_ends = (np.empty(size, dtype=np.int64) for _ in range(3))
+    slot = firsts.copy()
+    error = _walk(data, blocks, n_states, prefix, last_mark, end_mark, True, np.empty(0, dtype=np.int64),
+                  slot, groups, key_starts, key_ends, value_ends)
+    if error[0] != OK:
+        return None, error
     out = {}
-    for sid in np.nonzero(counts)[0].tolist():
-        part = slice(firsts[sid], firsts[sid + 1])
+    for sid in np.nonzero(slot > firsts)[0].tolist():
+        part = slice(firsts[sid], slot[sid])
         out[sid] = (groups[part], key_starts[part], key_ends[part], value_ends[part])
     return out, None

@@ -9,11 +9,13 @@ from __future__ import annotations
 import struct
 import subprocess
 import sys
+from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from statectl.statefmt.flink import kernels
 from statectl.statefmt.flink.kernels import walk_canonical
 from statectl.statefmt.flink.savepoint import key_group_blocks, open_flink_savepoint, split_base
 from statectl.statefmt.flink.streamio import read_stream
@@ -35,10 +37,18 @@ def block(key_group: int, states: list[tuple[int, list[tuple[bytes, bytes]]]], p
 
 
 def same(data: bytes, blocks: list[tuple[int, int, int]], prefix: int) -> None:
+    """The plain walk's answer is the compiled walk's, in one pass (each state's room reserved)
+    and in two (the states' entries counted first: a walk too big to reserve room for)."""
     table = np.asarray(blocks, dtype=np.int64).reshape(-1, 3)
     args = (table, N_STATES, prefix, META_FOLLOWS, END_OF_KEY_GROUP)
-    compiled, compiled_error = walk_canonical(np.frombuffer(data, dtype=np.uint8), *args)
     small, small_error = walk_small(data, *args)
+    for room in (kernels.ONE_PASS_BYTES, 0):
+        with mock.patch.object(kernels, "ONE_PASS_BYTES", room):
+            compiled, compiled_error = walk_canonical(np.frombuffer(data, dtype=np.uint8), *args)
+        agree(compiled, compiled_error, small, small_error)
+
+
+def agree(compiled, compiled_error, small, small_error) -> None:
     assert (None if compiled_error is None else tuple(int(x) for x in compiled_error)) == small_error
     if small_error is None:
         assert sorted(compiled) == sorted(small)
