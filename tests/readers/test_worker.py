@@ -1,5 +1,6 @@
 """statectl's tasks in Spark's Python workers: what was alive when a task started is out of the
-full garbage collection Spark runs after each task (`readers.worker`), what the task makes is not."""
+full garbage collection Spark runs after each task (`readers.worker`), what the task makes is not;
+memory a task frees is kept for its next piece."""
 
 from __future__ import annotations
 
@@ -65,3 +66,33 @@ def test_a_writer_task_in_a_spark_worker_runs_with_the_workers_objects_frozen(sp
     assert len(rows) == 6
     for r in rows:  # pyarrow, numpy and statectl's modules alone are some 80,000 objects
         assert r["frozen"] > 50_000 and r["walked"] < r["frozen"] / 5, r
+
+
+FAULTS_OF_FREED_ARRAYS = """
+import resource, sys
+import numpy as np
+from statectl.readers.worker import task_started
+if sys.argv[1] == "task":
+    task_started()
+for i in range(6):  # what a task's pieces do: arrays of some MiB made, filled and freed
+    if i == 1:
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    piece = np.empty(20 << 20, dtype=np.uint8)
+    piece[:] = 1
+    del piece
+print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+def test_a_task_keeps_freed_memory_for_its_next_piece_instead_of_faulting_it_in_again():
+    """In a process of its own (malloc's settings are the process's): after `task_started`, an
+    array freed and made again takes its pages from the heap, not from the kernel."""
+    import subprocess
+
+    def faults(mode: str) -> int:
+        run = subprocess.run([sys.executable, "-c", FAULTS_OF_FREED_ARRAYS, mode], capture_output=True,
+                             text=True, check=True)
+        return int(run.stdout)
+
+    assert faults("task") < 20
+    assert faults("plain") > 100  # the same process without it: the pages come back from the kernel
