@@ -14,7 +14,6 @@ import typer
 from statectl.statefmt.errors import UsageError
 
 from .diffing import DIFFERENT, _exit_code_2
-from .output import output_for
 from .writing import OVERWRITE, SELF_CONTAINED, SUMMARY_JSON, summary
 
 AGAINST = typer.Option(..., "--against", help="A savepoint or retained checkpoint of the NEW job (run "

@@ -10,12 +10,15 @@ SST file being built).
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from ..model import KeyedStateDescriptor
 from ..vocabulary import StateKind
 from .codec import KeyLayout, ValueCodec, map_pairs
 from .sstread import successor
+
+if TYPE_CHECKING:
+    from rocksdict import Rdict
 
 
 _PREFIX_END = object()

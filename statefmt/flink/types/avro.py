@@ -19,7 +19,6 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from ...errors import FlinkFormatError
 from .base import DamagedValue, FlinkType
 from .buffer import Buf, as_dtype
 
