@@ -1,7 +1,9 @@
-"""A list state of Strings (elements separated by ','), decoded by one compiled pass when its
+"""A list state of Strings (elements separated by ','), decoded by compiled passes when its
 strings are short and ASCII (`streams._short_strings`), gives what the general decoder's rounds
 give (`streams._delimited_in_rounds`), element for element; anything else it leaves to them:
-longer or non-ASCII strings, nulls, and lists damaged anywhere (whose error the rounds word)."""
+longer or non-ASCII strings, nulls, and lists damaged anywhere (whose error the rounds word).
+The same for columns of single Strings (`String.column`), and the comparison of rows' bytes in
+place that joins a keyed table's states (`Extents.same`)."""
 
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ def by_rounds(buf: Buf, starts, ends):
 
 @settings(max_examples=300)
 @given(st.lists(st.lists(SHORT_ASCII, max_size=5), max_size=30))
-def test_short_ascii_lists_are_taken_in_one_pass_as_the_rounds_give_them(lists):
+def test_short_ascii_lists_are_taken_by_the_compiled_passes_as_the_rounds_give_them(lists):
     data, starts, ends = lists_bytes(lists)
     buf = Buf(data, "stream")
     got = _short_strings(buf, starts, ends)
