@@ -50,7 +50,7 @@ class Buf:
 
     def check_extents(self, starts: np.ndarray, ends: np.ndarray) -> None:
         """One error unless every ``[start, end)`` lies in these bytes."""
-        if len(starts) and ((ends - starts).min() < 0 or int(ends.max()) > len(self.data)):
+        if len(starts) and ((ends - starts).min() < 0 or int(starts.min()) < 0 or int(ends.max()) > len(self.data)):
             raise FlinkFormatError(f"{self.source}: a value runs past the end of its bytes")
 
 
