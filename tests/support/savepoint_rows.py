@@ -75,7 +75,10 @@ def tree_digest(path) -> dict[str, str]:
 
 
 def files_below(path) -> list[str]:
-    return sorted(tree_digest(path)) if os.path.exists(path) else []
+    """The files below *path*, by name only: a folder being written can rename a file between
+    its listing and an open (a test polling a running write saw that)."""
+    return sorted(os.path.relpath(os.path.join(root, name), path)
+                  for root, _, files in os.walk(path) for name in files)
 
 
 def digest(folder: Path) -> dict[str, str]:
