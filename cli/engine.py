@@ -152,10 +152,18 @@ def live_record(folder: str) -> Record | None:
 
 def fingerprint() -> str:
     """What a server must share with this command for its tasks to decode as this command would."""
-    import pyspark
-
-    import statectl
     from statectl.statefmt.fs import S3_VARIABLES
+
+    seen = [code_fingerprint(), *(f"{v}={os.environ.get(v, '')}" for v in (*ENVIRONMENT, *sorted(S3_VARIABLES)))]
+    return hashlib.sha256("\0".join(seen).encode()).hexdigest()[:32]
+
+
+def code_fingerprint() -> str:
+    """The code a process runs: statectl's files (their folder, the newest change), PySpark's
+    version, the Python and its import path (but the entry's own folder, ``sys.path[0]``).
+    Read without importing PySpark: a command handed to the command server (`cli.handoff`)
+    asks it before anything else."""
+    import statectl
 
     root = os.path.dirname(statectl.__file__)
     newest = 0.0
@@ -163,10 +171,25 @@ def fingerprint() -> str:
         dirs[:] = [d for d in dirs if d not in ("tests", "bench", "docs", "examples", "__pycache__")
                    and not d.startswith(".")]
         newest = max([newest, *(os.stat(os.path.join(base, f)).st_mtime for f in files if f.endswith(".py"))])
-    seen = [statectl.__version__ if hasattr(statectl, "__version__") else "", pyspark.__version__,
-            sys.executable, root, str(newest),
-            *(f"{v}={os.environ.get(v, '')}" for v in (*ENVIRONMENT, *sorted(S3_VARIABLES)))]
+    seen = [getattr(statectl, "__version__", ""), _pyspark_version(), sys.executable, root, str(newest),
+            *sys.path[1:]]
     return hashlib.sha256("\0".join(seen).encode()).hexdigest()[:32]
+
+
+def _pyspark_version() -> str:
+    """PySpark's version as its ``version.py`` says it ("" when PySpark is not found)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or spec.origin is None:
+        return ""
+    try:
+        with open(os.path.join(os.path.dirname(spec.origin), "version.py"), encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return ""
+    start = text.find("__version__")
+    return text[start:].splitlines()[0] if start >= 0 else ""
 
 
 # --- start, reach, stop -------------------------------------------------------

@@ -41,7 +41,12 @@ def serve(state_dir: str, port: int, idle: float, fingerprint: str) -> None:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     scratch = own_scratch(state_dir)
-    spark = spark_session(app_name="statectl-engine", extra_conf=server_conf(port), scratch=scratch)
+    commands = start_command_server(state_dir)  # imports while the JVM starts
+    try:
+        spark = spark_session(app_name="statectl-engine", extra_conf=server_conf(port), scratch=scratch)
+    except BaseException:
+        stop_command_server(commands)
+        raise
     spark.sparkContext.setLogLevel("ERROR")
     record = engine.Record(pid=os.getpid(), port=port, token=os.environ["SPARK_CONNECT_AUTHENTICATE_TOKEN"],
                            fingerprint=fingerprint, started=time.time(), idle=idle)
@@ -62,9 +67,35 @@ def serve(state_dir: str, port: int, idle: float, fingerprint: str) -> None:
                 worked = time.monotonic()
     finally:
         engine.remove_record(state_dir, os.getpid())
+        stop_command_server(commands)
         keeper.close()
         spark.stop()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def start_command_server(state_dir: str):
+    """The command server (`cli.command_server`) beside this one, in its process group, writing
+    to its log; None where it cannot start (commands then run in their own processes)."""
+    import subprocess
+
+    try:
+        return subprocess.Popen([sys.executable, "-m", "statectl.cli.command_server", state_dir], cwd=state_dir,
+                                stdin=subprocess.DEVNULL)
+    except OSError as e:
+        print(f"statectl engine: the command server did not start: {e}", file=sys.stderr, flush=True)
+        return None
+
+
+def stop_command_server(proc) -> None:
+    """End the command server (its commands run on: each is a session of its own)."""
+    if proc is None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except Exception:  # noqa: BLE001
+        proc.kill()
+        proc.wait()
 
 
 def own_scratch(state_dir: str) -> str:

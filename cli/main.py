@@ -23,6 +23,11 @@ def run() -> None:
     Exit codes: 0 success, 1 bad input (or an invalid savepoint), 2 a usage error
     (an unknown option, a missing argument), 130 interrupted.
     """
+    from .handoff import handed_off
+
+    handed = handed_off(sys.argv[1:])
+    if handed is not None:
+        sys.exit(handed)
     from .options import debug_enabled
     from .output import print_error
     from .startup import refuse

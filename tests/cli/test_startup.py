@@ -4,6 +4,7 @@ building the typer app, with the app's output, exit codes and errors (see docs/A
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,8 @@ import pytest
 
 from support.builders import build_full_savepoint
 from support.cli_runner import statectl, statectl_process
+
+OWN_PROCESS = {**os.environ, "STATECTL_HANDOFF": "off"}  # the probes look at what this process imports
 
 
 @pytest.fixture
@@ -62,7 +65,7 @@ print(sorted({m.split(".")[0] for m in sys.modules} & set(heavy)), file=sys.stde
 @pytest.mark.parametrize("args", [["--version"], ["info", "SP", "--json"]])
 def test_version_and_info_json_import_no_cli_framework_nor_spark(savepoint, args):
     args = [savepoint.location if a == "SP" else a for a in args]
-    done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, env=OWN_PROCESS)
     assert done.stderr.splitlines()[-1] == "[]"
     if "--json" in args:
         assert json.loads(done.stdout)["location"] == savepoint.location
@@ -78,7 +81,7 @@ LOCAL_READ = PROBE.replace('"numba", "pandas")', '"numba", "pandas", "scipy")').
 def test_a_local_read_decodes_without_pandas_or_scipy():
     """pyarrow would import pandas and numba SciPy (0.3-0.4 s together) for nothing a local read does."""
     done = subprocess.run([sys.executable, "-c", LOCAL_READ, "read", str(NATIVE), "--uid", "lk-proc",
-                           "--format", "jsonl", "--limit", "3"], capture_output=True, text=True)
+                           "--format", "jsonl", "--limit", "3"], capture_output=True, text=True, env=OWN_PROCESS)
     assert done.stderr.splitlines()[-1] == "['numba', 'rich', 'typer']"
     rows = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(rows) == 3 and all("key" in row for row in rows)
@@ -111,5 +114,5 @@ def test_spark_brings_pandas_back_as_pyarrow_knows_it():
     pandas objects (a category Series to a dictionary array), although it found no pandas before;
     IPython stays out."""
     done = subprocess.run([sys.executable, "-c", SPARK_AFTER_A_LOCAL_READ, str(NATIVE)],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=OWN_PROCESS)
     assert done.stderr.splitlines()[-1] == "dictionary<values=string, indices=int8, ordered=0> True no IPython"

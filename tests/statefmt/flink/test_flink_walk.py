@@ -6,6 +6,7 @@ fresh process walks without numba."""
 
 from __future__ import annotations
 
+import os
 import struct
 import subprocess
 import sys
@@ -106,7 +107,8 @@ def test_a_key_lookup_walks_without_numba(fixture):
          f"{str(sp)!r}, '--uid', 'lk-proc', '--key', '9007199254740993', '--format', 'jsonl'];\n"
          "try:\n    run()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
          "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numba', 'llvmlite')))"],
-        capture_output=True, text=True, timeout=120)
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "STATECTL_HANDOFF": "off"})  # what this process imports
     assert probe.returncode == 0, probe.stderr
     *rows, loaded = probe.stdout.splitlines()
     assert len(rows) == 1 and rows[0].startswith('{"key":9007199254740993,"count":16,')

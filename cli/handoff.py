@@ -1,0 +1,152 @@
+"""A command handed to the warm engine's command server, which runs it in a process forked from
+one that has already imported what commands import (`cli.command_server`).
+
+A command's own Python spends most of a warm `sql` importing: PySpark's Connect client (which
+imports pandas), pyarrow, numpy, protobuf and statectl itself, about 0.8 s of the 1 s it takes
+before its query reaches Spark. The warm engine keeps a process with all of that imported
+beside its server; ``statectl`` then only connects to its socket (``commands.sock`` in the
+engine's folder), hands over its command line, working directory, environment, umask and its
+standard input, output and error (the file descriptors themselves, so a terminal stays a
+terminal and a pipe a pipe), and waits: the server forks, the fork runs the command exactly as
+this process would have, and its exit status becomes this process's. Ctrl-C, SIGTERM and SIGHUP
+received here are passed on to the fork's process group (the fork and the processes it started,
+as a terminal signals its foreground group); if this process is killed outright, the fork sees
+its socket close and kills its group too.
+
+Any doubt runs the command here, as before: no socket, a server of other code (statectl's
+files, PySpark, the Python or its import path differ), another user's socket,
+``STATECTL_ENGINE=classic``, or standard streams that are not this process's descriptors 0-2
+(a program that captures them). ``statectl engine ...`` and ``statectl explore`` (a screen that
+follows its terminal's size) always run here; so does any command when ``STATECTL_HANDOFF=off``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+
+SOCKET = "commands.sock"
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+RUN_HERE = ("engine", "explore")  # the engine's own commands; an interactive screen (its terminal's signals)
+_LENGTH = struct.Struct("!I")
+served = False  # this process is a command server's fork: it runs its command itself
+
+
+def handed_off(args: list[str]) -> int | None:
+    """The exit status of *args* run by the command server, or None to run them here."""
+    if served or os.environ.get("STATECTL_HANDOFF", "").lower() in ("off", "0", "no") \
+            or _command(args) in RUN_HERE:
+        return None
+    if not _streams_are_descriptors():
+        return None
+    from . import engine
+
+    if engine.classic_requested():
+        return None
+    try:
+        path = os.path.join(engine.state_dir(), SOCKET)
+    except (OSError, engine.EngineUnavailable):
+        return None
+    if not os.path.exists(path):
+        return None
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(path)
+        send_request(conn, request(args))
+        reply = conn.makefile("r", encoding="utf-8")
+        first = reply.readline().split()
+        if first[:1] != ["pid"]:  # refused: another statectl, or the fork failed
+            return None
+        return _wait(int(first[1]), reply)
+    except OSError:
+        return None
+    finally:
+        conn.close()
+
+
+def _command(args: list[str]) -> str | None:
+    """The command *args* name (after the app's own options)."""
+    rest = iter(args)
+    for arg in rest:
+        if arg == "--s3-endpoint":
+            next(rest, None)
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def _streams_are_descriptors() -> bool:
+    """Whether ``sys.stdin``, ``stdout`` and ``stderr`` are this process's descriptors 0, 1 and 2:
+    the fork gets the descriptors, so a program that put other streams in their place (a test
+    capturing output, say) runs its command itself."""
+    for fd, stream in enumerate((sys.stdin, sys.stdout, sys.stderr)):
+        try:
+            if stream is None or stream.fileno() != fd:
+                return False
+        except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+            return False
+    return True
+
+
+def request(args: list[str]) -> dict:
+    """What the fork needs to be this process: its command line, place, environment, umask, the
+    code it must run (`code_fingerprint`) and how its standard streams encode text."""
+    from .engine import code_fingerprint
+
+    umask = os.umask(0)
+    os.umask(umask)
+    streams = [[getattr(s, "encoding", None), getattr(s, "errors", None)] for s in (sys.stdin, sys.stdout, sys.stderr)]
+    return {"argv": [sys.argv[0], *args], "cwd": os.getcwd(), "env": dict(os.environ), "umask": umask,
+            "code": code_fingerprint(), "streams": streams}
+
+
+def send_request(conn: socket.socket, message: dict) -> None:
+    """*message* (JSON, its length first) with this process's standard input, output and error."""
+    data = json.dumps(message).encode()
+    socket.send_fds(conn, [_LENGTH.pack(len(data)) + data], [0, 1, 2])
+
+
+def receive_request(conn: socket.socket) -> tuple[dict, list[int]]:
+    """The message and the three file descriptors of :func:`send_request`."""
+    data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
+    try:
+        if len(data) < _LENGTH.size:
+            raise ValueError("a request too short")
+        length = _LENGTH.unpack_from(data)[0]
+        data = data[_LENGTH.size:]
+        while len(data) < length:
+            more = conn.recv(length - len(data))
+            if not more:
+                raise ValueError("a request cut short")
+            data += more
+        if len(fds) != 3:
+            raise ValueError(f"{len(fds)} file descriptors, not 3")
+        return json.loads(data), fds
+    except Exception:
+        for fd in fds:
+            os.close(fd)
+        raise
+
+
+def _wait(pid: int, reply) -> int:
+    """Pass signals on to the fork *pid* until the server says how it ended."""
+    def forward(signum, _frame):  # to the fork's process group, as a terminal signals its foreground group
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signum)
+
+    for signum in FORWARDED:
+        signal.signal(signum, forward)
+    while True:
+        line = reply.readline()
+        if not line:  # the fork was killed, and the server that would say so is gone
+            print("error: the command ended without an exit status (the warm engine's command server "
+                  "stopped)", file=sys.stderr)
+            return 1
+        words = line.split()
+        if words[:1] == ["exit"]:  # the fork's own word, or the server's for a fork killed
+            return int(words[1])
