@@ -89,7 +89,7 @@ def _accept(listener: socket.socket, code: str, running: dict, own_fds: tuple[in
             conn.sendall(b"refused another user\n")
             conn.close()
             return
-        conn.settimeout(10)
+        conn.settimeout(2)  # a caller sends its request at once; a silent one does not hold the others up long
         message, fds = receive_request(conn)
         conn.settimeout(None)
     except Exception as e:  # noqa: BLE001 -- a bad request never ends the server
