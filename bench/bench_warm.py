@@ -14,9 +14,11 @@ canonical format, operator ``proc``; made once, then cached). The commands, each
   savepoint (the suite's fixture ``flink-dev/long-rocksdb-native``; goal: warm at most 1.5 s).
 
 Each runs cold classic (``STATECTL_ENGINE=classic``: a Spark of the command's own, as before
-the warm engine) and warm (a server of its own folder, ``STATECTL_ENGINE_DIR`` a temporary one).
-First the warm engine's first command (the server starts: timed once, after ``engine stop``),
-then the counted runs alternate classic, warm (A B A B ...); the load average is printed before
+the warm engine), warm (a server of its own folder, ``STATECTL_ENGINE_DIR`` a temporary one;
+the command handed to its command server, a fork with the imports done) and warm in the
+command's own process (``STATECTL_HANDOFF=off``: the command's imports paid, as before the
+command server). First the warm engine's first command (the server starts: timed once), then
+the counted runs take turns (classic, warm, own process, classic, ...); the load average is printed before
 and after, and both paths' answers must agree. The server is stopped at the end. Never part of
 the suite.
 """
@@ -60,6 +62,7 @@ def main() -> None:
     classic = dict(os.environ, STATECTL_ENGINE="classic")
     warm = dict(os.environ, STATECTL_ENGINE_DIR=folder, STATECTL_ENGINE_IDLE="600")
     warm.pop("STATECTL_ENGINE", None)
+    own = dict(warm, STATECTL_HANDOFF="off")
     small = REPO / "tests" / "fixtures" / "flink-dev" / "long-rocksdb-native" / "savepoint"
     commands = {"sql": [script, "sql", sp, QUERY, "--format", "jsonl"],
                 "where": [script, "read", sp, "--uid", "proc", "--where", f"count > {args.keys}", "-f", "jsonl"],
@@ -74,7 +77,7 @@ def main() -> None:
         times: dict[str, list[float]] = {}
         for _ in range(args.repeat):
             for name, cmd in commands.items():
-                for path, env in (("classic", classic), ("warm", warm)):
+                for path, env in (("classic", classic), ("warm", warm), ("own", own)):
                     seconds, out = run(cmd, env)
                     if name == "sql":
                         assert out == answer, (out, answer)
@@ -83,8 +86,9 @@ def main() -> None:
         print(f"load average at end:   {load_average()}")
         med = {k: statistics.median(v) for k, v in times.items()}
         for name in commands:
-            c, w = med[f"{name} classic"], med[f"{name} warm"]
-            print(f"median {name:5s}: classic {c:6.2f} s, warm {w:6.2f} s, warm / classic {w / c:.2f}")
+            c, w, o = med[f"{name} classic"], med[f"{name} warm"], med[f"{name} own"]
+            print(f"median {name:5s}: classic {c:6.2f} s, warm {w:6.2f} s, warm / classic {w / c:.2f}; "
+                  f"warm in its own process {o:6.2f} s ({o / c:.2f})")
     finally:
         subprocess.run([script, "engine", "stop"], env=warm, capture_output=True)
         shutil.rmtree(folder, ignore_errors=True)

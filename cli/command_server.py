@@ -22,12 +22,11 @@ import os
 import select
 import signal
 import socket
-import struct
 import sys
 import traceback
 
 from . import handoff
-from .handoff import SOCKET, receive_request
+from .handoff import SOCKET, peer_uid, receive_request
 
 # what commands import: a fork of a process holding them starts its command at once
 PRELOAD = ("pyspark.sql.connect.session", "pyspark.sql.connect.dataframe", "pyspark.sql.connect.functions",
@@ -84,8 +83,7 @@ def _accept(listener: socket.socket, code: str, running: dict, own_fds: tuple[in
     """Serve one connection: a fork for a request of this user and code, else a refusal."""
     conn, _ = listener.accept()
     try:
-        _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
-        if uid != os.getuid():
+        if peer_uid(conn) != os.getuid():
             conn.sendall(b"refused another user\n")
             conn.close()
             return

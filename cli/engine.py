@@ -75,13 +75,19 @@ def idle_seconds() -> float:
         return DEFAULT_IDLE
 
 
-def state_dir() -> str:
-    """The engine's folder, made private to this user (0700) and refused when another user owns it."""
+def state_path() -> str:
+    """Where the engine's folder is (made or not)."""
     folder = os.environ.get("STATECTL_ENGINE_DIR")
     if not folder:
         runtime = os.environ.get("XDG_RUNTIME_DIR")
         folder = os.path.join(runtime, "statectl-engine") if runtime else \
             os.path.join(os.path.expanduser("~"), ".cache", "statectl", "engine")
+    return folder
+
+
+def state_dir() -> str:
+    """The engine's folder, made private to this user (0700) and refused when another user owns it."""
+    folder = state_path()
     os.makedirs(folder, mode=0o700, exist_ok=True)
     info = os.stat(folder)
     if info.st_uid != os.getuid():

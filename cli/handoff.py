@@ -34,6 +34,7 @@ SOCKET = "commands.sock"
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 RUN_HERE = ("engine", "explore")  # the engine's own commands; an interactive screen (its terminal's signals)
 _LENGTH = struct.Struct("!I")
+_CREDENTIALS = struct.Struct("3i")  # struct ucred: pid, uid, gid
 served = False  # this process is a command server's fork: it runs its command itself
 
 
@@ -48,15 +49,17 @@ def handed_off(args: list[str]) -> int | None:
 
     if engine.classic_requested():
         return None
+    path = os.path.join(engine.state_path(), SOCKET)
     try:
-        path = os.path.join(engine.state_dir(), SOCKET)
-    except (OSError, engine.EngineUnavailable):
-        return None
-    if not os.path.exists(path):
+        if os.stat(path).st_uid != os.getuid():  # never this command's environment to another user
+            return None
+    except OSError:
         return None
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(path)
+        if peer_uid(conn) != os.getuid():
+            return None
         send_request(conn, request(args))
         reply = conn.makefile("r", encoding="utf-8")
         first = reply.readline().split()
@@ -103,6 +106,12 @@ def request(args: list[str]) -> dict:
     streams = [[getattr(s, "encoding", None), getattr(s, "errors", None)] for s in (sys.stdin, sys.stdout, sys.stderr)]
     return {"argv": [sys.argv[0], *args], "cwd": os.getcwd(), "env": dict(os.environ), "umask": umask,
             "code": code_fingerprint(), "streams": streams}
+
+
+def peer_uid(conn: socket.socket) -> int:
+    """The user of the process at the other end of a connected Unix socket."""
+    _, uid, _ = _CREDENTIALS.unpack(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CREDENTIALS.size))
+    return uid
 
 
 def send_request(conn: socket.socket, message: dict) -> None:

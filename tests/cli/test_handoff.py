@@ -140,7 +140,8 @@ def test_the_command_runs_in_a_fork_ctrl_c_reaches_it_and_a_killed_caller_ends_i
     assert (command.returncode, out) == (128 + signal.SIGTERM, "")
 
 
-def test_other_code_a_dead_socket_or_captured_streams_run_the_command_here(server, savepoint, tmp_path):
+def test_other_code_a_dead_socket_another_users_or_captured_streams_run_the_command_here(server, savepoint,
+                                                                                         tmp_path):
     folder, proc = server
     waits = _blocking_savepoint(tmp_path)
     # another import path is other code: refused, the caller runs it
@@ -163,6 +164,14 @@ def test_other_code_a_dead_socket_or_captured_streams_run_the_command_here(serve
     dead.close()
     done = run(other, "info", savepoint)
     assert done.returncode == 0 and done.stdout.startswith("Savepoint ")
+    # a socket of another user's: nothing is sent to it, the command runs here
+    os.chown(folder / "commands.sock", 65534, 65534)
+    command = _start(folder, "info", str(waits))
+    time.sleep(3)
+    assert _children(proc.pid) == set() and command.poll() is None
+    command.kill()
+    command.wait(timeout=30)
+    os.chown(folder / "commands.sock", os.getuid(), os.getgid())
     # standard output that is not descriptor 1 (a program capturing it): this process runs it
     probe = ("import io, sys; sys.argv = ['statectl', 'info', sys.argv[1]]; out = io.StringIO(); sys.stdout = out\n"
              "from statectl.cli.main import run\ntry:\n    run()\nexcept SystemExit:\n    pass\n"
