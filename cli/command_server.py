@@ -6,12 +6,13 @@ one process per command handed to it (`cli.handoff` says why and what a command 
 The engine's server starts it beside itself (`cli.engine_server`) and stops it when it stops;
 it also ends when its parent is gone. It listens on ``commands.sock`` in STATE_DIR (a folder
 only its user can open), and serves a connection only from a process of its own user, of the
-same statectl code (`cli.engine.code_fingerprint`). It never starts a thread, a Spark session
-or a connection of its own, so each fork begins as a new process would, with its modules
-loaded. A fork becomes the command: its own session (a signal to the server's process group
-does not reach it), the caller's working directory, environment, umask and standard streams;
-it runs `cli.main.run` and ends as a Python process ends (its threads joined, ``atexit`` run,
-streams flushed). The server sends the caller the fork's pid, then its exit status.
+same statectl code and interpreter settings (`cli.handoff.interpreter_fingerprint`). It never
+starts a thread, a Spark session or a connection of its own, so each fork begins as a new
+process would, with its modules loaded. A fork becomes the command: its own process group (a
+signal to the server's does not reach it), the caller's working directory, environment,
+umask and standard streams; it runs `cli.main.run` and ends as a Python process ends (its
+threads joined, ``atexit`` run, streams flushed). The server sends the caller the fork's pid,
+then its exit status.
 """
 
 from __future__ import annotations
@@ -39,13 +40,12 @@ POLL = 1.0  # seconds between looks at whether the engine's server still lives
 def serve(state_dir: str) -> None:
     import importlib
 
-    from . import engine
     from .startup import refuse
 
     refuse()  # the same imports refused as in a command; pyspark's import lifts pandas' refusal
     for name in PRELOAD:
         importlib.import_module(name)
-    code = engine.code_fingerprint()
+    code = handoff.interpreter_fingerprint()
     parent = os.getppid()
     path = os.path.join(state_dir, SOCKET)
     with contextlib.suppress(FileNotFoundError):
@@ -100,6 +100,9 @@ def _accept(listener: socket.socket, code: str, running: dict, own_fds: tuple[in
         for fd in fds:
             os.close(fd)
         return
+    # the caller's signals wait until the fork is ready for them (it unblocks them as its command
+    # begins); its process group exists before the caller learns its pid (both sides make it)
+    signal.pthread_sigmask(signal.SIG_BLOCK, handoff.FORWARDED)
     pid = os.fork()
     if pid == 0:
         for fd in own_fds:
@@ -107,6 +110,9 @@ def _accept(listener: socket.socket, code: str, running: dict, own_fds: tuple[in
         for other in running.values():  # other commands' callers: theirs, not this fork's
             other.close()
         _become_command(conn, message, fds)  # never returns
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, handoff.FORWARDED)
+    with contextlib.suppress(OSError):  # the fork may have made it, or ended, already
+        os.setpgid(pid, pid)
     for fd in fds:
         os.close(fd)
     running[pid] = conn
@@ -137,7 +143,7 @@ def _become_command(conn: socket.socket, message: dict, fds: list[int]) -> None:
     """In the fork: take the caller's place, streams and signals, run the command, exit."""
     code = 1
     try:
-        os.setsid()
+        os.setpgid(0, 0)  # a process group of its own: a signal to the server's does not reach it
         signal.set_wakeup_fd(-1)
         for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, signal.SIG_DFL)
@@ -164,13 +170,16 @@ def _become_command(conn: socket.socket, message: dict, fds: list[int]) -> None:
 
 
 def _reset_process_state(message: dict) -> None:
-    """What a new Python process would take from this environment: its locale, its temporary
-    folder, its standard streams (as the caller's encoded them, line-buffered at a terminal)."""
+    """What a new Python process would take from this environment: its locale, time zone,
+    temporary folder, standard streams (as the caller's encoded them, line-buffered at a
+    terminal)."""
     import locale
     import tempfile
+    import time
 
     with contextlib.suppress(locale.Error):
         locale.setlocale(locale.LC_CTYPE, "")
+    time.tzset()
     tempfile.tempdir = None
     for fd, name in enumerate(("stdin", "stdout", "stderr")):
         encoding, errors = message["streams"][fd]
@@ -202,13 +211,16 @@ def _run() -> int:
     import threading
 
     from .main import run
+    from .output import print_error
 
     try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, handoff.FORWARDED)  # a Ctrl-C sent meanwhile: now
         run()
         code = 0
     except SystemExit as e:
         code = _exit_code(e.code)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # before or after the command's own handling of it
+        print_error("interrupted")
         code = 130
     with contextlib.suppress(Exception):
         threading._shutdown()  # noqa: SLF001 -- what the interpreter does at exit

@@ -87,7 +87,7 @@ def start_command_server(state_dir: str):
 
 
 def stop_command_server(proc) -> None:
-    """End the command server (its commands run on: each is a session of its own)."""
+    """End the command server (its commands run on: each is a process group of its own)."""
     if proc is None:
         return
     proc.terminate()

@@ -14,7 +14,8 @@ as a terminal signals its foreground group); if this process is killed outright,
 its socket close and kills its group too.
 
 Any doubt runs the command here, as before: no socket, a server of other code (statectl's
-files, PySpark, the Python or its import path differ), another user's socket,
+files, PySpark, the Python or its import path differ) or another interpreter's settings
+(flags, ``PYTHON*`` variables), another user's socket,
 ``STATECTL_ENGINE=classic``, or standard streams that are not this process's descriptors 0-2
 (a program that captures them). ``statectl engine ...`` and ``statectl explore`` (a screen that
 follows its terminal's size) always run here; so does any command when ``STATECTL_HANDOFF=off``.
@@ -96,16 +97,28 @@ def _streams_are_descriptors() -> bool:
     return True
 
 
-def request(args: list[str]) -> dict:
-    """What the fork needs to be this process: its command line, place, environment, umask, the
-    code it must run (`code_fingerprint`) and how its standard streams encode text."""
+def interpreter_fingerprint() -> str:
+    """The code this process runs (`cli.engine.code_fingerprint`) and how its interpreter was
+    started: its flags, warning options and ``PYTHON*`` variables, which a fork cannot take on
+    (``PYTHONIOENCODING`` aside: the fork encodes its streams as the caller's do)."""
+    import hashlib
+
     from .engine import code_fingerprint
 
+    seen = [code_fingerprint(), repr(sys.flags), *sys.warnoptions,
+            *sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith("PYTHON") and k != "PYTHONIOENCODING")]
+    return hashlib.sha256("\0".join(seen).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def request(args: list[str]) -> dict:
+    """What the fork needs to be this process: its command line, place, environment, umask, the
+    code and interpreter it must be (`interpreter_fingerprint`) and how its standard streams
+    encode text."""
     umask = os.umask(0)
     os.umask(umask)
     streams = [[getattr(s, "encoding", None), getattr(s, "errors", None)] for s in (sys.stdin, sys.stdout, sys.stderr)]
     return {"argv": [sys.argv[0], *args], "cwd": os.getcwd(), "env": dict(os.environ), "umask": umask,
-            "code": code_fingerprint(), "streams": streams}
+            "code": interpreter_fingerprint(), "streams": streams}
 
 
 def peer_uid(conn: socket.socket) -> int:

@@ -145,11 +145,12 @@ def test_other_code_a_dead_socket_another_users_or_captured_streams_run_the_comm
     folder, proc = server
     waits = _blocking_savepoint(tmp_path)
     # another import path is other code: refused, the caller runs it
-    command = _start(folder, "info", str(waits), PYTHONPATH=str(tmp_path))
-    time.sleep(3)
-    assert _children(proc.pid) == set() and command.poll() is None
-    command.send_signal(signal.SIGINT)
-    assert command.communicate(timeout=30)[1] == "error: interrupted\n"
+    for other in ({"PYTHONPATH": str(tmp_path)}, {"PYTHONWARNINGS": "ignore"}):  # another interpreter's settings too
+        command = _start(folder, "info", str(waits), **other)
+        time.sleep(3)
+        assert _children(proc.pid) == set() and command.poll() is None
+        command.send_signal(signal.SIGINT)
+        assert command.communicate(timeout=30)[1] == "error: interrupted\n"
     # the engine's own commands and the explorer always run here
     command = _start(folder, "--debug", "explore", str(waits))
     time.sleep(3)
