@@ -11,8 +11,8 @@ starts a thread, a Spark session or a connection of its own, so each fork begins
 process would, with its modules loaded. A fork becomes the command: its own process group (a
 signal to the server's does not reach it), the caller's working directory, environment,
 umask and standard streams; it runs `cli.main.run` and ends as a Python process ends (its
-threads joined, ``atexit`` run, streams flushed). The server sends the caller the fork's pid,
-then its exit status.
+threads joined, ``atexit`` run, streams flushed). The fork tells the caller its pid, then its
+exit status; the server tells it the status of a fork that could not (killed).
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def _accept(listener: socket.socket, code: str, running: dict, own_fds: tuple[in
             os.close(fd)
         return
     # the caller's signals wait until the fork is ready for them (it unblocks them as its command
-    # begins); its process group exists before the caller learns its pid (both sides make it)
+    # begins); the fork makes its process group before it tells the caller its pid
     signal.pthread_sigmask(signal.SIG_BLOCK, handoff.FORWARDED)
     pid = os.fork()
     if pid == 0:
@@ -111,13 +111,9 @@ def _accept(listener: socket.socket, code: str, running: dict, own_fds: tuple[in
             other.close()
         _become_command(conn, message, fds)  # never returns
     signal.pthread_sigmask(signal.SIG_UNBLOCK, handoff.FORWARDED)
-    with contextlib.suppress(OSError):  # the fork may have made it, or ended, already
-        os.setpgid(pid, pid)
     for fd in fds:
         os.close(fd)
     running[pid] = conn
-    with contextlib.suppress(OSError):
-        conn.sendall(f"pid {pid}\n".encode())
 
 
 def _report_ended(running: dict) -> None:
@@ -144,6 +140,7 @@ def _become_command(conn: socket.socket, message: dict, fds: list[int]) -> None:
     code = 1
     try:
         os.setpgid(0, 0)  # a process group of its own: a signal to the server's does not reach it
+        conn.sendall(f"pid {os.getpid()}\n".encode())  # before its "exit": the fork says both
         signal.set_wakeup_fd(-1)
         for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, signal.SIG_DFL)

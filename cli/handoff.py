@@ -14,10 +14,10 @@ as a terminal signals its foreground group); if this process is killed outright,
 its socket close and kills its group too.
 
 Any doubt runs the command here, as before: no socket, a server of other code (statectl's
-files, PySpark, the Python or its import path differ) or another interpreter's settings
-(flags, ``PYTHON*`` variables), another user's socket,
-``STATECTL_ENGINE=classic``, or standard streams that are not this process's descriptors 0-2
-(a program that captures them). ``statectl engine ...`` and ``statectl explore`` (a screen that
+files, PySpark, the Python or its import path differ) or of other interpreter settings (flags,
+``PYTHON*`` variables), another user's socket, ``STATECTL_ENGINE=classic``, or standard streams
+that are not this process's descriptors 0-2 (a program that captures them). Once a fork has
+said it runs the command, the command never runs here as well. ``statectl engine ...`` and ``statectl explore`` (a screen that
 follows its terminal's size) always run here; so does any command when ``STATECTL_HANDOFF=off``.
 """
 
@@ -56,21 +56,26 @@ def handed_off(args: list[str]) -> int | None:
             return None
     except OSError:
         return None
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        conn.connect(path)
-        if peer_uid(conn) != os.getuid():
+    forwarder = _Forwarder()  # a Ctrl-C from now on is the command's, wherever it runs
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        try:
+            conn.connect(path)
+            if peer_uid(conn) != os.getuid():
+                forwarder.cancel()
+                return None
+            send_request(conn, request(args))
+            reply = conn.makefile("r", encoding="utf-8")
+            first = reply.readline().split()
+        except OSError:
+            forwarder.cancel()
             return None
-        send_request(conn, request(args))
-        reply = conn.makefile("r", encoding="utf-8")
-        first = reply.readline().split()
-        if first[:1] != ["pid"]:  # refused: another statectl, or the fork failed
-            return None
-        return _wait(int(first[1]), reply)
-    except OSError:
+        if first[:1] == ["pid"]:  # the fork runs it: from here on, never run here too
+            forwarder.start(int(first[1]))
+            return _wait(reply)
+        if first[:1] == ["exit"]:  # a fork that ended before it could say it runs
+            return int(first[1])
+        forwarder.cancel()  # refused (other code, another user), or no server to answer
         return None
-    finally:
-        conn.close()
 
 
 def _command(args: list[str]) -> str | None:
@@ -155,16 +160,43 @@ def receive_request(conn: socket.socket) -> tuple[dict, list[int]]:
         raise
 
 
-def _wait(pid: int, reply) -> int:
-    """Pass signals on to the fork *pid* until the server says how it ended."""
-    def forward(signum, _frame):  # to the fork's process group, as a terminal signals its foreground group
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signum)
+class _Forwarder:
+    """Signals to this process passed on to the fork's process group (as a terminal signals its
+    foreground group); those that come before the fork is known wait for it."""
 
-    for signum in FORWARDED:
-        signal.signal(signum, forward)
+    def __init__(self):
+        self.pid: int | None = None
+        self.pending: list[int] = []
+        self.saved = {signum: signal.signal(signum, self._received) for signum in FORWARDED}
+
+    def _received(self, signum, _frame) -> None:
+        if self.pid is None:
+            self.pending.append(signum)
+        else:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.pid, signum)
+
+    def start(self, pid: int) -> None:
+        self.pid = pid
+        for signum in self.pending:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signum)
+
+    def cancel(self) -> None:
+        """No fork: the handlers as they were, and the signals that came meanwhile for this process."""
+        for signum, handler in self.saved.items():
+            signal.signal(signum, handler)
+        for signum in self.pending:
+            os.kill(os.getpid(), signum)
+
+
+def _wait(reply) -> int:
+    """The fork's exit status, as the fork or, for a fork killed, the server says it."""
     while True:
-        line = reply.readline()
+        try:
+            line = reply.readline()
+        except OSError:
+            line = ""
         if not line:  # the fork was killed, and the server that would say so is gone
             print("error: the command ended without an exit status (the warm engine's command server "
                   "stopped)", file=sys.stderr)

@@ -24,17 +24,15 @@ def run() -> None:
     (an unknown option, a missing argument), 130 interrupted.
     """
     from .handoff import handed_off
-
-    handed = handed_off(sys.argv[1:])
-    if handed is not None:
-        sys.exit(handed)
     from .options import debug_enabled
     from .output import print_error
     from .startup import refuse
 
-    refuse()
-
     try:
+        handed = handed_off(sys.argv[1:])  # run by the warm engine's command server, if one serves
+        if handed is not None:
+            sys.exit(handed)
+        refuse()
         code = _answer_fast(sys.argv[1:])
         if code is None:
             from .app import run_app
