@@ -94,16 +94,29 @@ def _accept(listener: socket.socket, code: str, running: dict, own_fds: tuple[in
         print(f"statectl command server: a request refused: {e}", file=sys.stderr, flush=True)
         conn.close()
         return
-    if message.get("code") != code:
-        conn.sendall(b"refused other code\n")
+    pid = _fork(conn, message, fds, running, own_fds) if message.get("code") == code else None
+    for fd in fds:
+        os.close(fd)
+    if pid is None:  # the caller runs its command itself
+        with contextlib.suppress(OSError):
+            conn.sendall(b"refused\n")
         conn.close()
-        for fd in fds:
-            os.close(fd)
         return
+    running[pid] = conn
+
+
+def _fork(conn: socket.socket, message: dict, fds: list[int], running: dict,
+          own_fds: tuple[int, ...]) -> int | None:
+    """The pid of the fork that runs the command (None if the system has no process to give)."""
     # the caller's signals wait until the fork is ready for them (it unblocks them as its command
     # begins); the fork makes its process group before it tells the caller its pid
     signal.pthread_sigmask(signal.SIG_BLOCK, handoff.FORWARDED)
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError as e:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, handoff.FORWARDED)
+        print(f"statectl command server: cannot fork: {e}", file=sys.stderr, flush=True)
+        return None
     if pid == 0:
         for fd in own_fds:
             os.close(fd)
@@ -111,9 +124,7 @@ def _accept(listener: socket.socket, code: str, running: dict, own_fds: tuple[in
             other.close()
         _become_command(conn, message, fds)  # never returns
     signal.pthread_sigmask(signal.SIG_UNBLOCK, handoff.FORWARDED)
-    for fd in fds:
-        os.close(fd)
-    running[pid] = conn
+    return pid
 
 
 def _report_ended(running: dict) -> None:
