@@ -29,10 +29,8 @@ import numpy as np
 from ..errors import FlinkFormatError, UnknownStateError
 from ..fs import Location
 from ..rocksdb.sstread import Entries, SstFile, SstFormatError, UnsupportedSstFeature, read_entries, successor
+from .list_layout import LIST_DELIMITER, LIST_MERGE_OPERATORS
 from .rocksdb_native import DEFAULT_CF, key_group_bounds
-
-LIST_MERGE_OPERATORS = ("StringAppendTESTOperator", "stringappendtest")
-LIST_DELIMITER = ord(",")
 
 __all__ = ["SstSnapshot", "UnsupportedSstFeature"]
 

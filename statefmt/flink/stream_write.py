@@ -31,7 +31,8 @@ from ..vocabulary import KeyedTable, StateKind
 from . import types as T
 from .binary import Reader
 from .binary_write import Writer
-from .streams import END_OF_KEY_GROUP, LIST_DELIMITER, META_FOLLOWS, prefix_bytes
+from .list_layout import LIST_DELIMITER
+from .streams import END_OF_KEY_GROUP, META_FOLLOWS, prefix_bytes
 
 KEY_GROUP, KEY = "_key_group", "_k"
 _SPARK_TYPES = {pa.int32(): "int", pa.int64(): "bigint", pa.binary(): "binary"}

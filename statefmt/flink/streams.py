@@ -25,6 +25,7 @@ from ..errors import FlinkFormatError, UnsupportedFlinkFeature
 from ..jit import numba_started, walk_plainly
 from ..vocabulary import KeyedTable, OperatorStateKind, StateKind
 from .headers import KeyedHeader, StateMeta
+from .list_layout import LIST_DELIMITER
 from . import types as T
 from .types import Buf
 from .types.buffer import Extents
@@ -35,7 +36,6 @@ from .walk import TRAILING, UNKNOWN_STATE, walk_small
 
 META_FOLLOWS = 0x80
 END_OF_KEY_GROUP = 0xFFFF
-LIST_DELIMITER = 0x2C
 _I32 = struct.Struct(">i")
 _U16 = struct.Struct(">H")
 

@@ -17,10 +17,9 @@ import pyarrow as pa
 
 from ..jit import njit
 from ..slicekernel import copy_slice
+from .list_layout import LIST_DELIMITER
 
 _njit = njit(__file__)
-
-LIST_DELIMITER = 44  # ','
 
 
 @_njit

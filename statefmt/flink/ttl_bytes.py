@@ -23,7 +23,8 @@ from ..errors import FlinkFormatError
 from ..expiry import expired
 from ..vocabulary import StateKind
 from .headers import StateMeta
-from .streams import LIST_DELIMITER, RawEntries, list_rounds
+from .list_layout import LIST_DELIMITER
+from .streams import RawEntries, list_rounds
 from .types import as_dtype
 
 STAMP_BYTES = 8

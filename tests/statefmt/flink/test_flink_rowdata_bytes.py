@@ -26,11 +26,12 @@ from statectl.statefmt.flink.describe import key_group_blocks
 from statectl.statefmt.flink.encode import encode, null_flagged
 from statectl.statefmt.flink.handles import IncrementalRocksDB
 from statectl.statefmt.flink.headers import read_keyed_header
+from statectl.statefmt.flink.list_layout import LIST_DELIMITER
 from statectl.statefmt.flink.model import spark_arrow_type
 from statectl.statefmt.flink.rowdata_keys import row_key_groups
 from statectl.statefmt.flink.savepoint import _native_entries
 from statectl.statefmt.flink.streamio import header_length, native_files, read_range, read_stream, split_base
-from statectl.statefmt.flink.streams import (LIST_DELIMITER, RawEntries, _delimited, _heap_entry_starts,
+from statectl.statefmt.flink.streams import (RawEntries, _delimited, _heap_entry_starts,
                                               prefix_bytes, raw_from_extents, scan_canonical)
 from statectl.statefmt.flink.types import Buf
 from statectl.statefmt.scratch import new_scratch_dir
