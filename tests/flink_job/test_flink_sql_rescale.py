@@ -86,7 +86,28 @@ def test_there_and_back_holds_the_bases_content_row_for_row(rescaled, case):
     if not case[1].endswith("-ttl"):
         # the job's own savepoint at 128 holds the same state as the one made at 256 (with TTL, the
         # wall clock's last-access timestamps and the OVER aggregate's cleanup times differ)
-        assert savepoint_content(paths["own"]) == base
+        assert _unmatched_flags_masked(savepoint_content(paths["own"])) == _unmatched_flags_masked(base)
+
+
+INTERVAL_JOIN_CACHES = ("IntervalJoinLeftCache", "IntervalJoinRightCache")
+
+
+def _unmatched_flags_masked(content: dict) -> dict:
+    """*content* with the interval join's "has met a row of the other side" flags left out: each
+    cached row carries one, and whether it is set when the savepoint is taken depends on how the
+    job's two inputs interleaved in that run (seen: 4 rows of 30 set in one run, not in the other)."""
+    import json
+
+    def masked(row: str) -> str:
+        value = json.loads(row)
+        for name in INTERVAL_JOIN_CACHES:
+            for _, cached in (value.get(name) or []) if isinstance(value, dict) else []:
+                for entry in cached or []:
+                    entry["f1"] = None
+        return json.dumps(value, sort_keys=True)
+
+    return {op: {table: sorted(map(masked, rows)) for table, rows in tables.items()}
+            for op, tables in content.items()}
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if "canonical" in c[1]], ids="-".join)
