@@ -21,6 +21,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import secrets
 import signal
 import socket
@@ -194,8 +195,8 @@ def _pyspark_version() -> str:
             text = f.read()
     except OSError:
         return ""
-    start = text.find("__version__")
-    return text[start:].splitlines()[0] if start >= 0 else ""
+    found = re.search(r"""__version__[^=]*=\s*["']([^"']+)["']""", text)
+    return found.group(1) if found else ""
 
 
 # --- start, reach, stop -------------------------------------------------------

@@ -90,10 +90,12 @@ def stop_command_server(proc) -> None:
     """End the command server (its commands run on: each is a process group of its own)."""
     if proc is None:
         return
+    import subprocess
+
     proc.terminate()
     try:
         proc.wait(timeout=10)
-    except Exception:  # noqa: BLE001
+    except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
 

@@ -17,8 +17,9 @@ Any doubt runs the command here, as before: no socket, a server of other code (s
 files, PySpark, the Python or its import path differ) or of other interpreter settings (flags,
 ``PYTHON*`` variables), another user's socket, ``STATECTL_ENGINE=classic``, or standard streams
 that are not this process's descriptors 0-2 (a program that captures them). Once a fork has
-said it runs the command, the command never runs here as well. ``statectl engine ...`` and ``statectl explore`` (a screen that
-follows its terminal's size) always run here; so does any command when ``STATECTL_HANDOFF=off``.
+said it runs the command, the command never runs here as well. ``statectl engine ...`` and
+``statectl explore`` (a screen that follows its terminal's size) always run here; so does any
+command when ``STATECTL_HANDOFF=off``.
 """
 
 from __future__ import annotations
